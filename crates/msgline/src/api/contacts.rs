@@ -1,0 +1,119 @@
+//! `POST /contacts` (upsert by phone; scope `messaging_contacts`), `GET /contacts?q=` and
+//! `GET /contacts/{id}` (scope `messaging_read`).
+
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    http::StatusCode,
+    routing::get,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    AppState,
+    auth::Principal,
+    extract::{ApiJson, ApiQuery, bounded, list, page},
+};
+use crate::{
+    clock,
+    db::{
+        self,
+        contacts::{Contact, ContactFields},
+    },
+    domain::{phone::E164, scope::Scope},
+    error::{ApiError, ApiResult},
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/contacts", get(search).post(upsert)).route("/contacts/{id}", get(get_contact))
+}
+
+pub fn view(contact: &Contact) -> Value {
+    json!({
+        "id": contact.id,
+        "phone": contact.phone,
+        "name": contact.name,
+        "email": contact.email,
+        "organization": contact.organization,
+        "note": contact.note,
+        "imessage_reachable": contact.imessage_reachable,
+        "created_at": clock::rfc3339(contact.created_at),
+        "updated_at": clock::rfc3339(contact.updated_at),
+    })
+}
+
+#[derive(Deserialize)]
+struct UpsertContact {
+    phone: String,
+    name: Option<String>,
+    email: Option<String>,
+    organization: Option<String>,
+    note: Option<String>,
+    default_country: Option<String>,
+}
+
+/// Parses a phone field, naming it in the error.
+pub fn phone_field(field: &str, value: &str, default_country: Option<&str>) -> ApiResult<E164> {
+    E164::parse(value, default_country).map_err(|e| {
+        let field = if e == crate::domain::phone::PhoneError::UnknownCountry { "default_country" } else { field };
+        ApiError::invalid(field, e.describe(value))
+    })
+}
+
+fn email_field(value: Option<String>) -> ApiResult<Option<String>> {
+    let Some(email) = bounded("email", value, 254)? else { return Ok(None) };
+    let valid = email.is_empty()
+        || email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') && !domain.contains('@') && !email.contains(char::is_whitespace)
+        });
+    if valid { Ok(Some(email)) } else { Err(ApiError::invalid("email", "email is not an email address")) }
+}
+
+async fn upsert(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiJson(body): ApiJson<UpsertContact>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller.require(Scope::Contacts)?;
+    let phone = phone_field("phone", &body.phone, body.default_country.as_deref())?;
+    let fields = ContactFields {
+        name: bounded("name", body.name, 200)?,
+        email: email_field(body.email)?,
+        organization: bounded("organization", body.organization, 200)?,
+        note: bounded("note", body.note, 2000)?,
+    };
+    let (contact, created) = db::contacts::upsert(&state.db, &caller.org_id, &phone, &fields).await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(view(&contact))))
+}
+
+#[derive(Deserialize)]
+struct SearchQuery {
+    q: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+async fn search(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiQuery(query): ApiQuery<SearchQuery>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Read)?;
+    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let q = bounded("q", query.q, 200)?;
+    let paged = db::contacts::search(&state.db, &caller.org_id, q.as_deref(), &page).await?;
+    Ok(Json(list(paged, view)))
+}
+
+async fn get_contact(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Read)?;
+    let contact =
+        db::contacts::get(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("contact"))?;
+    Ok(Json(view(&contact)))
+}

@@ -1,0 +1,137 @@
+//! Request extractors that answer with the contract's errors: 413 past 1 MiB, 400 naming the
+//! field for malformed JSON or a wrong type, 400 for a bad query string.
+
+use axum::{
+    extract::{FromRequest, FromRequestParts, OptionalFromRequest, Query, Request},
+    http::{header, request::Parts},
+};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::{Value, json};
+
+use crate::{
+    db::{Page, Paged},
+    error::ApiError,
+};
+
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// A JSON request body.
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _: &S) -> Result<Self, Self::Rejection> {
+        parse_json(&read_body(req).await?).map(ApiJson)
+    }
+}
+
+/// An optional body: absent or empty is `None`.
+impl<S: Send + Sync, T: DeserializeOwned> OptionalFromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _: &S) -> Result<Option<Self>, Self::Rejection> {
+        let bytes = read_body(req).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        parse_json(&bytes).map(|value| Some(ApiJson(value)))
+    }
+}
+
+async fn read_body(req: Request) -> Result<axum::body::Bytes, ApiError> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > MAX_BODY_BYTES) {
+        return Err(ApiError::payload_too_large());
+    }
+    axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await.map_err(|_| ApiError::payload_too_large())
+}
+
+/// Parses a body, naming the field at fault when there is one.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
+    }
+    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::bad_request(format!("the request body is not valid JSON: {inner}"));
+        }
+        let text = inner.to_string();
+        let text = text.split(" at line ").next().unwrap_or(&text).to_string();
+        // serde reports a missing field at its parent's path, with the name in the message.
+        let field = match text.strip_prefix("missing field `") {
+            Some(rest) => {
+                let name = rest.trim_end_matches('`');
+                if path == "." { name.to_string() } else { format!("{path}.{name}") }
+            }
+            None => path,
+        };
+        if field == "." {
+            ApiError::bad_request(format!("the request body is not the expected JSON object: {text}"))
+        } else {
+            ApiError::invalid(field, text)
+        }
+    })
+}
+
+/// A query string.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::try_from_uri(&parts.uri)
+            .map(|Query(value)| ApiQuery(value))
+            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+    }
+}
+
+/// Reads `?limit=` (default 50, 1 to 200) and `?cursor=`.
+pub fn page(limit: Option<&str>, cursor: Option<&str>) -> Result<Page, ApiError> {
+    let limit = match limit {
+        None | Some("") => 50,
+        Some(text) => match text.parse::<i64>() {
+            Ok(n) if (1..=200).contains(&n) => n,
+            _ => return Err(ApiError::invalid("limit", "limit must be a whole number from 1 to 200")),
+        },
+    };
+    let before = match cursor.filter(|c| !c.is_empty()) {
+        None => None,
+        Some(cursor) => Some(
+            URL_SAFE_NO_PAD
+                .decode(cursor)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| ApiError::invalid("cursor", "cursor is not one this API returned"))?,
+        ),
+    };
+    Ok(Page { limit, before })
+}
+
+/// `{"data": [...], "next_cursor": ...}` for a page of rows.
+pub fn list<T, V: Serialize>(paged: Paged<T>, view: impl Fn(&T) -> V) -> Value {
+    json!({
+        "data": paged.rows.iter().map(view).collect::<Vec<_>>(),
+        "next_cursor": paged.next.map(|id| URL_SAFE_NO_PAD.encode(id)),
+    })
+}
+
+/// Trims a text field; an over-long one is a 400 naming it.
+pub fn bounded(field: &str, value: Option<String>, max_chars: usize) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(text) if text.chars().count() > max_chars => {
+            Err(ApiError::invalid(field, format!("{field} is limited to {max_chars} characters")))
+        }
+        Some(text) => Ok(Some(text.trim().to_string())),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,169 @@
+//! `GET/POST /keys`, `POST /keys/{id}/rotate`, `DELETE /keys/{id}` (scope `messaging_keys`).
+//!
+//! A caller manages only keys it could have made itself: scopes within its own, and, for a
+//! line-bound caller, keys bound to the same line. Other keys are invisible to it (404).
+
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    http::StatusCode,
+    routing::{delete, get, post},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    AppState,
+    auth::Principal,
+    extract::{ApiJson, ApiQuery, bounded, list, page},
+};
+use crate::{
+    clock,
+    db::{
+        self,
+        keys::{KeyRecord, NewKey},
+    },
+    domain::scope::{Scope, Scopes},
+    error::{ApiError, ApiResult},
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/keys", get(list_keys).post(create_key))
+        .route("/keys/{id}/rotate", post(rotate_key))
+        .route("/keys/{id}", delete(revoke_key))
+}
+
+/// The public view of a key; the secret only at creation or rotation.
+pub fn view(key: &KeyRecord, secret: Option<&str>) -> Value {
+    let mut value = json!({
+        "id": key.id,
+        "name": key.name,
+        "scopes": key.scopes.names(),
+        "line_id": key.line_id,
+        "key_hint": format!("…{}", key.key_hint),
+        "created_at": clock::rfc3339(key.created_at),
+        "expires_at": clock::rfc3339_opt(key.expires_at),
+        "revoked_at": clock::rfc3339_opt(key.revoked_at),
+    });
+    if let Some(secret) = secret {
+        value["key"] = json!(secret);
+    }
+    value
+}
+
+/// Whether `caller` may see and manage `key`; `Err` names a scope the caller lacks.
+fn may_manage(caller: &Principal, key: &KeyRecord) -> ApiResult<bool> {
+    if caller.line_id.is_some() && caller.line_id != key.line_id {
+        return Ok(false);
+    }
+    if let Some(scope) = key.scopes.iter().find(|s| !caller.scopes.contains(*s)) {
+        return Err(ApiError::missing_scope(scope));
+    }
+    Ok(true)
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+async fn list_keys(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Keys)?;
+    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let mut paged = db::keys::list_active(&state.db, &caller.org_id, &page).await?;
+    paged.rows.retain(|key| caller.line_id.is_none() || caller.line_id == key.line_id);
+    Ok(Json(list(paged, |k| view(k, None))))
+}
+
+#[derive(Deserialize)]
+struct CreateKey {
+    name: Option<String>,
+    scopes: Vec<String>,
+    line_id: Option<String>,
+}
+
+async fn create_key(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiJson(body): ApiJson<CreateKey>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller.require(Scope::Keys)?;
+    let name = bounded("name", body.name, 100)?.unwrap_or_else(|| "unnamed".into());
+    let scopes = Scopes::parse(body.scopes.iter().map(String::as_str))
+        .map_err(|bad| ApiError::invalid("scopes", format!("unknown scope {bad:?}")))?;
+    if scopes.is_empty() {
+        return Err(ApiError::invalid("scopes", "a key needs at least one scope"));
+    }
+    if let Some(scope) = scopes.iter().find(|s| !caller.scopes.contains(*s)) {
+        return Err(ApiError::missing_scope(scope));
+    }
+    let line_id = match (body.line_id, &caller.line_id) {
+        (Some(asked), Some(bound)) if &asked != bound => {
+            return Err(ApiError::conflict("line_mismatch", "this key is bound to another line"));
+        }
+        (None, Some(bound)) => Some(bound.clone()),
+        (asked, _) => asked,
+    };
+    if let Some(line_id) = &line_id
+        && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
+    {
+        return Err(ApiError::not_found("line").with("field", "line_id"));
+    }
+    let (key, secret) = db::keys::create(
+        state.db.writer(),
+        NewKey { org_id: &caller.org_id, name: &name, scopes: &scopes, line_id: line_id.as_deref() },
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(view(&key, Some(&secret)))))
+}
+
+#[derive(Deserialize, Default)]
+struct RotateKey {
+    grace_seconds: Option<i64>,
+}
+
+async fn rotate_key(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    body: Option<ApiJson<RotateKey>>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller.require(Scope::Keys)?;
+    let grace_seconds = body.and_then(|ApiJson(b)| b.grace_seconds).unwrap_or(86_400);
+    if !(0..=30 * 86_400).contains(&grace_seconds) {
+        return Err(ApiError::invalid("grace_seconds", "grace_seconds must be from 0 to 2592000 (30 days)"));
+    }
+    let key = db::keys::get_active(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("key"))?;
+    if !may_manage(&caller, &key)? {
+        return Err(ApiError::not_found("key"));
+    }
+    let (new, secret, ends) = db::keys::rotate(&state.db, &caller.org_id, &id, grace_seconds * 1000)
+        .await?
+        .ok_or_else(|| ApiError::not_found("key"))?;
+    state.auth.forget(&id);
+    let mut body = view(&new, Some(&secret));
+    body["previous_key_id"] = json!(id);
+    body["previous_key_expires_at"] = json!(clock::rfc3339(ends));
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+async fn revoke_key(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Keys)?;
+    let key = db::keys::get_active(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("key"))?;
+    if !may_manage(&caller, &key)? {
+        return Err(ApiError::not_found("key"));
+    }
+    let revoked = db::keys::revoke(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("key"))?;
+    state.auth.forget(&id);
+    Ok(Json(view(&revoked, None)))
+}

@@ -1,0 +1,71 @@
+//! `GET /lines`, `GET /lines/{id}`: the lines the caller may send from.
+
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    routing::get,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    AppState,
+    auth::Principal,
+    extract::{ApiQuery, list, page},
+};
+use crate::{
+    clock,
+    db::{self, Paged, lines::Line},
+    domain::scope::Scope,
+    error::{ApiError, ApiResult},
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/lines", get(list_lines)).route("/lines/{id}", get(get_line))
+}
+
+/// The customer's view of a line: never its bridge address or credentials.
+pub fn view(line: &Line) -> Value {
+    json!({
+        "id": line.id,
+        "e164": line.e164,
+        "kind": line.kind.as_str(),
+        "capabilities": line.capabilities,
+        "status": line.status,
+        "checked_at": clock::rfc3339_opt(line.checked_at),
+        "created_at": clock::rfc3339(line.created_at),
+    })
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+async fn list_lines(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Read)?;
+    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    // A line-bound key sees its own line only.
+    let paged = match &caller.line_id {
+        Some(bound) => {
+            let rows = db::lines::get_for_org(&state.db, &caller.org_id, bound).await?.into_iter().collect();
+            Paged { rows, next: None }
+        }
+        None => db::lines::list_for_org(&state.db, &caller.org_id, &page).await?,
+    };
+    Ok(Json(list(paged, view)))
+}
+
+async fn get_line(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Read)?;
+    if caller.line_id.as_ref().is_some_and(|bound| bound != &id) {
+        return Err(ApiError::not_found("line"));
+    }
+    let line = db::lines::get_for_org(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("line"))?;
+    Ok(Json(view(&line)))
+}

@@ -1,0 +1,135 @@
+//! The HTTP API: one module per resource, each with its types, thin handlers and router.
+
+pub mod auth;
+mod contacts;
+mod conversations;
+pub mod extract;
+mod health;
+mod keys;
+mod lines;
+pub mod ratelimit;
+
+use std::{ops::Deref, sync::Arc, time::Instant};
+
+use axum::{
+    Router,
+    extract::{MatchedPath, Request, State},
+    http::{HeaderName, HeaderValue, Method, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+};
+use tracing::Instrument;
+
+use crate::{config::Config, db::Db, error::ApiError, ids};
+use auth::AuthCache;
+use ratelimit::{Policy, RateLimits};
+
+pub const BASE: &str = "/api/v1/messaging";
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub db: Db,
+    pub config: Config,
+    pub auth: AuthCache,
+    pub limits: RateLimits,
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(db: Db, config: Config) -> Self {
+        AppState(Arc::new(Inner {
+            auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
+            limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
+            db,
+            config,
+        }))
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    let authenticated = Router::new()
+        .merge(keys::router())
+        .merge(lines::router())
+        .merge(contacts::router())
+        .merge(conversations::router())
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
+        .nest(BASE, authenticated)
+        .merge(health::router())
+        .fallback(|| async { ApiError::not_found("route") })
+        .layer(middleware::from_fn(request_id))
+        .with_state(state)
+}
+
+static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Gives every request an id (keeping a sane one the client sent), a log span and a log line.
+async fn request_id(mut req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(&X_REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128)
+        .filter(|v| v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)))
+        .map(str::to_string)
+        .unwrap_or_else(|| ids::new_id("req"));
+    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let started = Instant::now();
+    let mut response = next.run(req).instrument(span.clone()).await;
+    let status = response.status().as_u16();
+    span.in_scope(|| {
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if status >= 500 {
+            tracing::warn!(status, elapsed_ms, "request failed");
+        } else {
+            tracing::debug!(status, elapsed_ms, "request served");
+        }
+    });
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(X_REQUEST_ID.clone(), value);
+    }
+    response
+}
+
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// Authenticates the bearer key and counts the request against the caller's rate limits.
+async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let header = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let principal = match state.auth.authenticate(&state.db, header).await {
+        Ok(principal) => principal,
+        Err(error) => return error.into_response(),
+    };
+    let is_send = req.method() == Method::POST
+        && req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str() == format!("{BASE}/messages"));
+    let caller = principal.caller();
+    let mut allowances = Vec::with_capacity(2);
+    let policies: &[Policy] = if is_send { &[Policy::Global, Policy::Send] } else { &[Policy::Global] };
+    for policy in policies {
+        match state.limits.check(*policy, &caller) {
+            Ok(allowance) => allowances.push(allowance),
+            Err(retry_after) => return ApiError::rate_limited(retry_after).into_response(),
+        }
+    }
+    req.extensions_mut().insert(principal);
+    let mut response = next.run(req).await;
+    let policy = allowances.iter().map(|a| a.policy_item()).collect::<Vec<_>>().join(", ");
+    let remaining = allowances.iter().map(|a| a.state_item()).collect::<Vec<_>>().join(", ");
+    let headers = response.headers_mut();
+    if let (Ok(policy), Ok(remaining)) = (HeaderValue::from_str(&policy), HeaderValue::from_str(&remaining)) {
+        headers.insert(HeaderName::from_static("ratelimit-policy"), policy);
+        headers.insert(HeaderName::from_static("ratelimit"), remaining);
+    }
+    response
+}

@@ -1,0 +1,83 @@
+//! The application: database, migrations, the HTTP server and its background work.
+
+use std::{future::Future, time::Duration};
+
+use tokio::net::TcpListener;
+
+use crate::{
+    api::{self, AppState},
+    config::Config,
+    db::Db,
+};
+
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+}
+
+impl Application {
+    /// Connects, migrates and binds the listener; nothing is served until
+    /// [`Application::run_until_stopped`].
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let db = Db::connect(&config.database_url).await?;
+        db.migrate().await?;
+        let addr = config.listen_addr()?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        Ok(Self { listener, state: AppState::new(db, config) })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    pub fn state(&self) -> AppState {
+        self.state.clone()
+    }
+
+    /// Serves until `shutdown` completes, then lets requests in flight finish.
+    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let state = self.state.clone();
+        let pruner = tokio::spawn({
+            let state = state.clone();
+            async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(60));
+                loop {
+                    tick.tick().await;
+                    state.limits.prune();
+                }
+            }
+        });
+        tracing::info!(addr = %self.listener.local_addr()?, "msgline is serving");
+        let result = axum::serve(self.listener, api::router(state.clone()))
+            .with_graceful_shutdown(shutdown)
+            .await;
+        pruner.abort();
+        state.db.close().await;
+        result.map_err(Into::into)
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

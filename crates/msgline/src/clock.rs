@@ -1,0 +1,38 @@
+//! Time: integer milliseconds in storage, RFC 3339 UTC at the API edge.
+
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+
+pub fn now_ms() -> i64 {
+    (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// `1700000000123` → `"2023-11-14T22:13:20.123Z"`.
+pub fn rfc3339(ms: i64) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+pub fn rfc3339_opt(ms: Option<i64>) -> Option<String> {
+    ms.map(rfc3339)
+}
+
+/// Parses an RFC 3339 timestamp into milliseconds.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    OffsetDateTime::parse(text, &Rfc3339)
+        .ok()
+        .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_round_trip_through_rfc3339() {
+        let ms = 1_700_000_000_123;
+        assert_eq!(rfc3339(ms), "2023-11-14T22:13:20.123Z");
+        assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms));
+    }
+}

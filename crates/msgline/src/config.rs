@@ -1,0 +1,133 @@
+//! Typed settings: defaults, an optional TOML file, then `MSGLINE_*` environment variables.
+
+use std::{fmt, net::SocketAddr, path::Path, time::Duration};
+
+use figment::{
+    Figment,
+    providers::{Env, Format, Serialized, Toml},
+};
+use serde::{Deserialize, Serialize};
+
+/// Everything `serve` and the admin commands need. Every field has a default, so an empty
+/// environment runs.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub listen: String,
+    pub database_url: String,
+    pub rate_limit_per_minute: u32,
+    pub send_rate_limit_per_minute: u32,
+    pub idempotency_ttl_hours: u64,
+    pub bridge_timeout_ms: u64,
+    pub webhook_retry_schedule: String,
+    pub allow_private_targets: bool,
+    pub log: String,
+    pub log_format: String,
+    /// Seconds an authenticated key stays cached before it is read again. Revocation on the
+    /// instance that revokes is immediate; other instances see it within this many seconds.
+    pub key_cache_seconds: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            database_url: "sqlite://msgline.db".into(),
+            rate_limit_per_minute: 100,
+            send_rate_limit_per_minute: 60,
+            idempotency_ttl_hours: 24,
+            bridge_timeout_ms: 10_000,
+            webhook_retry_schedule: "5s,5m,30m,2h,5h,10h,10h".into(),
+            allow_private_targets: false,
+            log: "info".into(),
+            log_format: "text".into(),
+            key_cache_seconds: 5,
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    // The database URL can carry a password: never print it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("database", &redact_url(&self.database_url))
+            .field("rate_limit_per_minute", &self.rate_limit_per_minute)
+            .field("send_rate_limit_per_minute", &self.send_rate_limit_per_minute)
+            .field("idempotency_ttl_hours", &self.idempotency_ttl_hours)
+            .field("bridge_timeout_ms", &self.bridge_timeout_ms)
+            .field("webhook_retry_schedule", &self.webhook_retry_schedule)
+            .field("allow_private_targets", &self.allow_private_targets)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.find(':') {
+                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &creds[..colon], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl Config {
+    /// Defaults, then the TOML file (if any), then the environment.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = file {
+            anyhow::ensure!(file.exists(), "config file {} does not exist", file.display());
+            figment = figment.merge(Toml::file(file));
+        }
+        let config: Config = figment
+            .merge(Env::prefixed("MSGLINE_").ignore(&["CONFIG"]))
+            .extract()
+            .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.listen_addr()?;
+        anyhow::ensure!(self.rate_limit_per_minute > 0, "MSGLINE_RATE_LIMIT_PER_MINUTE must be at least 1");
+        anyhow::ensure!(
+            self.send_rate_limit_per_minute > 0,
+            "MSGLINE_SEND_RATE_LIMIT_PER_MINUTE must be at least 1"
+        );
+        anyhow::ensure!(
+            self.database_url.starts_with("sqlite:")
+                || self.database_url.starts_with("postgres://")
+                || self.database_url.starts_with("postgresql://"),
+            "MSGLINE_DATABASE_URL must start with sqlite:// or postgres://"
+        );
+        Ok(())
+    }
+
+    pub fn listen_addr(&self) -> anyhow::Result<SocketAddr> {
+        self.listen
+            .parse()
+            .map_err(|_| anyhow::anyhow!("MSGLINE_LISTEN is not an address like 127.0.0.1:8080: {}", self.listen))
+    }
+
+    pub fn bridge_timeout(&self) -> Duration {
+        Duration::from_millis(self.bridge_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_from_database_urls() {
+        assert_eq!(redact_url("postgres://u:pw@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact_url("sqlite://msgline.db"), "sqlite://msgline.db");
+        let config = Config { database_url: "postgres://u:hunter2@h/db".into(), ..Config::default() };
+        assert!(!format!("{config:?}").contains("hunter2"));
+    }
+}

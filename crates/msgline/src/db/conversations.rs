@@ -1,0 +1,166 @@
+//! Conversations: a direct thread with one contact on one line, or an iMessage group (whose
+//! participants are listed in `conversation_participants`).
+
+use std::collections::HashMap;
+
+use sqlx::{Row, any::AnyRow};
+
+use super::{Db, Page, Paged};
+use crate::{clock, ids};
+
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub id: String,
+    pub org_id: String,
+    pub line_id: String,
+    /// `direct` or `group`.
+    pub kind: String,
+    pub contact_id: Option<String>,
+    pub name: Option<String>,
+    pub group_state: Option<String>,
+    pub participants: Vec<String>,
+    pub created_at: i64,
+    pub last_message_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ConversationFilter {
+    pub line_id: Option<String>,
+    pub contact_id: Option<String>,
+}
+
+const COLUMNS: &str = "id, org_id, line_id, kind, contact_id, name, group_state, created_at, last_message_at";
+
+fn from_row(row: &AnyRow) -> sqlx::Result<Conversation> {
+    Ok(Conversation {
+        id: row.try_get(0)?,
+        org_id: row.try_get(1)?,
+        line_id: row.try_get(2)?,
+        kind: row.try_get(3)?,
+        contact_id: row.try_get(4)?,
+        name: row.try_get(5)?,
+        group_state: row.try_get(6)?,
+        participants: Vec::new(),
+        created_at: row.try_get(7)?,
+        last_message_at: row.try_get(8)?,
+    })
+}
+
+/// The direct conversation between a line and a contact, created if it does not exist yet.
+pub async fn find_or_create_direct(
+    conn: &mut sqlx::AnyConnection,
+    org_id: &str,
+    line_id: &str,
+    contact_id: &str,
+    phone: &str,
+) -> sqlx::Result<Conversation> {
+    let now = clock::now_ms();
+    let id = ids::new_id("conv");
+    let created = sqlx::query(
+        "INSERT INTO conversations (id, org_id, line_id, kind, contact_id, created_at) \
+         VALUES ($1, $2, $3, 'direct', $4, $5) ON CONFLICT (org_id, line_id, contact_id) WHERE kind = 'direct' DO NOTHING",
+    )
+    .bind(&id)
+    .bind(org_id)
+    .bind(line_id)
+    .bind(contact_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        == 1;
+    if created {
+        sqlx::query("INSERT INTO conversation_participants (conversation_id, phone, contact_id) VALUES ($1, $2, $3)")
+            .bind(&id)
+            .bind(phone)
+            .bind(contact_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    let row = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM conversations WHERE org_id = $1 AND line_id = $2 AND contact_id = $3 AND kind = 'direct'"
+    ))
+    .bind(org_id)
+    .bind(line_id)
+    .bind(contact_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let mut conversation = from_row(&row)?;
+    conversation.participants = vec![phone.to_string()];
+    Ok(conversation)
+}
+
+pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Conversation>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM conversations WHERE org_id = $1 AND id = $2"))
+        .bind(org_id)
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
+    let Some(mut conversation) = row.as_ref().map(from_row).transpose()? else { return Ok(None) };
+    conversation.participants = participants(db, std::slice::from_ref(&conversation.id))
+        .await?
+        .remove(&conversation.id)
+        .unwrap_or_default();
+    Ok(Some(conversation))
+}
+
+/// The organisation's conversations, newest first, optionally on one line or with one contact
+/// (directly or as a group participant).
+pub async fn list(
+    db: &Db,
+    org_id: &str,
+    filter: &ConversationFilter,
+    page: &Page,
+) -> sqlx::Result<Paged<Conversation>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM conversations WHERE org_id = $1");
+    let mut binds = vec![org_id.to_string()];
+    if let Some(line_id) = &filter.line_id {
+        binds.push(line_id.clone());
+        sql.push_str(&format!(" AND line_id = ${}", binds.len()));
+    }
+    if let Some(contact_id) = &filter.contact_id {
+        binds.push(contact_id.clone());
+        let n = binds.len();
+        sql.push_str(&format!(
+            " AND (contact_id = ${n} OR id IN (SELECT conversation_id FROM conversation_participants WHERE contact_id = ${n}))"
+        ));
+    }
+    if let Some(before) = &page.before {
+        binds.push(before.clone());
+        sql.push_str(&format!(" AND id < ${}", binds.len()));
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+    let mut query = sqlx::query(&sql);
+    for bind in &binds {
+        query = query.bind(bind);
+    }
+    let rows = query.fetch_all(db.reader()).await?;
+    let conversations = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
+    let mut paged = Paged::from_overfetch(conversations, page.limit, |c| &c.id);
+    let ids: Vec<String> = paged.rows.iter().map(|c| c.id.clone()).collect();
+    let mut by_id = participants(db, &ids).await?;
+    for conversation in &mut paged.rows {
+        conversation.participants = by_id.remove(&conversation.id).unwrap_or_default();
+    }
+    Ok(paged)
+}
+
+async fn participants(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, Vec<String>>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let params: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT conversation_id, phone FROM conversation_participants WHERE conversation_id IN ({}) ORDER BY phone",
+        params.join(", ")
+    );
+    let mut query = sqlx::query(&sql);
+    for id in ids {
+        query = query.bind(id);
+    }
+    for row in query.fetch_all(db.reader()).await? {
+        out.entry(row.try_get(0)?).or_default().push(row.try_get(1)?);
+    }
+    Ok(out)
+}

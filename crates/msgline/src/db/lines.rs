@@ -1,0 +1,196 @@
+//! Phone lines and their bridges. A dedicated line belongs to one organisation; a shared line
+//! (no `org_id`) is usable by every organisation.
+
+use serde::{Deserialize, Serialize};
+use sqlx::{Row, any::AnyRow};
+
+use super::{Db, Page, Paged};
+use crate::{clock, domain::apikey, ids};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LineKind {
+    Dedicated,
+    Shared,
+}
+
+impl LineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineKind::Dedicated => "dedicated",
+            LineKind::Shared => "shared",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "dedicated" => Some(LineKind::Dedicated),
+            "shared" => Some(LineKind::Shared),
+            _ => None,
+        }
+    }
+}
+
+/// What a line's bridge says it can do; `None` on the line until the bridge has been asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Capabilities {
+    pub imessage: bool,
+    pub sms: bool,
+    pub groups: bool,
+    pub polls: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub id: String,
+    pub org_id: Option<String>,
+    pub e164: String,
+    pub kind: LineKind,
+    pub bridge_url: String,
+    pub bridge_token: Option<String>,
+    pub capabilities: Option<Capabilities>,
+    /// `unknown` until the bridge has been reached, then `online` or `offline`.
+    pub status: String,
+    pub checked_at: Option<i64>,
+    pub created_at: i64,
+}
+
+impl Line {
+    /// Whether an organisation may send from this line.
+    pub fn usable_by(&self, org_id: &str) -> bool {
+        self.org_id.as_deref().is_none_or(|owner| owner == org_id)
+    }
+}
+
+pub struct NewLine<'a> {
+    pub org_id: Option<&'a str>,
+    pub e164: &'a str,
+    pub kind: LineKind,
+    pub bridge_url: &'a str,
+    pub bridge_token: Option<&'a str>,
+}
+
+const COLUMNS: &str =
+    "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at";
+
+fn from_row(row: &AnyRow) -> sqlx::Result<Line> {
+    let kind: String = row.try_get(3)?;
+    let capabilities: Option<String> = row.try_get(6)?;
+    Ok(Line {
+        id: row.try_get(0)?,
+        org_id: row.try_get(1)?,
+        e164: row.try_get(2)?,
+        kind: LineKind::parse(&kind).unwrap_or(LineKind::Dedicated),
+        bridge_url: row.try_get(4)?,
+        bridge_token: row.try_get(5)?,
+        capabilities: capabilities.and_then(|text| serde_json::from_str(&text).ok()),
+        status: row.try_get(7)?,
+        checked_at: row.try_get(8)?,
+        created_at: row.try_get(9)?,
+    })
+}
+
+/// Registers a line and mints the secret its bridge presents when it calls back.
+pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
+    let secret = apikey::random_secret("mlb_");
+    let line = Line {
+        id: ids::new_id("line"),
+        org_id: new.org_id.map(str::to_string),
+        e164: new.e164.to_string(),
+        kind: new.kind,
+        bridge_url: new.bridge_url.trim_end_matches('/').to_string(),
+        bridge_token: new.bridge_token.map(str::to_string),
+        capabilities: None,
+        status: "unknown".into(),
+        checked_at: None,
+        created_at: clock::now_ms(),
+    };
+    sqlx::query(
+        "INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_token, bridge_secret_hash, status, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(&line.id)
+    .bind(&line.org_id)
+    .bind(&line.e164)
+    .bind(line.kind.as_str())
+    .bind(&line.bridge_url)
+    .bind(&line.bridge_token)
+    .bind(apikey::hash_secret(&secret))
+    .bind(&line.status)
+    .bind(line.created_at)
+    .execute(db.writer())
+    .await?;
+    Ok((line, secret))
+}
+
+/// Every line, for the operator.
+pub async fn list_all(db: &Db) -> sqlx::Result<Vec<Line>> {
+    let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM lines ORDER BY id"))
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// The lines an organisation may use: its dedicated lines and every shared line.
+pub async fn list_for_org(db: &Db, org_id: &str, page: &Page) -> sqlx::Result<Paged<Line>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM lines WHERE (org_id = $1 OR org_id IS NULL)");
+    if page.before.is_some() {
+        sql.push_str(" AND id < $2");
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+    let mut query = sqlx::query(&sql).bind(org_id);
+    if let Some(before) = &page.before {
+        query = query.bind(before);
+    }
+    let rows = query.fetch_all(db.reader()).await?;
+    let lines = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
+    Ok(Paged::from_overfetch(lines, page.limit, |l| &l.id))
+}
+
+/// A line by id, whoever owns it.
+pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<Line>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM lines WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// A line the organisation may use, by id.
+pub async fn get_for_org(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Line>> {
+    Ok(get(db, id).await?.filter(|line| line.usable_by(org_id)))
+}
+
+/// A line the organisation may use, by its number.
+pub async fn get_for_org_by_e164(db: &Db, org_id: &str, e164: &str) -> sqlx::Result<Option<Line>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM lines WHERE e164 = $1"))
+        .bind(e164)
+        .fetch_optional(db.reader())
+        .await?;
+    Ok(row.as_ref().map(from_row).transpose()?.filter(|line| line.usable_by(org_id)))
+}
+
+/// The line whose bridge presents this secret.
+pub async fn find_by_bridge_secret(db: &Db, secret: &str) -> sqlx::Result<Option<Line>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM lines WHERE bridge_secret_hash = $1"))
+        .bind(apikey::hash_secret(secret))
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Records what the bridge said it can do and whether it answered.
+pub async fn record_check(db: &Db, id: &str, capabilities: Option<Capabilities>) -> sqlx::Result<()> {
+    let status = if capabilities.is_some() { "online" } else { "offline" };
+    let capabilities = capabilities.map(|c| serde_json::to_string(&c).expect("plain struct"));
+    sqlx::query(
+        "UPDATE lines SET capabilities = COALESCE($1, capabilities), status = $2, checked_at = $3 WHERE id = $4",
+    )
+    .bind(capabilities)
+    .bind(status)
+    .bind(clock::now_ms())
+    .bind(id)
+    .execute(db.writer())
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! Schema migrations, embedded in the binary: `migrations/sqlite` and `migrations/postgres`
+//! describe the same tables and columns (a test checks it).
+
+use sqlx::{Acquire, Executor, Row};
+
+use super::{Backend, Db};
+
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
+macro_rules! migration {
+    ($version:expr, $name:literal) => {
+        Migration {
+            version: $version,
+            name: $name,
+            sqlite: include_str!(concat!("../../../../migrations/sqlite/", $name, ".sql")),
+            postgres: include_str!(concat!("../../../../migrations/postgres/", $name, ".sql")),
+        }
+    };
+}
+
+pub const MIGRATIONS: &[Migration] = &[migration!(1, "0001_foundation")];
+
+/// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
+/// starting at once migrate one after another.
+const PG_LOCK: i64 = 0x6d73_676c_696e_65;
+
+pub async fn run(db: &Db) -> anyhow::Result<Vec<&'static str>> {
+    let mut conn = db.writer().acquire().await?;
+    if db.backend() == Backend::Postgres {
+        sqlx::query("SELECT pg_advisory_lock($1)").bind(PG_LOCK).execute(&mut *conn).await?;
+    }
+    let result = apply(db.backend(), &mut conn).await;
+    if db.backend() == Backend::Postgres {
+        sqlx::query("SELECT pg_advisory_unlock($1)").bind(PG_LOCK).execute(&mut *conn).await?;
+    }
+    result
+}
+
+async fn apply(backend: Backend, conn: &mut sqlx::AnyConnection) -> anyhow::Result<Vec<&'static str>> {
+    conn.execute(sqlx::raw_sql(
+        "CREATE TABLE IF NOT EXISTS msgline_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+    ))
+    .await?;
+    let applied: Vec<i64> = sqlx::query("SELECT version FROM msgline_migrations")
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|row| row.get::<i64, _>(0))
+        .collect();
+    let mut done = Vec::new();
+    for migration in MIGRATIONS.iter().filter(|m| !applied.contains(&m.version)) {
+        let sql = match backend {
+            Backend::Sqlite => migration.sqlite,
+            Backend::Postgres => migration.postgres,
+        };
+        let mut tx = conn.begin().await?;
+        tx.execute(sqlx::raw_sql(sql))
+            .await
+            .map_err(|e| anyhow::anyhow!("migration {} failed: {e}", migration.name))?;
+        sqlx::query("INSERT INTO msgline_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
+            .bind(migration.version)
+            .bind(migration.name)
+            .bind(crate::clock::now_ms())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        tracing::info!(migration = migration.name, "applied migration");
+        done.push(migration.name);
+    }
+    Ok(done)
+}

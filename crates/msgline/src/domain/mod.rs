@@ -1,0 +1,5 @@
+//! Parse-don't-validate types and pure rules. Once a value has one of these types it is valid.
+
+pub mod apikey;
+pub mod phone;
+pub mod scope;

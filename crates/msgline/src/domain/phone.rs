@@ -1,0 +1,93 @@
+//! Phone numbers, always held in E.164.
+
+use std::fmt;
+
+use phonenumber::{Mode, country};
+use serde::Serialize;
+
+/// A valid phone number in E.164 form, such as `+12015550100`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct E164(String);
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum PhoneError {
+    /// Not a phone number at all, or not valid for its country.
+    Invalid,
+    /// A national number and no (or an unknown) default country.
+    NeedsCountry,
+    UnknownCountry,
+}
+
+impl PhoneError {
+    pub fn describe(&self, input: &str) -> String {
+        match self {
+            PhoneError::Invalid => format!("{input:?} is not a valid phone number"),
+            PhoneError::NeedsCountry => {
+                format!("{input:?} is not in E.164 form (+ and country code); give default_country for national numbers")
+            }
+            PhoneError::UnknownCountry => "default_country must be an ISO 3166 alpha-2 code such as US".into(),
+        }
+    }
+}
+
+impl E164 {
+    /// Parses a number: E.164 as is, or a national number with an ISO country code.
+    pub fn parse(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
+        let trimmed = input.trim();
+        if trimmed.is_empty() || trimmed.len() > 40 {
+            return Err(PhoneError::Invalid);
+        }
+        let country = match default_country {
+            Some(code) => Some(parse_country(code)?),
+            None => None,
+        };
+        if !trimmed.starts_with('+') && country.is_none() {
+            return Err(PhoneError::NeedsCountry);
+        }
+        let number = phonenumber::parse(country, trimmed).map_err(|_| PhoneError::Invalid)?;
+        if !number.is_valid() {
+            return Err(PhoneError::Invalid);
+        }
+        Ok(E164(number.format().mode(Mode::E164).to_string()))
+    }
+
+    /// Wraps a number that was validated before it was stored.
+    pub fn from_trusted(stored: String) -> E164 {
+        E164(stored)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+pub fn parse_country(code: &str) -> Result<country::Id, PhoneError> {
+    code.trim().to_ascii_uppercase().parse::<country::Id>().map_err(|_| PhoneError::UnknownCountry)
+}
+
+impl fmt::Display for E164 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_normalise_to_e164() {
+        assert_eq!(E164::parse("+12015550100", None).unwrap().as_str(), "+12015550100");
+        assert_eq!(E164::parse("(201) 555-0123", Some("us")).unwrap().as_str(), "+12015550123");
+        assert_eq!(E164::parse("+44 20 7946 0018", None).unwrap().as_str(), "+442079460018");
+        assert_eq!(E164::parse("2015550100", None), Err(PhoneError::NeedsCountry));
+        assert_eq!(E164::parse("+1 999", None), Err(PhoneError::Invalid));
+        assert_eq!(E164::parse("hello", Some("US")), Err(PhoneError::Invalid));
+        assert_eq!(E164::parse("2015550100", Some("XX")), Err(PhoneError::UnknownCountry));
+    }
+}
