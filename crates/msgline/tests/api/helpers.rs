@@ -1,0 +1,258 @@
+//! The test harness: the real application on a loopback port, a fresh database per test
+//! (a new SQLite file, or a new PostgreSQL database dropped afterwards), real HTTP.
+//!
+//! `MSGLINE_TEST_DATABASE=postgres` runs the suite on PostgreSQL (admin URL from
+//! `MSGLINE_TEST_PG_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`).
+
+use std::{process::Output, time::Duration};
+
+use msgline::{Application, Config, api::AppState, db::Db};
+use reqwest::{Method, StatusCode, header::HeaderMap};
+use serde_json::Value;
+use sqlx::Connection;
+
+pub const BASE: &str = "/api/v1/messaging";
+
+pub fn pg_admin_url() -> String {
+    std::env::var("MSGLINE_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+pub fn use_postgres() -> bool {
+    std::env::var("MSGLINE_TEST_DATABASE").is_ok_and(|v| v == "postgres")
+}
+
+/// A database that exists for one test.
+pub enum TestDb {
+    Sqlite { _dir: tempfile::TempDir, url: String },
+    Postgres { name: String, url: String },
+}
+
+impl TestDb {
+    pub async fn new_sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("msgline.db").display());
+        TestDb::Sqlite { _dir: dir, url }
+    }
+
+    pub async fn new_postgres() -> TestDb {
+        let name = format!("msgline_test_{}", msgline::ids::new_id("db").trim_start_matches("db_"));
+        let admin = pg_admin_url();
+        let mut conn = sqlx::PgConnection::connect(&admin).await.expect("PostgreSQL is reachable for tests");
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create test database");
+        let base = admin.rsplit_once('/').map(|(base, _)| base.to_string()).unwrap_or(admin);
+        TestDb::Postgres { url: format!("{base}/{name}"), name }
+    }
+
+    /// A fresh database of the kind this run tests.
+    pub async fn new() -> TestDb {
+        if use_postgres() { TestDb::new_postgres().await } else { TestDb::new_sqlite().await }
+    }
+
+    pub fn url(&self) -> &str {
+        match self {
+            TestDb::Sqlite { url, .. } | TestDb::Postgres { url, .. } => url,
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let TestDb::Postgres { name, .. } = self {
+            let name = name.clone();
+            // Drop runs inside the test's runtime: do the async clean-up on a thread of its own.
+            let _ = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                runtime.block_on(async {
+                    if let Ok(mut conn) = sqlx::PgConnection::connect(&pg_admin_url()).await {
+                        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                            .execute(&mut conn)
+                            .await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+/// An organisation with its all-scope key.
+#[derive(Debug, Clone)]
+pub struct TestOrg {
+    pub id: String,
+    pub key: String,
+    pub key_id: String,
+}
+
+/// What a request answered.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub body: Value,
+    pub headers: HeaderMap,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts the status, showing the body when it differs.
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Value {
+        assert_eq!(self.status.as_u16(), status, "unexpected status; body: {}", self.body);
+        self.body
+    }
+
+    /// Asserts an error status and code (and the field, when given).
+    #[track_caller]
+    pub fn expect_error(self, status: u16, code: &str, field: Option<&str>) -> Value {
+        let body = self.expect(status);
+        assert_eq!(body["error"], code, "error body: {body}");
+        if let Some(field) = field {
+            assert_eq!(body["field"], field, "error body: {body}");
+        }
+        body
+    }
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub port: u16,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    pub config: Config,
+    /// The organisation every test starts with, and its all-scope key.
+    pub org: TestOrg,
+    pub db: TestDb,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Starts the application with the test's changes to the default configuration.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
+    let db = TestDb::new().await;
+    let mut config = Config { listen: "127.0.0.1:0".into(), database_url: db.url().to_string(), ..Config::default() };
+    configure(&mut config);
+    let app = Application::build(config.clone()).await.expect("application builds");
+    let port = app.port();
+    let state = app.state();
+    let server = tokio::spawn(async move {
+        let _ = app.run_until_stopped(std::future::pending()).await;
+    });
+    let org_json = msgline::admin::create_org(&state.db, "Test Org").await.expect("org");
+    let org = org_from_json(&org_json);
+    TestApp {
+        address: format!("http://127.0.0.1:{port}"),
+        port,
+        client: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client"),
+        state,
+        config,
+        org,
+        db,
+        server,
+    }
+}
+
+fn org_from_json(value: &Value) -> TestOrg {
+    TestOrg {
+        id: value["org_id"].as_str().expect("org_id").to_string(),
+        key: value["api_key"].as_str().expect("api_key").to_string(),
+        key_id: value["key_id"].as_str().expect("key_id").to_string(),
+    }
+}
+
+impl TestApp {
+    pub fn db(&self) -> &Db {
+        &self.state.db
+    }
+
+    /// `path` below the API base, e.g. `/contacts`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{BASE}{path}", self.address)
+    }
+
+    pub async fn request(&self, method: Method, path: &str, key: Option<&str>, body: Option<Value>) -> Resp {
+        let mut request = self.client.request(method, self.url(path));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request is answered");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body");
+        let body = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
+        Resp { status, body, headers }
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> Resp {
+        self.request(Method::GET, path, Some(key), None).await
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: Value) -> Resp {
+        self.request(Method::POST, path, Some(key), Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, key: &str) -> Resp {
+        self.request(Method::DELETE, path, Some(key), None).await
+    }
+
+    /// A second organisation, through the same code as `msgline admin org create`.
+    pub async fn create_org(&self, name: &str) -> TestOrg {
+        org_from_json(&msgline::admin::create_org(self.db(), name).await.expect("org"))
+    }
+
+    /// A key of `org` with these scopes (and line), through the admin code path.
+    pub async fn create_key(&self, org: &TestOrg, scopes: &[&str], line: Option<&str>) -> String {
+        let answer = msgline::admin::create_key(self.db(), &org.id, &scopes.join(","), line, Some("test"))
+            .await
+            .expect("key");
+        answer["api_key"].as_str().expect("api_key").to_string()
+    }
+
+    /// Registers a line: dedicated to `org`, or shared when `org` is `None`.
+    pub async fn create_line(&self, e164: &str, org: Option<&TestOrg>, bridge_url: &str) -> Value {
+        let kind = if org.is_some() { "dedicated" } else { "shared" };
+        msgline::admin::create_line(self.db(), e164, kind, org.map(|o| o.id.as_str()), bridge_url, Some("bridge-token"))
+            .await
+            .expect("line")
+    }
+
+    /// Runs the real `msgline` binary against this test's database.
+    pub async fn cli(&self, args: &[&str]) -> Output {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
+            .args(args)
+            .env("MSGLINE_DATABASE_URL", self.db.url())
+            .env_remove("MSGLINE_CONFIG")
+            .output()
+            .await
+            .expect("msgline runs")
+    }
+}
+
+/// Polls `check` until it returns `Some`, failing after `secs` seconds.
+pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests: the real server on a loopback port, real HTTP, a fresh database per test.
+
+mod helpers;
+
+mod foundation;
