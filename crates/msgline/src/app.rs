@@ -22,9 +22,7 @@ impl Application {
         let db = Db::connect(&config.database_url).await?;
         db.migrate().await?;
         let addr = config.listen_addr()?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         Ok(Self { listener, state: AppState::new(db, config) })
     }
 
@@ -39,6 +37,8 @@ impl Application {
     /// Serves until `shutdown` completes, then lets requests in flight finish.
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let state = self.state.clone();
+        let (stop_workers, stopped) = tokio::sync::watch::channel(false);
+        let workers = crate::workers::spawn_all(&state, stopped);
         let pruner = tokio::spawn({
             let state = state.clone();
             async move {
@@ -50,10 +50,12 @@ impl Application {
             }
         });
         tracing::info!(addr = %self.listener.local_addr()?, "msgline is serving");
-        let result = axum::serve(self.listener, api::router(state.clone()))
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let result = axum::serve(self.listener, api::router(state.clone())).with_graceful_shutdown(shutdown).await;
         pruner.abort();
+        let _ = stop_workers.send(true);
+        for worker in workers {
+            let _ = worker.await;
+        }
         state.db.close().await;
         result.map_err(Into::into)
     }

@@ -1,16 +1,24 @@
 //! Time: integer milliseconds in storage, RFC 3339 UTC at the API edge.
 
-use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+use time::{
+    OffsetDateTime,
+    format_description::{FormatItem, well_known::Rfc3339},
+    macros::format_description,
+};
 
 pub fn now_ms() -> i64 {
     (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
-/// `1700000000123` → `"2023-11-14T22:13:20.123Z"`.
+/// Always three fractional digits, so timestamps have one width and sort as text.
+const FORMAT: &[FormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+
+/// `1700000000120` → `"2023-11-14T22:13:20.120Z"`.
 pub fn rfc3339(ms: i64) -> String {
     OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
         .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
+        .and_then(|t| t.format(FORMAT).ok())
         .unwrap_or_default()
 }
 
@@ -20,9 +28,7 @@ pub fn rfc3339_opt(ms: Option<i64>) -> Option<String> {
 
 /// Parses an RFC 3339 timestamp into milliseconds.
 pub fn parse_rfc3339(text: &str) -> Option<i64> {
-    OffsetDateTime::parse(text, &Rfc3339)
-        .ok()
-        .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
+    OffsetDateTime::parse(text, &Rfc3339).ok().map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
 #[cfg(test)]
@@ -31,8 +37,8 @@ mod tests {
 
     #[test]
     fn timestamps_round_trip_through_rfc3339() {
-        let ms = 1_700_000_000_123;
-        assert_eq!(rfc3339(ms), "2023-11-14T22:13:20.123Z");
+        let ms = 1_700_000_000_120;
+        assert_eq!(rfc3339(ms), "2023-11-14T22:13:20.120Z");
         assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms));
     }
 }

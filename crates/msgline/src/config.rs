@@ -95,10 +95,7 @@ impl Config {
     pub fn validate(&self) -> anyhow::Result<()> {
         self.listen_addr()?;
         anyhow::ensure!(self.rate_limit_per_minute > 0, "MSGLINE_RATE_LIMIT_PER_MINUTE must be at least 1");
-        anyhow::ensure!(
-            self.send_rate_limit_per_minute > 0,
-            "MSGLINE_SEND_RATE_LIMIT_PER_MINUTE must be at least 1"
-        );
+        anyhow::ensure!(self.send_rate_limit_per_minute > 0, "MSGLINE_SEND_RATE_LIMIT_PER_MINUTE must be at least 1");
         anyhow::ensure!(
             self.database_url.starts_with("sqlite:")
                 || self.database_url.starts_with("postgres://")

@@ -51,9 +51,7 @@ impl ApiError {
 
     /// 400 `invalid_request` with the field at fault.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request")
-            .with_message(message)
-            .with("field", field.into())
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request").with_message(message).with("field", field.into())
     }
 
     /// 400 `invalid_request` where no single field is at fault.

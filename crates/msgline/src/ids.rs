@@ -1,18 +1,34 @@
 //! Identifiers: a type prefix, then 26 characters of Crockford base32 holding 48 bits of
 //! milliseconds and 80 random bits. Ids of one type sort by creation time, so lists page by id.
 
+use std::sync::Mutex;
+
 use rand::RngCore;
 
 const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 
+/// The last id's time and random part: ids made in one millisecond count up from it, so ids
+/// from one process are strictly increasing.
+static LAST: Mutex<(u64, u128)> = Mutex::new((0, 0));
+
+const RANDOM_BITS: u32 = 80;
+
 /// A new id such as `msg_01j9z3...`.
 pub fn new_id(prefix: &str) -> String {
-    let mut random = [0u8; 10];
-    rand::rng().fill_bytes(&mut random);
-    let mut value: u128 = (crate::clock::now_ms() as u128 & 0xffff_ffff_ffff) << 80;
-    for (i, byte) in random.iter().enumerate() {
-        value |= (*byte as u128) << (72 - 8 * i);
-    }
+    let now = crate::clock::now_ms().max(0) as u64 & 0xffff_ffff_ffff;
+    let (ms, random) = {
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if now > last.0 {
+            let mut bytes = [0u8; 16];
+            rand::rng().fill_bytes(&mut bytes);
+            // Leave headroom so that counting up within a millisecond never overflows.
+            *last = (now, u128::from_be_bytes(bytes) >> (128 - RANDOM_BITS + 1));
+        } else {
+            last.1 += 1;
+        }
+        *last
+    };
+    let value: u128 = ((ms as u128) << RANDOM_BITS) | random;
     let mut out = String::with_capacity(prefix.len() + 27);
     out.push_str(prefix);
     out.push('_');
@@ -36,10 +52,11 @@ mod tests {
     #[test]
     fn ids_carry_their_prefix_and_sort_by_time() {
         let a = new_id("msg");
-        std::thread::sleep(std::time::Duration::from_millis(2));
         let b = new_id("msg");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let c = new_id("msg");
         assert!(looks_like(&a, "msg") && looks_like(&b, "msg"));
         assert!(!looks_like(&a, "ct"));
-        assert!(a < b);
+        assert!(a < b && b < c, "{a} {b} {c}");
     }
 }

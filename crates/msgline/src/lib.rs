@@ -4,13 +4,18 @@
 pub mod admin;
 pub mod api;
 pub mod app;
+pub mod bridge;
 pub mod clock;
 pub mod config;
 pub mod db;
+pub mod demo;
 pub mod domain;
 pub mod error;
 pub mod ids;
+pub mod inbound;
+pub mod send;
 pub mod telemetry;
+pub mod workers;
 
 pub use app::Application;
 pub use config::Config;

@@ -1,9 +1,9 @@
 //! The `msgline` binary: parses the command line and hands over to the library.
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
-use msgline::{Application, Config, admin, app::shutdown_signal, db::Db, telemetry};
+use msgline::{Application, Config, admin, app::shutdown_signal, bridge::sim::SimConfig, db::Db, telemetry};
 
 #[derive(Parser)]
 #[command(name = "msgline", version, about = "Self-hostable messaging API for SMS and iMessage")]
@@ -21,11 +21,69 @@ enum Command {
     Serve,
     /// Apply database migrations and exit.
     Migrate,
+    /// A zero-setup trial: the server on a SQLite file plus a simulated dedicated line and a
+    /// simulated shared line, a demo organisation and ready curl commands.
+    Demo(DemoArgs),
+    /// A simulated phone line (a complete device bridge) in its own process.
+    Sim(SimArgs),
     /// Operator commands on the same database as `serve`.
     Admin {
         #[command(subcommand)]
         command: AdminCommand,
     },
+}
+
+#[derive(clap::Args)]
+struct DemoArgs {
+    /// The SQLite file the demo uses; it is started afresh each time.
+    #[arg(long, default_value = "msgline-demo.db")]
+    database: PathBuf,
+    /// Where the simulated dedicated line (with group support) listens.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    dedicated_sim: String,
+    /// Where the simulated shared line listens.
+    #[arg(long, default_value = "127.0.0.1:9091")]
+    shared_sim: String,
+}
+
+#[derive(clap::Args)]
+struct SimArgs {
+    /// Where the bridge serves (port 0 picks a free one; the address is printed as JSON).
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    listen: String,
+    /// The line's own number.
+    #[arg(long, default_value = "+12015550100")]
+    e164: String,
+    /// Bearer token the service must present.
+    #[arg(long)]
+    token: Option<String>,
+    /// Where to report status changes and inbound messages.
+    #[arg(long)]
+    callback_url: Option<String>,
+    /// The line's bridge_secret, presented on callbacks.
+    #[arg(long)]
+    callback_secret: Option<String>,
+    /// The device has no native group support.
+    #[arg(long)]
+    no_groups: bool,
+    /// Comma-separated numbers that are not reachable over iMessage.
+    #[arg(long, value_delimiter = ',')]
+    sms_only: Vec<String>,
+    /// How the line answers sends.
+    #[arg(long, value_enum, default_value = "accept")]
+    mode: msgline::bridge::sim::Mode,
+    /// Seed for the flaky mode's choices.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Progress delivered messages on to read.
+    #[arg(long)]
+    read_receipts: bool,
+    /// Milliseconds between the steps of a message's progress.
+    #[arg(long, default_value_t = 20)]
+    step_ms: u64,
+    /// In timeout mode, milliseconds before the outcome is reported by callback.
+    #[arg(long, default_value_t = 30_000)]
+    late_report_ms: u64,
 }
 
 #[derive(Subcommand)]
@@ -119,6 +177,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let app = Application::build(config).await?;
             app.run_until_stopped(shutdown_signal()).await
         }
+        Command::Demo(args) => {
+            telemetry::init(&Config {
+                log: std::env::var("MSGLINE_LOG").unwrap_or_else(|_| "warn".into()),
+                ..config.clone()
+            });
+            msgline::demo::run(config, &args.database, &args.dedicated_sim, &args.shared_sim).await
+        }
+        Command::Sim(args) => {
+            telemetry::init(&config);
+            let sim = SimConfig {
+                listen: args.listen,
+                e164: args.e164,
+                token: args.token,
+                callback_url: args.callback_url,
+                callback_secret: args.callback_secret,
+                groups: !args.no_groups,
+                sms_only: args.sms_only,
+                mode: args.mode,
+                seed: args.seed,
+                read_receipts: args.read_receipts,
+                step: Duration::from_millis(args.step_ms),
+                late_report: Duration::from_millis(args.late_report_ms),
+            };
+            msgline::bridge::sim::run(sim).await
+        }
         Command::Migrate => {
             let db = Db::connect(&config.database_url).await?;
             let applied = db.migrate().await?;
@@ -132,9 +215,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 AdminCommand::Key { command: KeyCommand::Create { org, scopes, line, name } } => {
                     admin::create_key(&db, &org, &scopes, line.as_deref(), name.as_deref()).await?
                 }
-                AdminCommand::Line {
-                    command: LineCommand::Create { e164, kind, org, bridge_url, bridge_token },
-                } => admin::create_line(&db, &e164, &kind, org.as_deref(), &bridge_url, bridge_token.as_deref()).await?,
+                AdminCommand::Line { command: LineCommand::Create { e164, kind, org, bridge_url, bridge_token } } => {
+                    admin::create_line(&db, &e164, &kind, org.as_deref(), &bridge_url, bridge_token.as_deref()).await?
+                }
                 AdminCommand::Line { command: LineCommand::List } => admin::list_lines(&db).await?,
             };
             db.close().await;

@@ -25,9 +25,7 @@ use crate::{
 };
 
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/conversations", get(list_conversations))
-        .route("/conversations/{id}", get(get_conversation))
+    Router::new().route("/conversations", get(list_conversations)).route("/conversations/{id}", get(get_conversation))
 }
 
 pub fn view(conversation: &Conversation) -> Value {

@@ -41,11 +41,8 @@ impl<S: Send + Sync, T: DeserializeOwned> OptionalFromRequest<S> for ApiJson<T> 
 }
 
 async fn read_body(req: Request) -> Result<axum::body::Bytes, ApiError> {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+    let declared =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|len| len > MAX_BODY_BYTES) {
         return Err(ApiError::payload_too_large());
     }
@@ -58,28 +55,35 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return ApiError::bad_request(format!("the request body is not valid JSON: {inner}"));
+    serde_path_to_error::deserialize(deserializer).map_err(describe)
+}
+
+/// Reads a parsed JSON value into a type, naming the field at fault when there is one.
+pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(describe)
+}
+
+fn describe(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = error.path().to_string();
+    let inner = error.into_inner();
+    if inner.is_syntax() || inner.is_eof() {
+        return ApiError::bad_request(format!("the request body is not valid JSON: {inner}"));
+    }
+    let text = inner.to_string();
+    let text = text.split(" at line ").next().unwrap_or(&text).to_string();
+    // serde reports a missing field at its parent's path, with the name in the message.
+    let field = match text.strip_prefix("missing field `") {
+        Some(rest) => {
+            let name = rest.trim_end_matches('`');
+            if path == "." { name.to_string() } else { format!("{path}.{name}") }
         }
-        let text = inner.to_string();
-        let text = text.split(" at line ").next().unwrap_or(&text).to_string();
-        // serde reports a missing field at its parent's path, with the name in the message.
-        let field = match text.strip_prefix("missing field `") {
-            Some(rest) => {
-                let name = rest.trim_end_matches('`');
-                if path == "." { name.to_string() } else { format!("{path}.{name}") }
-            }
-            None => path,
-        };
-        if field == "." {
-            ApiError::bad_request(format!("the request body is not the expected JSON object: {text}"))
-        } else {
-            ApiError::invalid(field, text)
-        }
-    })
+        None => path,
+    };
+    if field == "." {
+        ApiError::bad_request(format!("the request body is not the expected JSON object: {text}"))
+    } else {
+        ApiError::invalid(field, text)
+    }
 }
 
 /// A query string.

@@ -66,6 +66,7 @@ async fn get_line(State(state): State<AppState>, caller: Principal, Path(id): Pa
     if caller.line_id.as_ref().is_some_and(|bound| bound != &id) {
         return Err(ApiError::not_found("line"));
     }
-    let line = db::lines::get_for_org(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("line"))?;
+    let line =
+        db::lines::get_for_org(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("line"))?;
     Ok(Json(view(&line)))
 }

@@ -1,12 +1,15 @@
 //! The HTTP API: one module per resource, each with its types, thin handlers and router.
 
 pub mod auth;
+mod bridge_events;
 mod contacts;
 mod conversations;
+mod events;
 pub mod extract;
 mod health;
 mod keys;
 mod lines;
+pub mod messages;
 pub mod ratelimit;
 
 use std::{ops::Deref, sync::Arc, time::Instant};
@@ -18,9 +21,16 @@ use axum::{
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
+use tokio::sync::Notify;
 use tracing::Instrument;
 
-use crate::{config::Config, db::Db, error::ApiError, ids};
+use crate::{
+    bridge::{client::BridgeClient, directory::LineDirectory},
+    config::Config,
+    db::Db,
+    error::ApiError,
+    ids,
+};
 use auth::AuthCache;
 use ratelimit::{Policy, RateLimits};
 
@@ -35,6 +45,9 @@ pub struct Inner {
     pub config: Config,
     pub auth: AuthCache,
     pub limits: RateLimits,
+    pub lines: LineDirectory,
+    /// Wakes the dispatcher when a send is accepted.
+    pub dispatch: Notify,
 }
 
 impl Deref for AppState {
@@ -49,6 +62,8 @@ impl AppState {
         AppState(Arc::new(Inner {
             auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
             limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
+            lines: LineDirectory::new(db.clone(), BridgeClient::new(config.bridge_timeout())),
+            dispatch: Notify::new(),
             db,
             config,
         }))
@@ -61,9 +76,11 @@ pub fn router(state: AppState) -> Router {
         .merge(lines::router())
         .merge(contacts::router())
         .merge(conversations::router())
+        .merge(messages::router())
+        .merge(events::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
-        .nest(BASE, authenticated)
+        .nest(BASE, authenticated.merge(bridge_events::router()))
         .merge(health::router())
         .fallback(|| async { ApiError::not_found("route") })
         .layer(middleware::from_fn(request_id))

@@ -55,8 +55,7 @@ pub struct RateLimits {
 
 fn limiter(per_minute: u32) -> Limiter {
     let per_minute = NonZeroU32::new(per_minute).unwrap_or(NonZeroU32::MIN);
-    DefaultKeyedRateLimiter::keyed(Quota::per_minute(per_minute))
-        .with_middleware::<StateInformationMiddleware>()
+    DefaultKeyedRateLimiter::keyed(Quota::per_minute(per_minute)).with_middleware::<StateInformationMiddleware>()
 }
 
 impl RateLimits {

@@ -29,8 +29,7 @@ pub struct ContactFields {
     pub note: Option<String>,
 }
 
-const COLUMNS: &str =
-    "id, org_id, phone, name, email, organization, note, imessage_reachable, created_at, updated_at";
+const COLUMNS: &str = "id, org_id, phone, name, email, organization, note, imessage_reachable, created_at, updated_at";
 
 fn from_row(row: &AnyRow) -> sqlx::Result<Contact> {
     Ok(Contact {
@@ -155,4 +154,29 @@ where
     .fetch_one(executor)
     .await?;
     from_row(&row)
+}
+
+/// Whether the organisation's contact with this phone was last seen reachable over iMessage.
+pub async fn reachability_by_phone(db: &Db, org_id: &str, phone: &str) -> sqlx::Result<Option<bool>> {
+    let row = sqlx::query("SELECT imessage_reachable FROM contacts WHERE org_id = $1 AND phone = $2")
+        .bind(org_id)
+        .bind(phone)
+        .fetch_optional(db.reader())
+        .await?;
+    Ok(row.and_then(|r| r.try_get::<Option<i64>, _>(0).ok().flatten()).map(|v| v != 0))
+}
+
+/// Remembers what a bridge said about the contact's iMessage reachability.
+pub async fn record_reachability(
+    conn: &mut sqlx::AnyConnection,
+    contact_id: &str,
+    reachable: bool,
+) -> sqlx::Result<()> {
+    sqlx::query("UPDATE contacts SET imessage_reachable = $1, imessage_checked_at = $2 WHERE id = $3")
+        .bind(reachable as i64)
+        .bind(clock::now_ms())
+        .bind(contact_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }

@@ -97,10 +97,8 @@ pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Convers
         .fetch_optional(db.reader())
         .await?;
     let Some(mut conversation) = row.as_ref().map(from_row).transpose()? else { return Ok(None) };
-    conversation.participants = participants(db, std::slice::from_ref(&conversation.id))
-        .await?
-        .remove(&conversation.id)
-        .unwrap_or_default();
+    conversation.participants =
+        participants(db, std::slice::from_ref(&conversation.id)).await?.remove(&conversation.id).unwrap_or_default();
     Ok(Some(conversation))
 }
 
@@ -163,4 +161,28 @@ async fn participants(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, V
         out.entry(row.try_get(0)?).or_default().push(row.try_get(1)?);
     }
     Ok(out)
+}
+
+/// `direct` or `group`, for a conversation id.
+pub async fn kind_of(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<Option<String>> {
+    let row = sqlx::query("SELECT kind FROM conversations WHERE id = $1").bind(id).fetch_optional(&mut *conn).await?;
+    row.map(|r| r.try_get(0)).transpose()
+}
+
+/// A group conversation of the organisation on this line, by id.
+pub async fn get_group_on_line(
+    conn: &mut sqlx::AnyConnection,
+    org_id: &str,
+    line_id: &str,
+    id: &str,
+) -> sqlx::Result<Option<Conversation>> {
+    let row = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM conversations WHERE org_id = $1 AND line_id = $2 AND id = $3 AND kind = 'group'"
+    ))
+    .bind(org_id)
+    .bind(line_id)
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.as_ref().map(from_row).transpose()
 }

@@ -146,12 +146,7 @@ pub async fn revoke(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<KeyR
 /// Replaces a key with a new one of the same name, scopes and line. The old key keeps working
 /// for `grace_ms` (revoked at once when 0). Returns the new key, its secret and the moment the
 /// old one stops working.
-pub async fn rotate(
-    db: &Db,
-    org_id: &str,
-    id: &str,
-    grace_ms: i64,
-) -> sqlx::Result<Option<(KeyRecord, String, i64)>> {
+pub async fn rotate(db: &Db, org_id: &str, id: &str, grace_ms: i64) -> sqlx::Result<Option<(KeyRecord, String, i64)>> {
     let mut tx = db.writer().begin().await?;
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM api_keys WHERE org_id = $1 AND id = $2"))
         .bind(org_id)
@@ -162,25 +157,15 @@ pub async fn rotate(
     let Some(old) = row.as_ref().map(from_row).transpose()?.filter(|k| k.is_active(now)) else {
         return Ok(None);
     };
-    let (new, secret) = create(
-        &mut *tx,
-        NewKey { org_id, name: &old.name, scopes: &old.scopes, line_id: old.line_id.as_deref() },
-    )
-    .await?;
+    let (new, secret) =
+        create(&mut *tx, NewKey { org_id, name: &old.name, scopes: &old.scopes, line_id: old.line_id.as_deref() })
+            .await?;
     // A key already due to expire sooner keeps its earlier end.
     let ends = old.expires_at.map_or(now + grace_ms, |at| at.min(now + grace_ms));
     if grace_ms == 0 {
-        sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2")
-            .bind(now)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2").bind(now).bind(id).execute(&mut *tx).await?;
     } else {
-        sqlx::query("UPDATE api_keys SET expires_at = $1 WHERE id = $2")
-            .bind(ends)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query("UPDATE api_keys SET expires_at = $1 WHERE id = $2").bind(ends).bind(id).execute(&mut *tx).await?;
     }
     tx.commit().await?;
     Ok(Some((new, secret, ends)))

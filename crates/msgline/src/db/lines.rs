@@ -70,8 +70,7 @@ pub struct NewLine<'a> {
     pub bridge_token: Option<&'a str>,
 }
 
-const COLUMNS: &str =
-    "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at";
+const COLUMNS: &str = "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at";
 
 fn from_row(row: &AnyRow) -> sqlx::Result<Line> {
     let kind: String = row.try_get(3)?;
@@ -125,9 +124,7 @@ pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
 
 /// Every line, for the operator.
 pub async fn list_all(db: &Db) -> sqlx::Result<Vec<Line>> {
-    let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM lines ORDER BY id"))
-        .fetch_all(db.reader())
-        .await?;
+    let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM lines ORDER BY id")).fetch_all(db.reader()).await?;
     rows.iter().map(from_row).collect()
 }
 
@@ -149,10 +146,8 @@ pub async fn list_for_org(db: &Db, org_id: &str, page: &Page) -> sqlx::Result<Pa
 
 /// A line by id, whoever owns it.
 pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<Line>> {
-    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM lines WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(db.reader())
-        .await?;
+    let row =
+        sqlx::query(&format!("SELECT {COLUMNS} FROM lines WHERE id = $1")).bind(id).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
 }
 

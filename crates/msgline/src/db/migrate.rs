@@ -23,7 +23,7 @@ macro_rules! migration {
     };
 }
 
-pub const MIGRATIONS: &[Migration] = &[migration!(1, "0001_foundation")];
+pub const MIGRATIONS: &[Migration] = &[migration!(1, "0001_foundation"), migration!(2, "0002_messaging")];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
 /// starting at once migrate one after another.

@@ -4,12 +4,17 @@
 //! first use), `ON CONFLICT`, `RETURNING`, integer milliseconds for time, text ids. The few places
 //! where the engines differ ask [`Db::backend`].
 
+pub mod attempts;
 pub mod contacts;
 pub mod conversations;
+pub mod events;
+pub mod idempotency;
 pub mod keys;
 pub mod lines;
+pub mod messages;
 mod migrate;
 pub mod orgs;
+pub mod outbox;
 mod page;
 
 pub use page::{Page, Paged};

@@ -24,10 +24,7 @@ pub async fn create(db: &Db, name: &str) -> sqlx::Result<Org> {
 }
 
 pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<Org>> {
-    let row = sqlx::query("SELECT id, name, created_at FROM orgs WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db.writer())
-        .await?;
-    row.map(|row| Ok(Org { id: row.try_get(0)?, name: row.try_get(1)?, created_at: row.try_get(2)? }))
-        .transpose()
+    let row =
+        sqlx::query("SELECT id, name, created_at FROM orgs WHERE id = $1").bind(id).fetch_optional(db.writer()).await?;
+    row.map(|row| Ok(Org { id: row.try_get(0)?, name: row.try_get(1)?, created_at: row.try_get(2)? })).transpose()
 }

@@ -1,5 +1,6 @@
 //! Parse-don't-validate types and pure rules. Once a value has one of these types it is valid.
 
 pub mod apikey;
+pub mod idempotency;
 pub mod phone;
 pub mod scope;

@@ -24,7 +24,9 @@ impl PhoneError {
         match self {
             PhoneError::Invalid => format!("{input:?} is not a valid phone number"),
             PhoneError::NeedsCountry => {
-                format!("{input:?} is not in E.164 form (+ and country code); give default_country for national numbers")
+                format!(
+                    "{input:?} is not in E.164 form (+ and country code); give default_country for national numbers"
+                )
             }
             PhoneError::UnknownCountry => "default_country must be an ISO 3166 alpha-2 code such as US".into(),
         }

@@ -192,7 +192,8 @@ impl TestApp {
         let status = response.status();
         let headers = response.headers().clone();
         let text = response.text().await.expect("body");
-        let body = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
+        let body =
+            if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
         Resp { status, body, headers }
     }
 
@@ -215,9 +216,8 @@ impl TestApp {
 
     /// A key of `org` with these scopes (and line), through the admin code path.
     pub async fn create_key(&self, org: &TestOrg, scopes: &[&str], line: Option<&str>) -> String {
-        let answer = msgline::admin::create_key(self.db(), &org.id, &scopes.join(","), line, Some("test"))
-            .await
-            .expect("key");
+        let answer =
+            msgline::admin::create_key(self.db(), &org.id, &scopes.join(","), line, Some("test")).await.expect("key");
         answer["api_key"].as_str().expect("api_key").to_string()
     }
 

@@ -1,0 +1,69 @@
+//! The lines and what their bridges can do, cached so that a send does not read the line or ask
+//! its bridge every time.
+
+use std::{
+    collections::HashMap,
+    sync::RwLock,
+    time::{Duration, Instant},
+};
+
+use super::client::BridgeClient;
+use crate::db::{
+    self, Db,
+    lines::{Capabilities, Line},
+};
+
+const TTL: Duration = Duration::from_secs(10);
+
+pub struct LineDirectory {
+    db: Db,
+    client: BridgeClient,
+    cache: RwLock<HashMap<String, (Line, Instant)>>,
+}
+
+impl LineDirectory {
+    pub fn new(db: Db, client: BridgeClient) -> Self {
+        Self { db, client, cache: RwLock::new(HashMap::new()) }
+    }
+
+    pub fn client(&self) -> &BridgeClient {
+        &self.client
+    }
+
+    /// A line by id, whoever owns it.
+    pub async fn get(&self, id: &str) -> sqlx::Result<Option<Line>> {
+        if let Some((line, at)) = self.cache.read().expect("line cache lock").get(id)
+            && at.elapsed() < TTL
+        {
+            return Ok(Some(line.clone()));
+        }
+        let line = db::lines::get(&self.db, id).await?;
+        if let Some(line) = &line {
+            self.cache.write().expect("line cache lock").insert(id.to_string(), (line.clone(), Instant::now()));
+        }
+        Ok(line)
+    }
+
+    /// What the line can do: as last recorded, or asked of its bridge now when never recorded.
+    /// `None` when the bridge has never answered.
+    pub async fn capabilities(&self, line: &Line) -> Option<Capabilities> {
+        if line.capabilities.is_some() {
+            return line.capabilities;
+        }
+        self.refresh(line).await.ok().flatten()
+    }
+
+    /// Asks the bridge what it can do and records the answer (or that it did not answer).
+    pub async fn refresh(&self, line: &Line) -> sqlx::Result<Option<Capabilities>> {
+        let capabilities = match self.client.capabilities(line).await {
+            Ok(answer) => Some(answer.capabilities),
+            Err(error) => {
+                tracing::debug!(line = %line.id, error, "bridge did not answer a capability check");
+                None
+            }
+        };
+        db::lines::record_check(&self.db, &line.id, capabilities).await?;
+        self.cache.write().expect("line cache lock").remove(&line.id);
+        Ok(capabilities)
+    }
+}

@@ -1,0 +1,117 @@
+//! The line bridge protocol, both ways (docs/bridge-protocol.md is its reference):
+//! msgline calls the bridge with [`client::BridgeClient`]; the bridge calls back at
+//! `POST /api/v1/messaging/bridge/events` with [`BridgeEvent`]s. [`sim`] is a complete bridge
+//! for one simulated phone line.
+
+pub mod client;
+pub mod directory;
+pub mod sim;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::db::lines::Capabilities;
+
+/// `GET /v1/capabilities` answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CapabilitiesAnswer {
+    pub e164: String,
+    pub capabilities: Capabilities,
+}
+
+/// `POST /v1/messages` body: one outbound message. `id` is msgline's message id; a bridge
+/// that receives an id it has seen before must not send again and answers as it did the first time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SendRequest {
+    pub id: String,
+    /// Recipients of a direct message (one number).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<String>,
+    /// The group conversation a group message goes to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<String>,
+    pub channel: String,
+    pub kind: String,
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll: Option<Value>,
+}
+
+/// The bridge's answer to a send or a group creation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SendAnswer {
+    /// `accepted` or `rejected`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `GET /v1/messages/{id}` answer: what the line knows of one message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusAnswer {
+    pub id: String,
+    /// `submitted`, `sent`, `delivered`, `read` or `failed`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `POST /v1/reachability` body and answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReachabilityRequest {
+    pub handles: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReachabilityAnswer {
+    /// Handle → reachable over iMessage.
+    pub imessage: std::collections::BTreeMap<String, bool>,
+}
+
+/// A callback from a bridge. `id` is unique per bridge: a repeated callback changes nothing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BridgeEvent {
+    pub id: String,
+    #[serde(flatten)]
+    pub payload: BridgeEventPayload,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+pub enum BridgeEventPayload {
+    /// An outbound message moved: `sent`, `delivered`, `read` or `failed`.
+    #[serde(rename = "message.status")]
+    MessageStatus {
+        message_id: String,
+        status: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A message arrived on the line.
+    #[serde(rename = "message.inbound")]
+    Inbound {
+        from: String,
+        body: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat: Option<String>,
+        #[serde(default = "default_channel")]
+        channel: String,
+    },
+    /// A native poll tap.
+    #[serde(rename = "poll.vote")]
+    PollVote { from: String, poll_message_id: String, option_index: i64 },
+    /// A group the line was asked to create is now `created` or `failed`.
+    #[serde(rename = "group.state")]
+    GroupState {
+        group_id: String,
+        state: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}
+
+fn default_channel() -> String {
+    "imessage".into()
+}

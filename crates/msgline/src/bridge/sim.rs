@@ -1,0 +1,499 @@
+//! `msgline sim`: a complete bridge for one simulated phone line, in its own process.
+//!
+//! It answers the bridge protocol (capabilities, sends, group creation, status lookups,
+//! reachability), progresses what it accepted through sent → delivered (→ read) and reports each
+//! step to the callback URL. Its control API (`/control/...`) drives the device from a test or a
+//! person: inbound messages, native poll taps, the sent log, and the answering mode.
+
+use std::{
+    collections::{HashMap, HashSet},
+    net::SocketAddr,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ReachabilityAnswer, ReachabilityRequest, SendAnswer,
+    SendRequest, StatusAnswer,
+};
+use crate::{clock, db::lines::Capabilities};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Accept every send and progress it.
+    Accept,
+    /// Refuse every send.
+    Reject,
+    /// Take every send but never answer the call in time; report the real outcome later.
+    Timeout,
+    /// A random mix of the other three (repeatable with a seed).
+    Flaky,
+}
+
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub listen: String,
+    pub e164: String,
+    pub token: Option<String>,
+    pub callback_url: Option<String>,
+    pub callback_secret: Option<String>,
+    pub groups: bool,
+    pub sms_only: Vec<String>,
+    pub mode: Mode,
+    pub seed: Option<u64>,
+    /// Progress delivered messages on to `read`.
+    pub read_receipts: bool,
+    /// Pause between the steps of a message's progress.
+    pub step: Duration,
+    /// In `timeout` mode, how long before the line reports the outcome by callback.
+    pub late_report: Duration,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9090".into(),
+            e164: "+12015550100".into(),
+            token: None,
+            callback_url: None,
+            callback_secret: None,
+            groups: true,
+            sms_only: Vec::new(),
+            mode: Mode::Accept,
+            seed: None,
+            read_receipts: false,
+            step: Duration::from_millis(20),
+            late_report: Duration::from_secs(30),
+        }
+    }
+}
+
+/// One entry of the sent log, as `GET /control/sent` shows it.
+#[derive(Debug, Clone, Serialize)]
+struct Sent {
+    id: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    to: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chat: Option<String>,
+    channel: String,
+    kind: String,
+    body: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    poll: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vcard: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    at: String,
+}
+
+/// What the line knows of a message or group it was handed.
+#[derive(Debug, Clone)]
+struct Known {
+    status: String,
+    reason: Option<String>,
+    /// The answer given to the first call, repeated for a repeated id.
+    answer: (StatusCode, SendAnswer),
+}
+
+struct Sim {
+    config: SimConfig,
+    sms_only: HashSet<String>,
+    mode: Mutex<Mode>,
+    groups: Mutex<bool>,
+    rng: Mutex<StdRng>,
+    sent: Mutex<Vec<Sent>>,
+    known: Mutex<HashMap<String, Known>>,
+    callbacks: mpsc::UnboundedSender<BridgeEvent>,
+    http: reqwest::Client,
+    sequence: AtomicU64,
+}
+
+type Shared = Arc<Sim>;
+
+/// Runs the simulator until the process ends. Prints one JSON line with the bound address.
+pub async fn run(config: SimConfig) -> anyhow::Result<()> {
+    let addr: SocketAddr =
+        config.listen.parse().map_err(|_| anyhow::anyhow!("--listen is not an address: {}", config.listen))?;
+    let listener =
+        tokio::net::TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
+    let router = router(config.clone());
+    println!("{}", json!({"listening": bound.to_string(), "e164": config.e164}));
+    axum::serve(listener, router).await?;
+    Ok(())
+}
+
+/// The simulator's router, for running it inside another process (the demo).
+pub fn router(config: SimConfig) -> Router {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let seed = config.seed.unwrap_or_else(rand::random);
+    let sim = Arc::new(Sim {
+        sms_only: config.sms_only.iter().map(|h| h.trim().to_string()).collect(),
+        mode: Mutex::new(config.mode),
+        groups: Mutex::new(config.groups),
+        rng: Mutex::new(StdRng::seed_from_u64(seed)),
+        sent: Mutex::new(Vec::new()),
+        known: Mutex::new(HashMap::new()),
+        callbacks: tx,
+        http: reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("HTTP client builds"),
+        sequence: AtomicU64::new(0),
+        config,
+    });
+    tokio::spawn(deliver_callbacks(sim.clone(), rx));
+    Router::new()
+        .route("/v1/capabilities", get(capabilities))
+        .route("/v1/reachability", post(reachability))
+        .route("/v1/messages", post(send))
+        .route("/v1/messages/{id}", get(lookup))
+        .route("/v1/groups", post(create_group))
+        .route("/v1/groups/{id}", get(lookup))
+        .route("/control/inbound", post(control_inbound))
+        .route("/control/vote", post(control_vote))
+        .route("/control/sent", get(control_sent))
+        .route("/control/mode", post(control_mode))
+        .with_state(sim)
+}
+
+impl Sim {
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.config.token else { return true };
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|given| given == token)
+    }
+
+    fn next_event_id(&self) -> String {
+        format!("sim_{}_{}", self.config.e164.trim_start_matches('+'), self.sequence.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn event(&self, payload: BridgeEventPayload) -> BridgeEvent {
+        BridgeEvent { id: self.next_event_id(), payload }
+    }
+
+    /// The mode for this send: `flaky` draws one of the others.
+    fn draw_mode(&self) -> Mode {
+        let mode = *self.mode.lock().expect("mode lock");
+        if mode != Mode::Flaky {
+            return mode;
+        }
+        match self.rng.lock().expect("rng lock").random_range(0..3) {
+            0 => Mode::Accept,
+            1 => Mode::Reject,
+            _ => Mode::Timeout,
+        }
+    }
+
+    fn set_status(&self, id: &str, status: &str) {
+        if let Some(known) = self.known.lock().expect("known lock").get_mut(id) {
+            known.status = status.to_string();
+        }
+    }
+
+    /// Moves an accepted message on, one step at a time, reporting each step.
+    fn progress(self: &Arc<Self>, id: String, report_after: Duration) {
+        let sim = self.clone();
+        tokio::spawn(async move {
+            let mut steps = vec!["sent", "delivered"];
+            if sim.config.read_receipts {
+                steps.push("read");
+            }
+            let mut reports = Vec::new();
+            for step in steps {
+                tokio::time::sleep(sim.config.step).await;
+                sim.set_status(&id, step);
+                reports.push(sim.event(BridgeEventPayload::MessageStatus {
+                    message_id: id.clone(),
+                    status: step.into(),
+                    reason: None,
+                }));
+                if report_after.is_zero() {
+                    let _ = sim.callbacks.send(reports.pop().expect("just pushed"));
+                }
+            }
+            if !reports.is_empty() {
+                tokio::time::sleep(report_after).await;
+                for report in reports {
+                    let _ = sim.callbacks.send(report);
+                }
+            }
+        });
+    }
+
+    /// Decides and records the answer to a send or group creation; `None` means the caller
+    /// must hold the call past any timeout.
+    fn accept_or_refuse(
+        self: &Arc<Self>,
+        id: &str,
+        refusal: Option<&str>,
+        record: Sent,
+    ) -> Option<(StatusCode, SendAnswer)> {
+        if let Some(known) = self.known.lock().expect("known lock").get(id) {
+            return Some(known.answer.clone());
+        }
+        let mode = self.draw_mode();
+        let reason = match (refusal, mode) {
+            (Some(reason), _) => Some(reason.to_string()),
+            (None, Mode::Reject) => Some("the simulated line refused the message".to_string()),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.clone()) };
+            let known = Known {
+                status: "failed".into(),
+                reason: Some(reason),
+                answer: (StatusCode::UNPROCESSABLE_ENTITY, answer),
+            };
+            self.known.lock().expect("known lock").insert(id.to_string(), known.clone());
+            return Some(known.answer);
+        }
+        let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None });
+        let known = Known { status: "submitted".into(), reason: None, answer: answer.clone() };
+        self.known.lock().expect("known lock").insert(id.to_string(), known);
+        self.sent.lock().expect("sent lock").push(record);
+        if mode == Mode::Timeout {
+            self.progress(id.to_string(), self.config.late_report);
+            None
+        } else {
+            self.progress(id.to_string(), Duration::ZERO);
+            Some(answer)
+        }
+    }
+}
+
+fn unauthorized() -> Response {
+    (StatusCode::UNAUTHORIZED, Json(json!({"error": "unauthorized"}))).into_response()
+}
+
+async fn capabilities(State(sim): State<Shared>, headers: HeaderMap) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    let groups = *sim.groups.lock().expect("groups lock");
+    Json(CapabilitiesAnswer {
+        e164: sim.config.e164.clone(),
+        capabilities: Capabilities { imessage: true, sms: true, groups, polls: true },
+    })
+    .into_response()
+}
+
+async fn reachability(
+    State(sim): State<Shared>,
+    headers: HeaderMap,
+    Json(request): Json<ReachabilityRequest>,
+) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    let imessage = request.handles.iter().map(|h| (h.clone(), !sim.sms_only.contains(h.trim()))).collect();
+    Json(ReachabilityAnswer { imessage }).into_response()
+}
+
+/// Holds a call that "times out": the caller gives up first and drops it.
+async fn never_answer() -> Response {
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    StatusCode::GATEWAY_TIMEOUT.into_response()
+}
+
+async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json<SendRequest>) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    let refusal = (request.channel == "imessage" && request.to.iter().any(|to| sim.sms_only.contains(to)))
+        .then_some("the recipient is not reachable over iMessage");
+    let record = Sent {
+        id: request.id.clone(),
+        to: request.to.clone(),
+        chat: request.chat.clone(),
+        channel: request.channel.clone(),
+        kind: request.kind.clone(),
+        body: request.body.clone(),
+        poll: request.poll.clone(),
+        vcard: request.vcard.clone(),
+        name: None,
+        at: clock::rfc3339(clock::now_ms()),
+    };
+    match sim.accept_or_refuse(&request.id, refusal, record) {
+        Some((status, answer)) => (status, Json(answer)).into_response(),
+        None => never_answer().await,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct GroupRequest {
+    id: String,
+    message_id: String,
+    participants: Vec<String>,
+    #[serde(default)]
+    name: Option<String>,
+    body: String,
+}
+
+async fn create_group(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json<GroupRequest>) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    let groups = *sim.groups.lock().expect("groups lock");
+    let refusal = if !groups {
+        Some("this device has no native group support")
+    } else if request.participants.iter().any(|p| sim.sms_only.contains(p)) {
+        Some("a participant is not reachable over iMessage")
+    } else {
+        None
+    };
+    let record = Sent {
+        id: request.message_id.clone(),
+        to: request.participants.clone(),
+        chat: Some(request.id.clone()),
+        channel: "imessage".into(),
+        kind: "text".into(),
+        body: request.body.clone(),
+        poll: None,
+        vcard: None,
+        name: request.name.clone(),
+        at: clock::rfc3339(clock::now_ms()),
+    };
+    // The group and its opening message share one fate on the line.
+    let answer = sim.accept_or_refuse(&request.message_id, refusal, record);
+    let group_status = match &answer {
+        Some((_, a)) if a.status == "rejected" => {
+            Known { status: "failed".into(), reason: a.reason.clone(), answer: answer.clone().expect("some") }
+        }
+        _ => Known {
+            status: "created".into(),
+            reason: None,
+            answer: (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None }),
+        },
+    };
+    sim.known.lock().expect("known lock").entry(request.id.clone()).or_insert(group_status);
+    match answer {
+        Some((status, answer)) => (status, Json(answer)).into_response(),
+        None => never_answer().await,
+    }
+}
+
+async fn lookup(State(sim): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    match sim.known.lock().expect("known lock").get(&id) {
+        Some(known) => {
+            Json(StatusAnswer { id, status: known.status.clone(), reason: known.reason.clone() }).into_response()
+        }
+        None => (StatusCode::NOT_FOUND, Json(json!({"error": "not_found"}))).into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct InboundControl {
+    from: String,
+    body: String,
+    #[serde(default)]
+    chat: Option<String>,
+    #[serde(default)]
+    channel: Option<String>,
+}
+
+async fn control_inbound(State(sim): State<Shared>, Json(request): Json<InboundControl>) -> Response {
+    let channel = request
+        .channel
+        .unwrap_or_else(|| if sim.sms_only.contains(&request.from) { "sms".into() } else { "imessage".into() });
+    let event =
+        sim.event(BridgeEventPayload::Inbound { from: request.from, body: request.body, chat: request.chat, channel });
+    report_now(&sim, event).await
+}
+
+#[derive(Debug, Deserialize)]
+struct VoteControl {
+    from: String,
+    poll_message_id: String,
+    option_index: i64,
+}
+
+async fn control_vote(State(sim): State<Shared>, Json(request): Json<VoteControl>) -> Response {
+    let event = sim.event(BridgeEventPayload::PollVote {
+        from: request.from,
+        poll_message_id: request.poll_message_id,
+        option_index: request.option_index,
+    });
+    report_now(&sim, event).await
+}
+
+/// Delivers one callback before answering, so a test knows the service has it.
+async fn report_now(sim: &Shared, event: BridgeEvent) -> Response {
+    let id = event.id.clone();
+    match post_callback(sim, &[event]).await {
+        Ok(status) => (StatusCode::OK, Json(json!({"event_id": id, "callback_status": status}))).into_response(),
+        Err(error) => (StatusCode::BAD_GATEWAY, Json(json!({"event_id": id, "error": error}))).into_response(),
+    }
+}
+
+async fn control_sent(State(sim): State<Shared>) -> Json<Value> {
+    Json(json!(*sim.sent.lock().expect("sent lock")))
+}
+
+#[derive(Debug, Deserialize)]
+struct ModeControl {
+    #[serde(default)]
+    mode: Option<Mode>,
+    #[serde(default)]
+    groups: Option<bool>,
+}
+
+async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl>) -> Json<Value> {
+    if let Some(mode) = request.mode {
+        *sim.mode.lock().expect("mode lock") = mode;
+    }
+    if let Some(groups) = request.groups {
+        *sim.groups.lock().expect("groups lock") = groups;
+    }
+    Json(json!({"mode": *sim.mode.lock().expect("mode lock"), "groups": *sim.groups.lock().expect("groups lock")}))
+}
+
+async fn post_callback(sim: &Sim, events: &[BridgeEvent]) -> Result<u16, String> {
+    let url = sim.config.callback_url.as_ref().ok_or("no --callback-url was given")?;
+    let mut request = sim.http.post(url).json(events);
+    if let Some(secret) = &sim.config.callback_secret {
+        request = request.bearer_auth(secret);
+    }
+    let response = request.send().await.map_err(|e| e.without_url().to_string())?;
+    let status = response.status();
+    if status.is_success() { Ok(status.as_u16()) } else { Err(format!("callback answered {status}")) }
+}
+
+/// Posts status reports in order, in batches, retrying while the service is away.
+async fn deliver_callbacks(sim: Shared, mut rx: mpsc::UnboundedReceiver<BridgeEvent>) {
+    let mut batch = Vec::new();
+    while rx.recv_many(&mut batch, 200).await > 0 {
+        if sim.config.callback_url.is_none() {
+            batch.clear();
+            continue;
+        }
+        let mut delay = Duration::from_millis(100);
+        while let Err(error) = post_callback(&sim, &batch).await {
+            tracing::debug!(error, "callback failed; retrying");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+        batch.clear();
+    }
+}

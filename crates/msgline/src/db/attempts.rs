@@ -1,0 +1,88 @@
+//! Delivery attempts: every call to a line's bridge for a message, as `GET /events` shows them.
+
+use sqlx::{AnyConnection, Row, any::AnyRow};
+
+use super::{Db, Page, Paged};
+use crate::{clock, ids};
+
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub id: String,
+    pub org_id: String,
+    pub message_id: String,
+    pub line_id: String,
+    pub attempt: i64,
+    /// `accepted`, `rejected`, `timeout` or `error`.
+    pub outcome: String,
+    pub http_status: Option<i64>,
+    pub latency_ms: i64,
+    pub error: Option<String>,
+    pub created_at: i64,
+}
+
+const COLUMNS: &str = "id, org_id, message_id, line_id, attempt, outcome, http_status, latency_ms, error, created_at";
+
+fn from_row(row: &AnyRow) -> sqlx::Result<Attempt> {
+    Ok(Attempt {
+        id: row.try_get(0)?,
+        org_id: row.try_get(1)?,
+        message_id: row.try_get(2)?,
+        line_id: row.try_get(3)?,
+        attempt: row.try_get(4)?,
+        outcome: row.try_get(5)?,
+        http_status: row.try_get(6)?,
+        latency_ms: row.try_get(7)?,
+        error: row.try_get(8)?,
+        created_at: row.try_get(9)?,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn insert(
+    conn: &mut AnyConnection,
+    org_id: &str,
+    message_id: &str,
+    line_id: &str,
+    attempt: i64,
+    outcome: &str,
+    http_status: Option<u16>,
+    latency_ms: i64,
+    error: Option<&str>,
+) -> sqlx::Result<()> {
+    sqlx::query(&format!("INSERT INTO delivery_attempts ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"))
+        .bind(ids::new_id("att"))
+        .bind(org_id)
+        .bind(message_id)
+        .bind(line_id)
+        .bind(attempt)
+        .bind(outcome)
+        .bind(http_status.map(i64::from))
+        .bind(latency_ms)
+        .bind(error)
+        .bind(clock::now_ms())
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// The organisation's attempts, newest first, optionally for one message.
+pub async fn list(db: &Db, org_id: &str, message_id: Option<&str>, page: &Page) -> sqlx::Result<Paged<Attempt>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM delivery_attempts WHERE org_id = $1");
+    let mut binds = vec![org_id.to_string()];
+    if let Some(message_id) = message_id {
+        binds.push(message_id.to_string());
+        sql.push_str(&format!(" AND message_id = ${}", binds.len()));
+    }
+    if let Some(before) = &page.before {
+        binds.push(before.clone());
+        sql.push_str(&format!(" AND id < ${}", binds.len()));
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+    let mut query = sqlx::query(&sql);
+    for bind in &binds {
+        query = query.bind(bind);
+    }
+    let rows = query.fetch_all(db.reader()).await?;
+    let attempts = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
+    Ok(Paged::from_overfetch(attempts, page.limit, |a| &a.id))
+}

@@ -1,0 +1,358 @@
+//! Messages and their status lifecycle. Every status move writes its `messaging.message.*`
+//! event in the same transaction.
+
+use serde_json::{Value, json};
+use sqlx::{AnyConnection, Row, any::AnyRow};
+
+use super::{Db, Page, Paged, events};
+use crate::{clock, ids};
+
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub id: String,
+    pub org_id: String,
+    pub conversation_id: String,
+    pub contact_id: Option<String>,
+    pub line_id: String,
+    pub direction: String,
+    pub channel: String,
+    pub kind: String,
+    pub body: String,
+    pub payload: Option<Value>,
+    pub status: String,
+    pub error: Option<String>,
+    pub delivery_unknown: bool,
+    pub agent_id: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub submitted_at: Option<i64>,
+    pub sent_at: Option<i64>,
+    pub delivered_at: Option<i64>,
+    pub read_at: Option<i64>,
+}
+
+impl Message {
+    /// The public representation, as the API and webhook events show it.
+    pub fn to_json(&self) -> Value {
+        let mut value = json!({
+            "id": self.id,
+            "conversation_id": self.conversation_id,
+            "contact_id": self.contact_id,
+            "line_id": self.line_id,
+            "direction": self.direction,
+            "channel": self.channel,
+            "kind": self.kind,
+            "body": self.body,
+            "status": self.status,
+            "error": self.error,
+            "delivery_unknown": self.delivery_unknown,
+            "agent_id": self.agent_id,
+            "created_at": clock::rfc3339(self.created_at),
+            "updated_at": clock::rfc3339(self.updated_at),
+            "submitted_at": clock::rfc3339_opt(self.submitted_at),
+            "sent_at": clock::rfc3339_opt(self.sent_at),
+            "delivered_at": clock::rfc3339_opt(self.delivered_at),
+            "read_at": clock::rfc3339_opt(self.read_at),
+        });
+        if let Some(Value::Object(payload)) = &self.payload {
+            for (key, item) in payload {
+                value[key] = item.clone();
+            }
+        }
+        value
+    }
+
+    pub fn is_final(&self) -> bool {
+        matches!(self.status.as_str(), "delivered" | "read" | "failed" | "received")
+    }
+}
+
+/// Where a status stands in the outbound lifecycle; moves only go forward.
+fn rank(status: &str) -> Option<u8> {
+    match status {
+        "queued" => Some(0),
+        "unknown" => Some(1),
+        "submitted" => Some(2),
+        "sent" => Some(3),
+        "delivered" => Some(4),
+        "read" => Some(5),
+        _ => None,
+    }
+}
+
+/// Whether a message may move from `from` to `to`.
+pub fn may_move(from: &str, to: &str) -> bool {
+    match (from, to) {
+        ("failed" | "received", _) => false,
+        (from, "failed") => rank(from).is_some_and(|r| r < 4),
+        (from, to) => matches!((rank(from), rank(to)), (Some(a), Some(b)) if b > a),
+    }
+}
+
+const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, payload, \
+     status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at";
+
+fn from_row(row: &AnyRow) -> sqlx::Result<Message> {
+    let payload: Option<String> = row.try_get(9)?;
+    Ok(Message {
+        id: row.try_get(0)?,
+        org_id: row.try_get(1)?,
+        conversation_id: row.try_get(2)?,
+        contact_id: row.try_get(3)?,
+        line_id: row.try_get(4)?,
+        direction: row.try_get(5)?,
+        channel: row.try_get(6)?,
+        kind: row.try_get(7)?,
+        body: row.try_get(8)?,
+        payload: payload.and_then(|p| serde_json::from_str(&p).ok()),
+        status: row.try_get(10)?,
+        error: row.try_get(11)?,
+        delivery_unknown: row.try_get::<i64, _>(12)? != 0,
+        agent_id: row.try_get(13)?,
+        created_at: row.try_get(14)?,
+        updated_at: row.try_get(15)?,
+        submitted_at: row.try_get(16)?,
+        sent_at: row.try_get(17)?,
+        delivered_at: row.try_get(18)?,
+        read_at: row.try_get(19)?,
+    })
+}
+
+/// A message to store.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    pub org_id: String,
+    pub conversation_id: String,
+    pub contact_id: Option<String>,
+    pub line_id: String,
+    pub direction: &'static str,
+    pub channel: String,
+    pub kind: String,
+    pub body: String,
+    pub payload: Option<Value>,
+    pub status: &'static str,
+    pub agent_id: Option<String>,
+}
+
+/// Stores a message, touches its conversation and writes its first event
+/// (`messaging.message.queued` or `.received`).
+pub async fn insert(conn: &mut AnyConnection, new: NewMessage) -> sqlx::Result<Message> {
+    let now = clock::now_ms();
+    let message = Message {
+        id: ids::new_id("msg"),
+        org_id: new.org_id,
+        conversation_id: new.conversation_id,
+        contact_id: new.contact_id,
+        line_id: new.line_id,
+        direction: new.direction.into(),
+        channel: new.channel,
+        kind: new.kind,
+        body: new.body,
+        payload: new.payload,
+        status: new.status.into(),
+        error: None,
+        delivery_unknown: false,
+        agent_id: new.agent_id,
+        created_at: now,
+        updated_at: now,
+        submitted_at: None,
+        sent_at: None,
+        delivered_at: None,
+        read_at: None,
+    };
+    sqlx::query(&format!(
+        "INSERT INTO messages ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL)"
+    ))
+    .bind(&message.id)
+    .bind(&message.org_id)
+    .bind(&message.conversation_id)
+    .bind(&message.contact_id)
+    .bind(&message.line_id)
+    .bind(&message.direction)
+    .bind(&message.channel)
+    .bind(&message.kind)
+    .bind(&message.body)
+    .bind(message.payload.as_ref().map(Value::to_string))
+    .bind(&message.status)
+    .bind(&message.agent_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE conversations SET last_message_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(&message.conversation_id)
+        .execute(&mut *conn)
+        .await?;
+    events::insert_message_event(conn, &message).await?;
+    Ok(message)
+}
+
+pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Message>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM messages WHERE org_id = $1 AND id = $2"))
+        .bind(org_id)
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// A message by id alone, inside a transaction (workers and bridge callbacks).
+pub async fn get_any(conn: &mut AnyConnection, id: &str) -> sqlx::Result<Option<Message>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM messages WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct MessageFilter {
+    pub conversation_id: Option<String>,
+    pub contact_id: Option<String>,
+    pub direction: Option<String>,
+    pub status: Option<String>,
+    /// Only messages on this line (a line-bound key).
+    pub line_id: Option<String>,
+}
+
+/// The organisation's messages, newest first.
+pub async fn list(db: &Db, org_id: &str, filter: &MessageFilter, page: &Page) -> sqlx::Result<Paged<Message>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM messages WHERE org_id = $1");
+    let mut binds = vec![org_id.to_string()];
+    for (column, value) in [
+        ("conversation_id", &filter.conversation_id),
+        ("contact_id", &filter.contact_id),
+        ("direction", &filter.direction),
+        ("status", &filter.status),
+        ("line_id", &filter.line_id),
+    ] {
+        if let Some(value) = value {
+            binds.push(value.clone());
+            sql.push_str(&format!(" AND {column} = ${}", binds.len()));
+        }
+    }
+    if let Some(before) = &page.before {
+        binds.push(before.clone());
+        sql.push_str(&format!(" AND id < ${}", binds.len()));
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+    let mut query = sqlx::query(&sql);
+    for bind in &binds {
+        query = query.bind(bind);
+    }
+    let rows = query.fetch_all(db.reader()).await?;
+    let messages = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
+    Ok(Paged::from_overfetch(messages, page.limit, |m| &m.id))
+}
+
+/// Moves a message to `status` if that is a move forward, recording `reason` for a failure,
+/// and writes the event. Returns the message as it now is, or `None` when nothing moved.
+pub async fn advance(
+    conn: &mut AnyConnection,
+    id: &str,
+    status: &str,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<Message>> {
+    let Some(mut message) = get_any(conn, id).await? else { return Ok(None) };
+    if !may_move(&message.status, status) {
+        return Ok(None);
+    }
+    let now = clock::now_ms();
+    let stamp = match status {
+        "submitted" => "submitted_at",
+        "sent" => "sent_at",
+        "delivered" => "delivered_at",
+        "read" => "read_at",
+        _ => "updated_at",
+    };
+    let unknown = status == "unknown";
+    let updated = sqlx::query(&format!(
+        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4, \
+         {stamp} = $4 WHERE id = $5 AND status = $6"
+    ))
+    .bind(status)
+    .bind(reason)
+    .bind(unknown as i64)
+    .bind(now)
+    .bind(id)
+    .bind(&message.status)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if updated == 0 {
+        return Ok(None);
+    }
+    message.status = status.to_string();
+    if reason.is_some() {
+        message.error = reason.map(str::to_string);
+    }
+    message.delivery_unknown = unknown;
+    message.updated_at = now;
+    match status {
+        "submitted" => message.submitted_at = Some(now),
+        "sent" => message.sent_at = Some(now),
+        "delivered" => message.delivered_at = Some(now),
+        "read" => message.read_at = Some(now),
+        _ => {}
+    }
+    events::insert_message_event(conn, &message).await?;
+    Ok(Some(message))
+}
+
+/// Puts an `unknown` message back to `queued` once the line has said it never received it.
+pub async fn requeue(conn: &mut AnyConnection, id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE messages SET status = 'queued', delivery_unknown = 0, updated_at = $1 WHERE id = $2 AND status = 'unknown'")
+        .bind(clock::now_ms())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// The organisation that most recently messaged `phone` from this line.
+pub async fn last_sender_org(db: &Db, line_id: &str, phone: &str) -> sqlx::Result<Option<String>> {
+    let row = sqlx::query(
+        "SELECT m.org_id FROM messages m JOIN contacts c ON c.id = m.contact_id \
+         WHERE m.line_id = $1 AND c.phone = $2 AND m.direction = 'outbound' ORDER BY m.id DESC LIMIT 1",
+    )
+    .bind(line_id)
+    .bind(phone)
+    .fetch_optional(db.writer())
+    .await?;
+    row.map(|r| r.try_get(0)).transpose()
+}
+
+/// Moves an outbound message forward to `target` one status at a time, so that each status it
+/// passes writes its own event (a line that reports `delivered` first still yields `sent`).
+/// Returns the message as it ends up, if anything moved.
+pub async fn advance_through(
+    conn: &mut AnyConnection,
+    id: &str,
+    target: &str,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<Message>> {
+    let Some(current) = get_any(conn, id).await? else { return Ok(None) };
+    if target == "failed" {
+        return advance(conn, id, "failed", reason).await;
+    }
+    let (Some(from), Some(to)) = (rank(&current.status), rank(target)) else { return Ok(None) };
+    let mut last = None;
+    for step in ["submitted", "sent", "delivered", "read"] {
+        let r = rank(step).expect("ranked");
+        if r > from && r <= to {
+            if let Some(moved) = advance(conn, id, step, None).await? {
+                last = Some(moved);
+            }
+        }
+    }
+    Ok(last)
+}
+
+/// The phones a message goes to: the direct conversation's participant, or the group's.
+pub async fn recipients(conn: &mut AnyConnection, conversation_id: &str) -> sqlx::Result<Vec<String>> {
+    let rows = sqlx::query("SELECT phone FROM conversation_participants WHERE conversation_id = $1 ORDER BY phone")
+        .bind(conversation_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter().map(|r| r.try_get(0)).collect()
+}

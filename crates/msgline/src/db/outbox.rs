@@ -1,0 +1,97 @@
+//! The delivery outbox: one row per outbound message not yet settled with its line. Written in
+//! the same transaction as the message; claimed, committed, then worked on outside any
+//! transaction, so a crash never loses a send and never hides one that may have happened.
+
+use sqlx::{AnyConnection, Row};
+
+use super::{Backend, Db};
+
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub message_id: String,
+    pub line_id: String,
+    pub attempts: i64,
+}
+
+pub async fn insert(conn: &mut AnyConnection, message_id: &str, line_id: &str, now: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO outbox (message_id, line_id, state, attempts, available_at, created_at) \
+         VALUES ($1, $2, 'pending', 0, $3, $3)",
+    )
+    .bind(message_id)
+    .bind(line_id)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+fn skip_locked(db: &Db) -> &'static str {
+    match db.backend() {
+        Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite => "",
+    }
+}
+
+/// Claims up to `limit` pending jobs that are due, for `lease_ms`. The claim is committed
+/// before the line is called.
+pub async fn claim_pending(db: &Db, now: i64, lease_ms: i64, limit: i64) -> sqlx::Result<Vec<Job>> {
+    let sql = format!(
+        "UPDATE outbox SET state = 'claimed', claimed_until = $1, attempts = attempts + 1 \
+         WHERE message_id IN (SELECT message_id FROM outbox WHERE state = 'pending' AND available_at <= $2 \
+         ORDER BY available_at LIMIT $3{}) RETURNING message_id, line_id, attempts",
+        skip_locked(db)
+    );
+    let rows = sqlx::query(&sql).bind(now + lease_ms).bind(now).bind(limit).fetch_all(db.writer()).await?;
+    rows.iter()
+        .map(|r| Ok(Job { message_id: r.try_get(0)?, line_id: r.try_get(1)?, attempts: r.try_get(2)? }))
+        .collect()
+}
+
+/// Claims up to `limit` jobs whose outcome must be asked of the line: those marked unknown and
+/// due, and those whose claim ran out (the instance that held it stopped mid-call). They are
+/// pushed back to `next_at` so that one asker works on each at a time.
+pub async fn claim_unsettled(db: &Db, now: i64, next_at: i64, limit: i64) -> sqlx::Result<Vec<Job>> {
+    let sql = format!(
+        "UPDATE outbox SET state = 'unknown', available_at = $1, claimed_until = NULL \
+         WHERE message_id IN (SELECT message_id FROM outbox WHERE (state = 'unknown' AND available_at <= $2) \
+         OR (state = 'claimed' AND claimed_until < $2) ORDER BY available_at LIMIT $3{}) \
+         RETURNING message_id, line_id, attempts",
+        skip_locked(db)
+    );
+    let rows = sqlx::query(&sql).bind(next_at).bind(now).bind(limit).fetch_all(db.writer()).await?;
+    rows.iter()
+        .map(|r| Ok(Job { message_id: r.try_get(0)?, line_id: r.try_get(1)?, attempts: r.try_get(2)? }))
+        .collect()
+}
+
+/// Back to `pending`, due at `available_at` (the line could not have received it).
+pub async fn retry_at(conn: &mut AnyConnection, message_id: &str, available_at: i64) -> sqlx::Result<()> {
+    sqlx::query("UPDATE outbox SET state = 'pending', available_at = $1, claimed_until = NULL WHERE message_id = $2")
+        .bind(available_at)
+        .bind(message_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// To be asked of the line from `available_at` on.
+pub async fn mark_unknown(conn: &mut AnyConnection, message_id: &str, available_at: i64) -> sqlx::Result<()> {
+    sqlx::query("UPDATE outbox SET state = 'unknown', available_at = $1, claimed_until = NULL WHERE message_id = $2")
+        .bind(available_at)
+        .bind(message_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Settled with the line: nothing more to do.
+pub async fn complete(conn: &mut AnyConnection, message_id: &str) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM outbox WHERE message_id = $1").bind(message_id).execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// Whether any job is waiting to be sent or settled (for tests and shutdown).
+pub async fn count(db: &Db) -> sqlx::Result<i64> {
+    sqlx::query("SELECT COUNT(*) FROM outbox").fetch_one(db.writer()).await?.try_get(0)
+}

@@ -1,0 +1,61 @@
+//! `Idempotency-Key`: up to 255 printable ASCII characters, quoted or bare; and the request
+//! fingerprint stored beside it.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// Parses a header (or body) value; `Err` explains what is wrong.
+    pub fn parse(raw: &str) -> Result<Self, &'static str> {
+        let trimmed = raw.trim();
+        let unquoted = trimmed.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')).unwrap_or(trimmed);
+        if unquoted.is_empty() {
+            return Err("the idempotency key is empty");
+        }
+        if unquoted.len() > 255 {
+            return Err("the idempotency key is longer than 255 characters");
+        }
+        if !unquoted.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return Err("the idempotency key must be printable ASCII");
+        }
+        Ok(Self(unquoted.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A fingerprint of what a request asks for: the same request in any key order hashes alike.
+pub fn fingerprint(path: &str, request: &Value) -> String {
+    // serde_json's map keeps keys sorted, so the text of a Value is canonical.
+    let digest = Sha256::digest(format!("POST {path}\n{request}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keys_are_printable_ascii_up_to_255_and_may_be_quoted() {
+        assert_eq!(IdempotencyKey::parse("\"abc\"").unwrap().as_str(), "abc");
+        assert!(IdempotencyKey::parse(&"k".repeat(255)).is_ok());
+        assert!(IdempotencyKey::parse(&"k".repeat(256)).is_err());
+        assert!(IdempotencyKey::parse("").is_err());
+        assert!(IdempotencyKey::parse("caf\u{e9}").is_err());
+    }
+
+    #[test]
+    fn the_fingerprint_ignores_key_order_but_not_values() {
+        let a = fingerprint("/messages", &json!({"to": "+1", "body": "hi"}));
+        let b = fingerprint("/messages", &json!({"body": "hi", "to": "+1"}));
+        let c = fingerprint("/messages", &json!({"body": "hey", "to": "+1"}));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+}

@@ -1,0 +1,149 @@
+//! Bridge callbacks: status moves of outbound messages, inbound messages, poll votes and group
+//! state. Each callback id is recorded in the same transaction as its effect, so a repeated
+//! callback changes nothing and a failed one can be retried.
+
+use sqlx::AnyConnection;
+
+use crate::{
+    bridge::{BridgeEvent, BridgeEventPayload},
+    clock,
+    db::{self, Db, lines::Line, messages::NewMessage},
+    domain::phone::E164,
+    ids,
+};
+
+/// What became of one callback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handled {
+    Applied,
+    Duplicate,
+}
+
+pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent) -> anyhow::Result<Handled> {
+    let mut tx = db.writer().begin().await?;
+    let fresh = sqlx::query(
+        "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) ON CONFLICT (line_id, event_id) DO NOTHING",
+    )
+    .bind(&line.id)
+    .bind(&event.id)
+    .bind(clock::now_ms())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !fresh {
+        tx.rollback().await?;
+        return Ok(Handled::Duplicate);
+    }
+    match &event.payload {
+        BridgeEventPayload::MessageStatus { message_id, status, reason } => {
+            status_moved(&mut tx, line, message_id, status, reason.as_deref()).await?
+        }
+        BridgeEventPayload::Inbound { from, body, chat, channel } => {
+            inbound(db, &mut tx, line, from, body, chat.as_deref(), channel).await?
+        }
+        BridgeEventPayload::PollVote { .. } | BridgeEventPayload::GroupState { .. } => {
+            tracing::info!(line = %line.id, event = %event.id, "callback type not handled yet; recorded");
+        }
+    }
+    tx.commit().await?;
+    Ok(Handled::Applied)
+}
+
+async fn status_moved(
+    conn: &mut AnyConnection,
+    line: &Line,
+    message_id: &str,
+    status: &str,
+    reason: Option<&str>,
+) -> anyhow::Result<()> {
+    let Some(message) = db::messages::get_any(conn, message_id).await? else {
+        tracing::warn!(line = %line.id, message = message_id, "status for a message this service does not know");
+        return Ok(());
+    };
+    if message.line_id != line.id || message.direction != "outbound" {
+        tracing::warn!(line = %line.id, message = message_id, "status for a message of another line; ignored");
+        return Ok(());
+    }
+    db::messages::advance_through(conn, message_id, status, reason).await?;
+    // The line has told: nothing left to send or ask.
+    db::outbox::complete(conn, message_id).await?;
+    Ok(())
+}
+
+async fn inbound(
+    db: &Db,
+    conn: &mut AnyConnection,
+    line: &Line,
+    from: &str,
+    body: &str,
+    chat: Option<&str>,
+    channel: &str,
+) -> anyhow::Result<()> {
+    let from = match E164::parse(from, None) {
+        Ok(phone) => phone.into_string(),
+        Err(_) => from.trim().to_string(),
+    };
+    // A dedicated line belongs to its organisation; on a shared line the message goes to the
+    // organisation that last wrote to this handle from this line.
+    let org_id = match &line.org_id {
+        Some(org) => Some(org.clone()),
+        None => db::messages::last_sender_org(db, &line.id, &from).await?,
+    };
+    let Some(org_id) = org_id else {
+        sqlx::query(
+            "INSERT INTO unrouted_inbound (id, line_id, from_phone, body, payload, received_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(ids::new_id("unr"))
+        .bind(&line.id)
+        .bind(&from)
+        .bind(body)
+        .bind(serde_json::json!({"chat": chat, "channel": channel}).to_string())
+        .bind(clock::now_ms())
+        .execute(&mut *conn)
+        .await?;
+        tracing::warn!(line = %line.id, "inbound message on a shared line with no organisation to route it to; kept as unrouted");
+        return Ok(());
+    };
+    let contact = db::contacts::find_or_create(&mut *conn, &org_id, &from).await?;
+    if channel == "imessage" {
+        db::contacts::record_reachability(conn, &contact.id, true).await?;
+    }
+    let group = match chat {
+        Some(chat) => db::conversations::get_group_on_line(conn, &org_id, &line.id, chat).await?,
+        None => None,
+    };
+    let conversation_id = match group {
+        Some(group) => group.id,
+        None => db::conversations::find_or_create_direct(conn, &org_id, &line.id, &contact.id, &from).await?.id,
+    };
+    let channel = if channel == "sms" { "sms" } else { "imessage" };
+    db::messages::insert(
+        conn,
+        NewMessage {
+            org_id,
+            conversation_id,
+            contact_id: Some(contact.id),
+            line_id: line.id.clone(),
+            direction: "inbound",
+            channel: channel.into(),
+            kind: "text".into(),
+            body: body.to_string(),
+            payload: None,
+            status: "received",
+            agent_id: None,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// How many inbound messages are waiting unrouted on a line (for operators and tests).
+pub async fn unrouted_count(db: &Db, line_id: &str) -> sqlx::Result<i64> {
+    use sqlx::Row;
+    sqlx::query("SELECT COUNT(*) FROM unrouted_inbound WHERE line_id = $1")
+        .bind(line_id)
+        .fetch_one(db.writer())
+        .await?
+        .try_get(0)
+}

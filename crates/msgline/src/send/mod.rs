@@ -1,0 +1,150 @@
+//! The one send path every sender uses: the public endpoints, and later polls, contact cards
+//! and hosted agents. It resolves line, recipient and channel, then writes in one transaction
+//! the idempotency record, contact, conversation, message, outbox job and first event.
+
+mod resolve;
+
+use axum::http::StatusCode;
+use serde_json::{Map, Value, json};
+
+pub use resolve::{Recipient, Target};
+
+use crate::{
+    api::{AppState, auth::Principal},
+    clock,
+    db::{
+        self,
+        idempotency::{IdemScope, Prior},
+        messages::{Message, NewMessage},
+    },
+    domain::idempotency::IdempotencyKey,
+    error::{ApiError, ApiResult},
+};
+
+/// One outbound message, as parsed from a request.
+#[derive(Debug, Clone, Default)]
+pub struct SendInput {
+    pub recipient: Recipient,
+    pub line_id: Option<String>,
+    /// The line's own number (`from` or `line_e164`), already E.164.
+    pub line_e164: Option<String>,
+    /// `sms`, `imessage`, or `None` for the automatic choice.
+    pub channel: Option<String>,
+    pub body: String,
+    /// `text`, `contact_card` or `poll`.
+    pub kind: &'static str,
+    /// Stored with the message and merged into its JSON (`contact_card`, `poll`).
+    pub payload: Option<Value>,
+    pub agent_id: Option<String>,
+    /// iMessage or nothing (polls): an SMS-only recipient or line is `poll_requires_imessage`.
+    pub imessage_only: bool,
+}
+
+/// The idempotency of one request: its key, the route, and the request's fingerprint.
+#[derive(Debug, Clone)]
+pub struct Idempotency {
+    pub key: IdempotencyKey,
+    pub path: &'static str,
+    pub fingerprint: String,
+}
+
+impl Idempotency {
+    fn scope<'a>(&'a self, org_id: &'a str) -> IdemScope<'a> {
+        IdemScope { org_id, method: "POST", path: self.path, key: self.key.as_str() }
+    }
+}
+
+/// What a send answered: its status and body (the envelope, or a replay of it).
+pub struct Sent {
+    pub status: StatusCode,
+    pub body: Value,
+    pub replayed: bool,
+    pub message: Option<Message>,
+}
+
+/// A replayed answer: the stored body with `duplicate: true`, status 200.
+fn replay(prior: Prior) -> ApiResult<Sent> {
+    match prior {
+        Prior::Done { body, .. } => {
+            let mut body = body;
+            body["duplicate"] = json!(true);
+            Ok(Sent { status: StatusCode::OK, body, replayed: true, message: None })
+        }
+        Prior::InProgress => Err(ApiError::conflict(
+            "idempotency_key_in_progress",
+            "a request with this Idempotency-Key is still being processed",
+        )
+        .with_retry_after(1)),
+        Prior::Mismatch => {
+            Err(ApiError::conflict("idempotency_key_reused", "this Idempotency-Key was used with a different request"))
+        }
+    }
+}
+
+/// The send envelope: `message`, the flags, and any extra objects (`contact_card`, `poll`).
+pub fn envelope(message: &Message, extra: &Map<String, Value>) -> Value {
+    let mut body = json!({
+        "message": message.to_json(),
+        "duplicate": false,
+        "delivery_unknown": message.delivery_unknown,
+    });
+    for (key, value) in extra {
+        body[key] = value.clone();
+    }
+    body
+}
+
+/// Accepts a message for delivery: 202 with the envelope, or a replay.
+pub async fn submit(
+    state: &AppState,
+    principal: &Principal,
+    input: SendInput,
+    idempotency: Option<Idempotency>,
+    extra: Map<String, Value>,
+) -> ApiResult<Sent> {
+    let now = clock::now_ms();
+    if let Some(idem) = &idempotency
+        && let Some(prior) =
+            db::idempotency::peek(&state.db, &idem.scope(&principal.org_id), &idem.fingerprint, now).await?
+    {
+        return replay(prior);
+    }
+    let target = resolve::resolve(state, principal, &input).await?;
+
+    let mut tx = state.db.writer().begin().await?;
+    if let Some(idem) = &idempotency {
+        let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
+        if let Some(prior) =
+            db::idempotency::claim(&mut tx, &idem.scope(&principal.org_id), &idem.fingerprint, now, ttl_ms).await?
+        {
+            tx.rollback().await?;
+            return replay(prior);
+        }
+    }
+    let (conversation_id, contact_id) = target.materialise(&mut tx, &principal.org_id).await?;
+    let message = db::messages::insert(
+        &mut tx,
+        NewMessage {
+            org_id: principal.org_id.clone(),
+            conversation_id,
+            contact_id,
+            line_id: target.line.id.clone(),
+            direction: "outbound",
+            channel: target.channel.clone(),
+            kind: input.kind.to_string(),
+            body: input.body,
+            payload: input.payload,
+            status: "queued",
+            agent_id: input.agent_id,
+        },
+    )
+    .await?;
+    db::outbox::insert(&mut tx, &message.id, &message.line_id, message.created_at).await?;
+    let body = envelope(&message, &extra);
+    if let Some(idem) = &idempotency {
+        db::idempotency::complete(&mut tx, &idem.scope(&principal.org_id), 202, &body).await?;
+    }
+    tx.commit().await?;
+    state.dispatch.notify_one();
+    Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) })
+}

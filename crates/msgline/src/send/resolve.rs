@@ -1,0 +1,283 @@
+//! Which line, which recipient, which channel: everything a send decides before it writes.
+
+use sqlx::AnyConnection;
+
+use super::SendInput;
+use crate::{
+    api::{AppState, auth::Principal},
+    db::{self, conversations::Conversation, lines::Line},
+    domain::phone::E164,
+    error::{ApiError, ApiResult},
+};
+
+/// Who a send goes to, as the request named them (at least one).
+#[derive(Debug, Clone, Default)]
+pub struct Recipient {
+    pub to: Option<E164>,
+    pub conversation_id: Option<String>,
+    pub contact_id: Option<String>,
+}
+
+/// A resolved send: the line, the channel and where the message goes.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub line: Line,
+    pub channel: String,
+    pub destination: Destination,
+    /// Reachability learned from the bridge during resolution, to store on the contact.
+    learned_reachability: Option<bool>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Destination {
+    /// One phone; the contact and the conversation are found or created when written.
+    Direct { phone: E164, contact_id: Option<String>, conversation_id: Option<String> },
+    /// An existing group conversation.
+    Group { conversation: Conversation },
+}
+
+impl Target {
+    /// Finds or creates the contact and conversation inside the send's transaction; returns
+    /// (conversation id, contact id).
+    pub async fn materialise(&self, conn: &mut AnyConnection, org_id: &str) -> ApiResult<(String, Option<String>)> {
+        match &self.destination {
+            Destination::Group { conversation } => Ok((conversation.id.clone(), None)),
+            Destination::Direct { phone, contact_id, conversation_id } => {
+                let contact_id = match contact_id {
+                    Some(id) => id.clone(),
+                    None => db::contacts::find_or_create(&mut *conn, org_id, phone.as_str()).await?.id,
+                };
+                if let Some(reachable) = self.learned_reachability {
+                    db::contacts::record_reachability(conn, &contact_id, reachable).await?;
+                }
+                let conversation_id = match conversation_id {
+                    Some(id) => id.clone(),
+                    None => {
+                        db::conversations::find_or_create_direct(
+                            conn,
+                            org_id,
+                            &self.line.id,
+                            &contact_id,
+                            phone.as_str(),
+                        )
+                        .await?
+                        .id
+                    }
+                };
+                Ok((conversation_id, Some(contact_id)))
+            }
+        }
+    }
+}
+
+fn line_mismatch() -> ApiError {
+    ApiError::conflict("line_mismatch", "this API key is bound to another line")
+}
+
+/// The line a send uses: the one named; else the key's line; else the organisation's only
+/// usable line.
+pub async fn resolve_line(
+    state: &AppState,
+    principal: &Principal,
+    line_id: Option<&str>,
+    line_e164: Option<&str>,
+) -> ApiResult<Line> {
+    let named = match (line_id, line_e164) {
+        (Some(id), _) => Some(
+            state
+                .lines
+                .get(id)
+                .await?
+                .filter(|l| l.usable_by(&principal.org_id))
+                .ok_or_else(|| ApiError::not_found("line").with("field", "line_id"))?,
+        ),
+        (None, Some(e164)) => Some(
+            db::lines::get_for_org_by_e164(&state.db, &principal.org_id, e164)
+                .await?
+                .ok_or_else(|| ApiError::not_found("line").with("field", "from"))?,
+        ),
+        (None, None) => None,
+    };
+    match (named, &principal.line_id) {
+        (Some(line), Some(bound)) if &line.id != bound => Err(line_mismatch()),
+        (Some(line), _) => Ok(line),
+        (None, Some(bound)) => state.lines.get(bound).await?.ok_or_else(|| ApiError::not_found("line")),
+        (None, None) => {
+            let page = db::Page { limit: 2, before: None };
+            let mut usable = db::lines::list_for_org(&state.db, &principal.org_id, &page).await?.rows;
+            if usable.len() == 1 {
+                Ok(usable.remove(0))
+            } else {
+                Err(ApiError::invalid(
+                    "line_id",
+                    "name the line to send from with line_id or from (the organisation has more than one line, or none)",
+                ))
+            }
+        }
+    }
+}
+
+/// Resolves line, destination and channel for a send.
+pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput) -> ApiResult<Target> {
+    let recipient = &input.recipient;
+    let org = principal.org_id.as_str();
+    let conversation = match &recipient.conversation_id {
+        Some(id) => Some(
+            db::conversations::get(&state.db, org, id)
+                .await?
+                .filter(|c| principal.line_id.as_ref().is_none_or(|bound| bound == &c.line_id))
+                .ok_or_else(|| ApiError::not_found("conversation").with("field", "conversation_id"))?,
+        ),
+        None => None,
+    };
+    let contact = match &recipient.contact_id {
+        Some(id) => Some(
+            db::contacts::get(&state.db, org, id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("contact").with("field", "contact_id"))?,
+        ),
+        None => None,
+    };
+
+    let line = match &conversation {
+        Some(conversation) => {
+            let line = state.lines.get(&conversation.line_id).await?.ok_or_else(|| ApiError::not_found("line"))?;
+            let named_other = input.line_id.as_ref().is_some_and(|id| id != &line.id)
+                || input.line_e164.as_ref().is_some_and(|e164| e164 != &line.e164);
+            if named_other {
+                return Err(ApiError::invalid("line_id", "the conversation is on another line"));
+            }
+            line
+        }
+        None => resolve_line(state, principal, input.line_id.as_deref(), input.line_e164.as_deref()).await?,
+    };
+
+    // The one phone the named recipients agree on (none for a group conversation).
+    let mut phone: Option<E164> = recipient.to.clone();
+    let mut agree = |field: &str, other: &str| -> ApiResult<()> {
+        match &phone {
+            Some(p) if p.as_str() != other => {
+                Err(ApiError::invalid(field, "to, contact_id and conversation_id name different recipients"))
+            }
+            Some(_) => Ok(()),
+            None => {
+                phone = Some(E164::from_trusted(other.to_string()));
+                Ok(())
+            }
+        }
+    };
+    if let Some(contact) = &contact {
+        agree("contact_id", &contact.phone)?;
+    }
+    let destination = match conversation {
+        Some(conversation) if conversation.kind == "group" => {
+            if phone.is_some() {
+                return Err(ApiError::invalid("conversation_id", "a group conversation takes no to or contact_id"));
+            }
+            Destination::Group { conversation }
+        }
+        Some(conversation) => {
+            let own = conversation.participants.first().cloned().unwrap_or_default();
+            agree("conversation_id", &own)?;
+            Destination::Direct {
+                phone: phone.clone().expect("a direct conversation has its participant"),
+                contact_id: conversation.contact_id.clone(),
+                conversation_id: Some(conversation.id.clone()),
+            }
+        }
+        None => {
+            let phone = phone
+                .clone()
+                .ok_or_else(|| ApiError::invalid("to", "give at least one of to, conversation_id and contact_id"))?;
+            if phone.as_str() == line.e164 {
+                return Err(ApiError::invalid("to", "a line cannot send to its own number"));
+            }
+            Destination::Direct { phone, contact_id: contact.as_ref().map(|c| c.id.clone()), conversation_id: None }
+        }
+    };
+
+    let (channel, learned_reachability) = choose_channel(state, org, &line, &destination, input).await?;
+    Ok(Target { line, channel, destination, learned_reachability })
+}
+
+/// Explicit channels are checked against the line; the automatic choice is iMessage where the
+/// line has it and the recipient is reachable over it, else SMS.
+async fn choose_channel(
+    state: &AppState,
+    org_id: &str,
+    line: &Line,
+    destination: &Destination,
+    input: &SendInput,
+) -> ApiResult<(String, Option<bool>)> {
+    let capabilities = state.lines.capabilities(line).await;
+    let poll_refusal = || {
+        ApiError::new(axum::http::StatusCode::BAD_REQUEST, "poll_requires_imessage")
+            .with_message("polls are iMessage only: the line or the recipient cannot use iMessage")
+    };
+    let phone = match destination {
+        Destination::Group { .. } => {
+            if input.channel.as_deref() == Some("sms") {
+                return Err(ApiError::invalid("channel", "group conversations are iMessage only"));
+            }
+            return Ok(("imessage".into(), None));
+        }
+        Destination::Direct { phone, .. } => phone,
+    };
+    match input.channel.as_deref() {
+        Some("sms") if input.imessage_only => return Err(poll_refusal()),
+        Some("sms") => {
+            if capabilities.is_some_and(|c| !c.sms) {
+                return Err(ApiError::invalid("channel", "this line cannot send SMS"));
+            }
+            return Ok(("sms".into(), None));
+        }
+        Some("imessage") if capabilities.is_some_and(|c| !c.imessage) => {
+            return Err(if input.imessage_only {
+                poll_refusal()
+            } else {
+                ApiError::invalid("channel", "this line cannot send iMessage")
+            });
+        }
+        Some("imessage") if !input.imessage_only => return Ok(("imessage".into(), None)),
+        Some("imessage") | None => {}
+        Some(_) => return Err(ApiError::invalid("channel", "channel must be sms or imessage")),
+    }
+    // Automatic choice (and every poll): is the recipient reachable over iMessage?
+    let line_has_imessage = capabilities.is_none_or(|c| c.imessage);
+    if !line_has_imessage {
+        return if input.imessage_only { Err(poll_refusal()) } else { Ok(("sms".into(), None)) };
+    }
+    let (reachable, learned) = reachability(state, org_id, line, phone).await?;
+    match reachable {
+        Some(true) => Ok(("imessage".into(), learned)),
+        Some(false) if input.imessage_only => Err(poll_refusal()),
+        // Not known (the bridge could not be asked): a poll is still attempted over iMessage.
+        None if input.imessage_only => Ok(("imessage".into(), learned)),
+        _ if capabilities.is_none_or(|c| c.sms) => Ok(("sms".into(), learned)),
+        _ => Ok(("imessage".into(), learned)),
+    }
+}
+
+/// Whether `phone` is reachable over iMessage: remembered on the contact, else asked of the
+/// bridge. Returns the answer and, when the bridge was asked, what to remember.
+async fn reachability(
+    state: &AppState,
+    org_id: &str,
+    line: &Line,
+    phone: &E164,
+) -> ApiResult<(Option<bool>, Option<bool>)> {
+    if let Some(known) = db::contacts::reachability_by_phone(&state.db, org_id, phone.as_str()).await? {
+        return Ok((Some(known), None));
+    }
+    let asked = state.lines.client().reachability(line, &[phone.to_string()]).await;
+    match asked {
+        Ok(answer) => {
+            let reachable = answer.imessage.get(phone.as_str()).copied();
+            Ok((reachable, reachable))
+        }
+        Err(error) => {
+            tracing::debug!(line = %line.id, error, "reachability could not be asked");
+            Ok((None, None))
+        }
+    }
+}

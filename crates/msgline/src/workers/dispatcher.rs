@@ -1,0 +1,156 @@
+//! The dispatcher: claims outbox jobs (the claim is committed first), calls the line's bridge
+//! within the bridge timeout, records the attempt and moves the message.
+//!
+//! A send is retried only where the bridge cannot have received it (the connection was refused,
+//! or it answered 503). After a timeout or an unclear answer the message is `unknown` and the
+//! reconciler asks the line; it is never sent again blindly.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::{Semaphore, watch};
+
+use crate::{
+    api::AppState,
+    bridge::{SendRequest, client::SendOutcome},
+    clock,
+    db::{self, outbox::Job},
+};
+
+/// Most calls to bridges in flight at once from one instance.
+const MAX_IN_FLIGHT: usize = 256;
+const BATCH: usize = 100;
+
+pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+    let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        let claimed = match step(&state, &permits).await {
+            Ok(n) => n,
+            Err(error) => {
+                tracing::error!(error = %error, "dispatcher could not claim jobs");
+                0
+            }
+        };
+        if claimed == 0 {
+            tokio::select! {
+                _ = state.dispatch.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+    // Let calls in flight finish and record their outcome.
+    let _ = tokio::time::timeout(
+        state.config.bridge_timeout() + Duration::from_secs(1),
+        permits.acquire_many(MAX_IN_FLIGHT as u32),
+    )
+    .await;
+}
+
+/// Claims what is due (as many as there are free slots) and starts delivering each; returns
+/// how many it claimed.
+pub async fn step(state: &AppState, permits: &Arc<Semaphore>) -> sqlx::Result<usize> {
+    let free = permits.available_permits().min(BATCH);
+    if free == 0 {
+        let _ = permits.acquire().await;
+        return Ok(0);
+    }
+    let lease_ms = state.config.bridge_timeout_ms as i64 + 5_000;
+    let jobs = db::outbox::claim_pending(&state.db, clock::now_ms(), lease_ms, free as i64).await?;
+    let claimed = jobs.len();
+    for job in jobs {
+        let permit = permits.clone().acquire_owned().await.expect("semaphore stays open");
+        let state = state.clone();
+        tokio::spawn(async move {
+            if let Err(error) = deliver(&state, &job).await {
+                // The claim runs out and the reconciler asks the line: nothing is lost.
+                tracing::error!(message = %job.message_id, error = %error, "could not record a delivery");
+            }
+            drop(permit);
+        });
+    }
+    Ok(claimed)
+}
+
+/// Backoff for a line that could not be reached: 250 ms doubling to 5 s.
+fn retry_delay(attempts: i64) -> i64 {
+    (250i64 << attempts.clamp(1, 6).saturating_sub(1)).min(5_000)
+}
+
+async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
+    let Some(line) = state.lines.get(&job.line_id).await? else {
+        anyhow::bail!("line {} is gone", job.line_id);
+    };
+    let mut conn = state.db.writer().acquire().await?;
+    let Some(message) = db::messages::get_any(&mut conn, &job.message_id).await? else {
+        db::outbox::complete(&mut conn, &job.message_id).await?;
+        return Ok(());
+    };
+    if message.status != "queued" && message.status != "unknown" {
+        // Settled already (a callback came first).
+        db::outbox::complete(&mut conn, &job.message_id).await?;
+        return Ok(());
+    }
+    let conversation = db::conversations::kind_of(&mut conn, &message.conversation_id).await?;
+    let recipients = db::messages::recipients(&mut conn, &message.conversation_id).await?;
+    drop(conn);
+
+    let is_group = conversation.as_deref() == Some("group");
+    let request = SendRequest {
+        id: message.id.clone(),
+        to: if is_group { Vec::new() } else { recipients },
+        chat: is_group.then(|| message.conversation_id.clone()),
+        channel: message.channel.clone(),
+        kind: message.kind.clone(),
+        body: message.body.clone(),
+        vcard: None,
+        poll: None,
+    };
+    let result = state.lines.client().send(&line, &request).await;
+    let now = clock::now_ms();
+
+    let mut tx = state.db.writer().begin().await?;
+    let error_text = match &result.outcome {
+        SendOutcome::Rejected(reason) => Some(reason.clone()),
+        SendOutcome::Unreachable(error) | SendOutcome::Unknown(error) => Some(error.clone()),
+        SendOutcome::RetryLater => Some("the line asked to be tried later".into()),
+        SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
+        SendOutcome::Accepted => None,
+    };
+    db::attempts::insert(
+        &mut tx,
+        &message.org_id,
+        &message.id,
+        &line.id,
+        job.attempts,
+        result.outcome.attempt_outcome(),
+        result.http_status,
+        result.latency_ms,
+        error_text.as_deref(),
+    )
+    .await?;
+    match &result.outcome {
+        SendOutcome::Accepted => {
+            db::messages::advance(&mut tx, &message.id, "submitted", None).await?;
+            db::outbox::complete(&mut tx, &message.id).await?;
+        }
+        SendOutcome::Rejected(reason) => {
+            db::messages::advance(&mut tx, &message.id, "failed", Some(reason)).await?;
+            db::outbox::complete(&mut tx, &message.id).await?;
+        }
+        SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
+            db::outbox::retry_at(&mut tx, &message.id, now + retry_delay(job.attempts)).await?;
+        }
+        SendOutcome::Timeout | SendOutcome::Unknown(_) => {
+            db::messages::advance(&mut tx, &message.id, "unknown", None).await?;
+            db::outbox::mark_unknown(&mut tx, &message.id, now + 500).await?;
+        }
+    }
+    tx.commit().await?;
+    if !matches!(result.outcome, SendOutcome::Accepted) {
+        tracing::info!(message = %message.id, line = %line.id, outcome = ?result.outcome, "delivery attempt did not succeed");
+    }
+    Ok(())
+}

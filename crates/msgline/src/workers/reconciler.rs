@@ -1,0 +1,89 @@
+//! The reconciler: asks the line what became of messages whose outcome is unknown (a timeout,
+//! an unclear answer, or a claim that ran out because an instance stopped mid-call), and settles
+//! them. A line that never received a message gets it queued again (bridges deduplicate on the
+//! message id, so even a late original cannot make it two).
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::pause;
+use crate::{
+    api::AppState,
+    bridge::client::StatusLookup,
+    clock,
+    db::{self, outbox::Job},
+};
+
+const BATCH: i64 = 50;
+
+pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let settled = match step(&state).await {
+            Ok(n) => n,
+            Err(error) => {
+                tracing::error!(error = %error, "reconciler step failed");
+                0
+            }
+        };
+        let wait = if settled > 0 { Duration::from_millis(20) } else { Duration::from_millis(250) };
+        if !pause(&mut shutdown, wait).await {
+            break;
+        }
+    }
+}
+
+/// Asks about one batch of unsettled messages; returns how many it looked at.
+pub async fn step(state: &AppState) -> anyhow::Result<usize> {
+    let now = clock::now_ms();
+    // Held for a minute while being asked; a failed ask sets its own next time.
+    let jobs = db::outbox::claim_unsettled(&state.db, now, now + 60_000, BATCH).await?;
+    let count = jobs.len();
+    let mut tasks = tokio::task::JoinSet::new();
+    for job in jobs {
+        let state = state.clone();
+        tasks.spawn(async move {
+            if let Err(error) = settle(&state, &job).await {
+                tracing::error!(message = %job.message_id, error = %error, "could not settle a message");
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok(count)
+}
+
+/// How long to wait before asking again: a tenth of the message's age, from 1 s to 5 min.
+fn next_ask(age_ms: i64) -> i64 {
+    (age_ms / 10).clamp(1_000, 300_000)
+}
+
+async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
+    let Some(line) = state.lines.get(&job.line_id).await? else { return Ok(()) };
+    let lookup = state.lines.client().message_status(&line, &job.message_id).await;
+    let now = clock::now_ms();
+    let mut tx = state.db.writer().begin().await?;
+    let Some(message) = db::messages::get_any(&mut tx, &job.message_id).await? else {
+        db::outbox::complete(&mut tx, &job.message_id).await?;
+        tx.commit().await?;
+        return Ok(());
+    };
+    match lookup {
+        StatusLookup::Known(answer) => {
+            db::messages::advance_through(&mut tx, &message.id, &answer.status, answer.reason.as_deref()).await?;
+            db::outbox::complete(&mut tx, &message.id).await?;
+            tracing::info!(message = %message.id, status = %answer.status, "settled a message with its line");
+        }
+        StatusLookup::NotFound => {
+            db::messages::requeue(&mut tx, &message.id).await?;
+            db::outbox::retry_at(&mut tx, &message.id, now).await?;
+            tracing::info!(message = %message.id, "the line never received a message; queued it again");
+        }
+        StatusLookup::Failed(error) => {
+            db::outbox::mark_unknown(&mut tx, &message.id, now + next_ask(now - message.created_at)).await?;
+            tracing::debug!(message = %message.id, error, "could not ask the line; will ask again");
+        }
+    }
+    tx.commit().await?;
+    state.dispatch.notify_one();
+    Ok(())
+}
