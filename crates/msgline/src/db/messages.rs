@@ -259,16 +259,16 @@ pub async fn advance(
     }
     let now = clock::now_ms();
     let stamp = match status {
-        "submitted" => "submitted_at",
-        "sent" => "sent_at",
-        "delivered" => "delivered_at",
-        "read" => "read_at",
-        _ => "updated_at",
+        "submitted" => ", submitted_at = $4",
+        "sent" => ", sent_at = $4",
+        "delivered" => ", delivered_at = $4",
+        "read" => ", read_at = $4",
+        _ => "",
     };
     let unknown = status == "unknown";
     let updated = sqlx::query(&format!(
-        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4, \
-         {stamp} = $4 WHERE id = $5 AND status = $6"
+        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
+         WHERE id = $5 AND status = $6"
     ))
     .bind(status)
     .bind(reason)

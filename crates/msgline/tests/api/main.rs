@@ -1,5 +1,7 @@
 //! Integration tests: the real server on a loopback port, real HTTP, a fresh database per test.
 
 mod helpers;
+mod simline;
 
 mod foundation;
+mod messages;
