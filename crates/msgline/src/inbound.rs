@@ -40,7 +40,7 @@ pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent) -> anyhow::Result
             status_moved(&mut tx, line, message_id, status, reason.as_deref()).await?
         }
         BridgeEventPayload::Inbound { from, body, chat, channel } => {
-            inbound(db, &mut tx, line, from, body, chat.as_deref(), channel).await?
+            inbound(&mut tx, line, from, body, chat.as_deref(), channel).await?
         }
         BridgeEventPayload::PollVote { .. } | BridgeEventPayload::GroupState { .. } => {
             tracing::info!(line = %line.id, event = %event.id, "callback type not handled yet; recorded");
@@ -72,7 +72,6 @@ async fn status_moved(
 }
 
 async fn inbound(
-    db: &Db,
     conn: &mut AnyConnection,
     line: &Line,
     from: &str,
@@ -88,7 +87,7 @@ async fn inbound(
     // organisation that last wrote to this handle from this line.
     let org_id = match &line.org_id {
         Some(org) => Some(org.clone()),
-        None => db::messages::last_sender_org(db, &line.id, &from).await?,
+        None => db::messages::last_sender_org(conn, &line.id, &from).await?,
     };
     let Some(org_id) = org_id else {
         sqlx::query(

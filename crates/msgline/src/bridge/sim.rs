@@ -124,6 +124,8 @@ struct Sim {
     callbacks: mpsc::UnboundedSender<BridgeEvent>,
     http: reqwest::Client,
     sequence: AtomicU64,
+    /// Calls that named an id the line had already been handed (answered, never sent again).
+    repeated: AtomicU64,
 }
 
 type Shared = Arc<Sim>;
@@ -155,6 +157,7 @@ pub fn router(config: SimConfig) -> Router {
         callbacks: tx,
         http: reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("HTTP client builds"),
         sequence: AtomicU64::new(0),
+        repeated: AtomicU64::new(0),
         config,
     });
     tokio::spawn(deliver_callbacks(sim.clone(), rx));
@@ -169,6 +172,7 @@ pub fn router(config: SimConfig) -> Router {
         .route("/control/vote", post(control_vote))
         .route("/control/sent", get(control_sent))
         .route("/control/mode", post(control_mode))
+        .route("/control/stats", get(control_stats))
         .with_state(sim)
 }
 
@@ -248,6 +252,7 @@ impl Sim {
         record: Sent,
     ) -> Option<(StatusCode, SendAnswer)> {
         if let Some(known) = self.known.lock().expect("known lock").get(id) {
+            self.repeated.fetch_add(1, Ordering::Relaxed);
             return Some(known.answer.clone());
         }
         let mode = self.draw_mode();
@@ -449,6 +454,14 @@ async fn report_now(sim: &Shared, event: BridgeEvent) -> Response {
 
 async fn control_sent(State(sim): State<Shared>) -> Json<Value> {
     Json(json!(*sim.sent.lock().expect("sent lock")))
+}
+
+/// Counters for tests: how much was sent, and how often an id came again.
+async fn control_stats(State(sim): State<Shared>) -> Json<Value> {
+    Json(json!({
+        "sent": sim.sent.lock().expect("sent lock").len(),
+        "repeated_ids": sim.repeated.load(Ordering::Relaxed),
+    }))
 }
 
 #[derive(Debug, Deserialize)]

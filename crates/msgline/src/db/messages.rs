@@ -310,14 +310,14 @@ pub async fn requeue(conn: &mut AnyConnection, id: &str) -> sqlx::Result<()> {
 }
 
 /// The organisation that most recently messaged `phone` from this line.
-pub async fn last_sender_org(db: &Db, line_id: &str, phone: &str) -> sqlx::Result<Option<String>> {
+pub async fn last_sender_org(conn: &mut AnyConnection, line_id: &str, phone: &str) -> sqlx::Result<Option<String>> {
     let row = sqlx::query(
         "SELECT m.org_id FROM messages m JOIN contacts c ON c.id = m.contact_id \
          WHERE m.line_id = $1 AND c.phone = $2 AND m.direction = 'outbound' ORDER BY m.id DESC LIMIT 1",
     )
     .bind(line_id)
     .bind(phone)
-    .fetch_optional(db.writer())
+    .fetch_optional(&mut *conn)
     .await?;
     row.map(|r| r.try_get(0)).transpose()
 }

@@ -3,5 +3,7 @@
 mod helpers;
 mod simline;
 
+mod crash;
 mod foundation;
+mod inbound;
 mod messages;

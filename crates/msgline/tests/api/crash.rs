@@ -1,0 +1,179 @@
+//! Crash safety: `kill -9` of `msgline serve` in the middle of 500 sends loses nothing and
+//! sends nothing twice.
+
+use std::{collections::HashSet, process::Stdio, sync::Arc, time::Duration};
+
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+    sync::Mutex,
+};
+
+use crate::{
+    helpers::{TestDb, eventually},
+    simline::free_port,
+};
+
+const TOTAL: usize = 500;
+const LINE: &str = "+12015550100";
+
+async fn cli(db_url: &str, args: &[&str]) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_msgline"))
+        .args(args)
+        .env("MSGLINE_DATABASE_URL", db_url)
+        .output()
+        .await
+        .expect("msgline runs");
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("JSON")
+}
+
+async fn serve(db_url: &str, port: u16) -> Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_msgline"))
+        .arg("serve")
+        .env("MSGLINE_DATABASE_URL", db_url)
+        .env("MSGLINE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("MSGLINE_RATE_LIMIT_PER_MINUTE", "1000000")
+        .env("MSGLINE_SEND_RATE_LIMIT_PER_MINUTE", "1000000")
+        .env("MSGLINE_BRIDGE_TIMEOUT_MS", "1000")
+        .env("MSGLINE_LOG", "warn")
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve starts");
+    let client = reqwest::Client::new();
+    eventually(30, "serve to answer /readyz", || async {
+        let answer = client.get(format!("http://127.0.0.1:{port}/readyz")).send().await.ok()?;
+        answer.status().is_success().then_some(())
+    })
+    .await;
+    child
+}
+
+#[tokio::test]
+async fn kill_9_in_the_middle_of_500_sends_loses_nothing_and_sends_nothing_twice() {
+    let db = TestDb::new().await;
+    let url = db.url().to_string();
+    let org = cli(&url, &["admin", "org", "create", "--name", "Crash"]).await;
+    let key = org["api_key"].as_str().unwrap().to_string();
+    let (port, sim_port) = (free_port(), free_port());
+    let line = cli(
+        &url,
+        &[
+            "admin",
+            "line",
+            "create",
+            "--e164",
+            LINE,
+            "--kind",
+            "dedicated",
+            "--org",
+            org["org_id"].as_str().unwrap(),
+            "--bridge-url",
+            &format!("http://127.0.0.1:{sim_port}"),
+            "--bridge-token",
+            "t",
+        ],
+    )
+    .await;
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_msgline"))
+        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", LINE, "--token", "t", "--step-ms", "5"])
+        .args(["--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
+        .args(["--callback-secret", line["bridge_secret"].as_str().unwrap()])
+        .env("MSGLINE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut sim_out = BufReader::new(sim.stdout.take().unwrap()).lines();
+    sim_out.next_line().await.unwrap().expect("sim prints its address");
+
+    let mut server = serve(&url, port).await;
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let accepted = Arc::new(Mutex::new(HashSet::<String>::new()));
+    let send = {
+        let (client, key, accepted) = (client.clone(), key.clone(), accepted.clone());
+        move |i: usize| {
+            let client = client.clone();
+            let key = key.clone();
+            let accepted = accepted.clone();
+            async move {
+                let answer = client
+                    .post(format!("http://127.0.0.1:{port}/api/v1/messaging/messages"))
+                    .bearer_auth(&key)
+                    .header("Idempotency-Key", format!("crash-{i}"))
+                    .json(&json!({"to": format!("+1201555{:04}", 1000 + i), "body": format!("message {i}")}))
+                    .send()
+                    .await;
+                if let Ok(answer) = answer
+                    && answer.status() == 202
+                {
+                    let body: Value = answer.json().await.unwrap();
+                    accepted.lock().await.insert(body["message"]["id"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    };
+
+    // First half with 16 in flight; the server is killed while sends and deliveries are under way.
+    let first_half = futures_util::stream::iter(0..TOTAL / 2);
+    let sending = tokio::spawn({
+        let send = send.clone();
+        async move {
+            use futures_util::StreamExt;
+            first_half.for_each_concurrent(16, send).await;
+        }
+    });
+    eventually(60, "a third of the sends to be accepted", || async {
+        (accepted.lock().await.len() >= TOTAL / 6).then_some(())
+    })
+    .await;
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    sending.await.unwrap();
+    let before_restart = accepted.lock().await.len();
+    assert!(before_restart < TOTAL / 2, "the kill came before every send was done");
+
+    let _server = serve(&url, port).await;
+    {
+        use futures_util::StreamExt;
+        futures_util::stream::iter(TOTAL / 2..TOTAL).for_each_concurrent(16, send).await;
+    }
+    let accepted = accepted.lock().await.clone();
+
+    let reader = msgline::db::Db::connect(&url).await.unwrap();
+    let statuses = eventually(90, "every accepted message to settle", || async {
+        let rows: Vec<(String, String)> = sqlx::query_as::<_, (String, String)>("SELECT id, status FROM messages")
+            .fetch_all(reader.writer())
+            .await
+            .unwrap();
+        let settled = rows.iter().all(|(_, s)| matches!(s.as_str(), "delivered" | "read" | "failed" | "unknown"));
+        (settled && rows.len() >= accepted.len()).then_some(rows)
+    })
+    .await;
+    let stored: HashSet<String> = statuses.iter().map(|(id, _)| id.clone()).collect();
+    assert!(accepted.is_subset(&stored), "every 202 is stored");
+
+    let sent: Vec<Value> =
+        client.get(format!("http://127.0.0.1:{sim_port}/control/sent")).send().await.unwrap().json().await.unwrap();
+    let sent_ids: Vec<String> = sent.iter().map(|s| s["id"].as_str().unwrap().to_string()).collect();
+    let unique: HashSet<&String> = sent_ids.iter().collect();
+    assert_eq!(unique.len(), sent_ids.len(), "the line sent no message twice");
+    let stats: Value =
+        client.get(format!("http://127.0.0.1:{sim_port}/control/stats")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(stats["repeated_ids"], 0, "msgline never handed the line the same message twice");
+    for (id, status) in &statuses {
+        if status == "delivered" {
+            assert!(unique.contains(id), "{id} is delivered but the line never sent it");
+        }
+    }
+    for id in &sent_ids {
+        assert!(stored.contains(id), "the line sent {id}, which msgline does not know");
+    }
+    let delivered = statuses.iter().filter(|(_, s)| s == "delivered").count();
+    assert_eq!(delivered, statuses.len(), "in accept mode every message is delivered in the end");
+    assert!(accepted.len() > TOTAL / 2, "sends went on after the restart ({} accepted)", accepted.len());
+    reader.close().await;
+    drop(db);
+}
