@@ -10,6 +10,7 @@ pub mod config;
 pub mod db;
 pub mod demo;
 pub mod domain;
+pub mod egress;
 pub mod error;
 pub mod ids;
 pub mod inbound;

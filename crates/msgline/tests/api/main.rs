@@ -4,6 +4,7 @@ mod helpers;
 mod simline;
 
 mod crash;
+mod demo;
 mod foundation;
 mod inbound;
 mod messages;

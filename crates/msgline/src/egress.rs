@@ -1,0 +1,277 @@
+//! The one outbound HTTP client for everything a customer points msgline at (webhook URLs,
+//! photo URLs). HTTPS only, no userinfo, no redirects; every address a host name resolves to is
+//! checked against private, loopback, link-local and other non-public ranges (IPv4-mapped IPv6
+//! included) inside the client's own resolver, so the connection goes to an address that was
+//! checked; IP literals are checked before the call. Bodies are capped while they stream.
+//! `MSGLINE_ALLOW_PRIVATE_TARGETS` lifts the address and scheme rules for tests and demos.
+
+use std::{
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
+    sync::Arc,
+    time::Duration,
+};
+
+use reqwest::{
+    Url,
+    dns::{Addrs, Name, Resolve, Resolving},
+    header::HeaderMap,
+};
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum EgressError {
+    #[error("the URL is not valid")]
+    InvalidUrl,
+    #[error("the URL must use https")]
+    NotHttps,
+    #[error("the URL must not carry a user name or password")]
+    Userinfo,
+    #[error("the URL points at a private, loopback or otherwise non-public address")]
+    PrivateAddress,
+    #[error("the response is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the target answered with a redirect, which is not followed")]
+    Redirect,
+    #[error("the request timed out")]
+    Timeout,
+    #[error("the request failed: {0}")]
+    Failed(String),
+}
+
+/// A response read up to a size cap.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+#[derive(Clone)]
+pub struct Egress {
+    client: reqwest::Client,
+    allow_private: bool,
+}
+
+/// Resolves names and keeps only public addresses; a name with none left is an error.
+struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if resolved.is_empty() {
+                return Err(format!("{host} does not resolve").into());
+            }
+            // One private address is enough to refuse: a name that mixes them is not trusted.
+            if resolved.iter().any(|a| !is_public(a.ip())) {
+                return Err(Box::new(Blocked) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(resolved.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Blocked;
+
+impl std::fmt::Display for Blocked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("resolved to a non-public address")
+    }
+}
+
+impl std::error::Error for Blocked {}
+
+impl Egress {
+    pub fn new(allow_private: bool) -> Self {
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(5))
+            .pool_max_idle_per_host(32)
+            .user_agent(concat!("msgline/", env!("CARGO_PKG_VERSION")));
+        if !allow_private {
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        Self { client: builder.build().expect("HTTP client builds"), allow_private }
+    }
+
+    /// Checks a customer-supplied URL before it is stored or called.
+    pub fn check_url(&self, text: &str) -> Result<Url, EgressError> {
+        let url = Url::parse(text.trim()).map_err(|_| EgressError::InvalidUrl)?;
+        match url.scheme() {
+            "https" => {}
+            "http" if self.allow_private => {}
+            "http" => return Err(EgressError::NotHttps),
+            _ => return Err(EgressError::InvalidUrl),
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(EgressError::Userinfo);
+        }
+        let host = url.host().ok_or(EgressError::InvalidUrl)?;
+        if !self.allow_private {
+            let literal = match host {
+                url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
+                url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
+                url::Host::Domain(name) => {
+                    if name.eq_ignore_ascii_case("localhost") || name.to_ascii_lowercase().ends_with(".localhost") {
+                        return Err(EgressError::PrivateAddress);
+                    }
+                    None
+                }
+            };
+            if literal.is_some_and(|ip| !is_public(ip)) {
+                return Err(EgressError::PrivateAddress);
+            }
+        }
+        Ok(url)
+    }
+
+    /// GETs a URL, reading at most `max_bytes` of its body.
+    pub async fn get(&self, url: &str, max_bytes: usize, timeout: Duration) -> Result<Fetched, EgressError> {
+        let url = self.check_url(url)?;
+        let response = self.client.get(url).timeout(timeout).send().await.map_err(classify)?;
+        read_capped(response, max_bytes).await
+    }
+
+    /// POSTs a body with headers, reading at most `max_bytes` of the answer.
+    pub async fn post(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: Vec<u8>,
+        max_bytes: usize,
+        timeout: Duration,
+    ) -> Result<Fetched, EgressError> {
+        let url = self.check_url(url)?;
+        let response =
+            self.client.post(url).headers(headers).body(body).timeout(timeout).send().await.map_err(classify)?;
+        read_capped(response, max_bytes).await
+    }
+}
+
+async fn read_capped(mut response: reqwest::Response, max_bytes: usize) -> Result<Fetched, EgressError> {
+    let status = response.status();
+    if status.is_redirection() {
+        return Err(EgressError::Redirect);
+    }
+    let headers = response.headers().clone();
+    if response.content_length().is_some_and(|len| len as usize > max_bytes) {
+        return Err(EgressError::TooLarge(max_bytes));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(classify)? {
+        if body.len() + chunk.len() > max_bytes {
+            return Err(EgressError::TooLarge(max_bytes));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Fetched { status: status.as_u16(), headers, body })
+}
+
+fn classify(error: reqwest::Error) -> EgressError {
+    let mut source: Option<&dyn std::error::Error> = Some(&error);
+    while let Some(cause) = source {
+        // The resolver's error reaches here wrapped in an io::Error, whose source() skips it.
+        let wrapped =
+            cause.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).is_some_and(|e| e.is::<Blocked>());
+        if wrapped || cause.is::<Blocked>() {
+            return EgressError::PrivateAddress;
+        }
+        source = cause.source();
+    }
+    if error.is_timeout() {
+        EgressError::Timeout
+    } else {
+        let kind = if error.is_connect() { "could not connect" } else { "the exchange failed" };
+        EgressError::Failed(kind.to_string())
+    }
+}
+
+/// Whether an address is on the public internet.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public_v4(v4),
+            None => is_public_v6(v6),
+        },
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking
+        || a >= 240) // reserved
+}
+
+fn is_public_v6(ip: Ipv6Addr) -> bool {
+    let segments = ip.segments();
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || (segments[0] & 0xfe00) == 0xfc00 // unique local
+        || (segments[0] & 0xffc0) == 0xfe80 // link-local
+        || (segments[0] == 0x64 && segments[1] == 0xff9b) // NAT64 can reach private IPv4
+        || (segments[0] == 0x2001 && segments[1] == 0x0db8) // documentation
+        || ip.to_ipv4().is_some_and(|v4| !is_public_v4(v4) && segments[..6].iter().all(|s| *s == 0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_public_addresses_are_recognised() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+        ] {
+            assert!(!is_public(private.parse().unwrap()), "{private}");
+        }
+        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(is_public(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[test]
+    fn urls_must_be_https_without_userinfo_and_not_private_literals() {
+        let egress = Egress::new(false);
+        assert!(egress.check_url("https://example.com/hook").is_ok());
+        assert_eq!(egress.check_url("http://example.com/hook"), Err(EgressError::NotHttps));
+        assert_eq!(egress.check_url("https://user:pw@example.com/"), Err(EgressError::Userinfo));
+        assert_eq!(egress.check_url("https://127.0.0.1/"), Err(EgressError::PrivateAddress));
+        assert_eq!(egress.check_url("https://[::ffff:127.0.0.1]/"), Err(EgressError::PrivateAddress));
+        assert_eq!(egress.check_url("https://localhost:8443/"), Err(EgressError::PrivateAddress));
+        assert_eq!(egress.check_url("ftp://example.com/"), Err(EgressError::InvalidUrl));
+        let open = Egress::new(true);
+        assert!(open.check_url("http://127.0.0.1:9000/hook").is_ok());
+    }
+
+    #[tokio::test]
+    async fn the_resolver_refuses_a_name_that_resolves_to_loopback() {
+        let name: Name = "localhost".parse().unwrap();
+        let error = PublicOnly.resolve(name).await.err().expect("refused");
+        assert!(error.is::<Blocked>(), "{error}");
+    }
+}
