@@ -2,4 +2,13 @@
 
 mod helpers;
 
+mod cli;
+mod contacts;
+mod conversations;
+mod errors;
 mod foundation;
+mod isolation;
+mod keys;
+mod lines;
+mod ratelimit;
+mod schema;
