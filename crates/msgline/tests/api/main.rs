@@ -3,8 +3,17 @@
 mod helpers;
 mod simline;
 
+mod cli;
+mod contacts;
+mod conversations;
 mod crash;
 mod demo;
+mod errors;
 mod foundation;
 mod inbound;
+mod isolation;
+mod keys;
+mod lines;
 mod messages;
+mod ratelimit;
+mod schema;
