@@ -83,6 +83,10 @@ pub fn router(state: AppState) -> Router {
         .nest(BASE, authenticated.merge(bridge_events::router()))
         .merge(health::router())
         .fallback(|| async { ApiError::not_found("route") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+                .with_message("this route does not take that method")
+        })
         .layer(middleware::from_fn(request_id))
         .with_state(state)
 }

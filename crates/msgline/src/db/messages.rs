@@ -339,10 +339,11 @@ pub async fn advance_through(
     let mut last = None;
     for step in ["submitted", "sent", "delivered", "read"] {
         let r = rank(step).expect("ranked");
-        if r > from && r <= to {
-            if let Some(moved) = advance(conn, id, step, None).await? {
-                last = Some(moved);
-            }
+        if r > from
+            && r <= to
+            && let Some(moved) = advance(conn, id, step, None).await?
+        {
+            last = Some(moved);
         }
     }
     Ok(last)

@@ -27,7 +27,7 @@ pub const MIGRATIONS: &[Migration] = &[migration!(1, "0001_foundation"), migrati
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
 /// starting at once migrate one after another.
-const PG_LOCK: i64 = 0x6d73_676c_696e_65;
+const PG_LOCK: i64 = 0x006d_7367_6c69_6e65;
 
 pub async fn run(db: &Db) -> anyhow::Result<Vec<&'static str>> {
     let mut conn = db.writer().acquire().await?;
