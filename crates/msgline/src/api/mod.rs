@@ -2,6 +2,7 @@
 
 pub mod auth;
 mod bridge_events;
+mod contact_cards;
 mod contacts;
 mod conversations;
 mod events;
@@ -10,6 +11,7 @@ mod health;
 mod keys;
 mod lines;
 pub mod messages;
+mod polls;
 pub mod ratelimit;
 
 use std::{ops::Deref, sync::Arc, time::Instant};
@@ -28,6 +30,7 @@ use crate::{
     bridge::{client::BridgeClient, directory::LineDirectory},
     config::Config,
     db::Db,
+    egress::Egress,
     error::ApiError,
     ids,
 };
@@ -48,6 +51,8 @@ pub struct Inner {
     pub lines: LineDirectory,
     /// Wakes the dispatcher when a send is accepted.
     pub dispatch: Notify,
+    /// The one client for customer-supplied URLs.
+    pub egress: Egress,
 }
 
 impl Deref for AppState {
@@ -64,6 +69,7 @@ impl AppState {
             limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
             lines: LineDirectory::new(db.clone(), BridgeClient::new(config.bridge_timeout())),
             dispatch: Notify::new(),
+            egress: Egress::new(config.allow_private_targets),
             db,
             config,
         }))
@@ -77,6 +83,8 @@ pub fn router(state: AppState) -> Router {
         .merge(contacts::router())
         .merge(conversations::router())
         .merge(messages::router())
+        .merge(contact_cards::router())
+        .merge(polls::router())
         .merge(events::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()

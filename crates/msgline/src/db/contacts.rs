@@ -20,6 +20,23 @@ pub struct Contact {
     pub updated_at: i64,
 }
 
+impl Contact {
+    /// The public representation, as the API and webhook events show it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "phone": self.phone,
+            "name": self.name,
+            "email": self.email,
+            "organization": self.organization,
+            "note": self.note,
+            "imessage_reachable": self.imessage_reachable,
+            "created_at": clock::rfc3339(self.created_at),
+            "updated_at": clock::rfc3339(self.updated_at),
+        })
+    }
+}
+
 /// Fields an upsert sets; `None` leaves a stored value as it is, an empty string clears it.
 #[derive(Debug, Clone, Default)]
 pub struct ContactFields {

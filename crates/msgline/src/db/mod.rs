@@ -16,6 +16,7 @@ mod migrate;
 pub mod orgs;
 pub mod outbox;
 mod page;
+pub mod polls;
 
 pub use page::{Page, Paged};
 

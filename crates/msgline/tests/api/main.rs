@@ -3,6 +3,7 @@
 mod helpers;
 mod simline;
 
+mod cards;
 mod cli;
 mod contacts;
 mod conversations;
@@ -15,5 +16,6 @@ mod isolation;
 mod keys;
 mod lines;
 mod messages;
+mod polls;
 mod ratelimit;
 mod schema;
