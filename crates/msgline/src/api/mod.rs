@@ -7,6 +7,7 @@ mod contacts;
 mod conversations;
 mod events;
 pub mod extract;
+mod groups;
 mod health;
 mod keys;
 mod lines;
@@ -85,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .merge(messages::router())
         .merge(contact_cards::router())
         .merge(polls::router())
+        .merge(groups::router())
         .merge(events::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()

@@ -2,12 +2,13 @@
 //! and hosted agents. It resolves line, recipient and channel, then writes in one transaction
 //! the idempotency record, contact, conversation, message, outbox job and first event.
 
+pub mod groups;
 mod resolve;
 
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-pub use resolve::{Recipient, Target};
+pub use resolve::{Recipient, Target, resolve_line};
 
 use crate::{
     api::{AppState, auth::Principal},
@@ -61,7 +62,7 @@ pub struct Idempotency {
 }
 
 impl Idempotency {
-    fn scope<'a>(&'a self, org_id: &'a str) -> IdemScope<'a> {
+    pub fn scope<'a>(&'a self, org_id: &'a str) -> IdemScope<'a> {
         IdemScope { org_id, method: "POST", path: self.path, key: self.key.as_str() }
     }
 }
@@ -75,14 +76,14 @@ pub struct Sent {
 }
 
 /// A replayed answer: the stored body with `duplicate: true`, status 200.
-fn replay(prior: Prior) -> ApiResult<Sent> {
+pub(crate) fn replay(prior: Prior) -> ApiResult<Sent> {
     match prior {
         Prior::Done { body, .. } => {
             let mut body = body;
             body["duplicate"] = json!(true);
             Ok(Sent { status: StatusCode::OK, body, replayed: true, message: None })
         }
-        Prior::InProgress => Err(ApiError::conflict(
+        Prior::InProgress { .. } => Err(ApiError::conflict(
             "idempotency_key_in_progress",
             "a request with this Idempotency-Key is still being processed",
         )

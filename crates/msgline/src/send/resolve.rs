@@ -174,6 +174,9 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
             if phone.is_some() {
                 return Err(ApiError::invalid("conversation_id", "a group conversation takes no to or contact_id"));
             }
+            if conversation.group_state.as_deref() == Some("failed") {
+                return Err(ApiError::invalid("conversation_id", "this group was never created"));
+            }
             Destination::Group { conversation }
         }
         Some(conversation) => {

@@ -11,6 +11,7 @@ mod crash;
 mod demo;
 mod errors;
 mod foundation;
+mod groups;
 mod inbound;
 mod isolation;
 mod keys;
