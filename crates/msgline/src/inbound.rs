@@ -21,7 +21,8 @@ pub enum Handled {
     Duplicate,
 }
 
-pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent) -> anyhow::Result<Handled> {
+/// Applies one callback. `agent_runs_per_minute` caps how often an agent runs per conversation.
+pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent, agent_runs_per_minute: u32) -> anyhow::Result<Handled> {
     let mut tx = db.writer().begin().await?;
     let fresh = sqlx::query(
         "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) ON CONFLICT (line_id, event_id) DO NOTHING",
@@ -42,7 +43,7 @@ pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent) -> anyhow::Result
             status_moved(&mut tx, line, message_id, status, reason.as_deref()).await?
         }
         BridgeEventPayload::Inbound { from, body, chat, channel } => {
-            inbound(&mut tx, line, from, body, chat.as_deref(), channel).await?
+            inbound(&mut tx, line, from, body, chat.as_deref(), channel, agent_runs_per_minute).await?
         }
         BridgeEventPayload::PollVote { from, poll_message_id, option_index } => {
             native_vote(&mut tx, line, from, poll_message_id, *option_index).await?
@@ -83,6 +84,7 @@ async fn inbound(
     body: &str,
     chat: Option<&str>,
     channel: &str,
+    agent_runs_per_minute: u32,
 ) -> anyhow::Result<()> {
     let from = match E164::parse(from, None) {
         Ok(phone) => phone.into_string(),
@@ -129,11 +131,11 @@ async fn inbound(
         record_vote(conn, &poll, &contact, index, channel, Some(body)).await?;
         return Ok(());
     }
-    db::messages::insert(
+    let message = db::messages::insert(
         conn,
         NewMessage {
-            org_id,
-            conversation_id,
+            org_id: org_id.clone(),
+            conversation_id: conversation_id.clone(),
             contact_id: Some(contact.id),
             line_id: line.id.clone(),
             direction: "inbound",
@@ -147,6 +149,34 @@ async fn inbound(
         },
     )
     .await?;
+    trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), agent_runs_per_minute).await?;
+    Ok(())
+}
+
+/// Queues a run of the line's enabled agent for an inbound text, in the same transaction. In a
+/// group the agent answers only when addressed by name; it never answers another line of this
+/// service (two agents would talk forever), and it runs at most so often per conversation.
+async fn trigger_agent(
+    conn: &mut AnyConnection,
+    org_id: &str,
+    line: &Line,
+    from: &str,
+    message: &db::messages::Message,
+    in_group: bool,
+    agent_runs_per_minute: u32,
+) -> anyhow::Result<()> {
+    let Some(agent) = db::agents::enabled_on_line(conn, org_id, &line.id, None).await? else { return Ok(()) };
+    if in_group && !message.body.to_lowercase().contains(&agent.name.to_lowercase()) {
+        return Ok(());
+    }
+    if db::agents::is_line_number(conn, from).await? {
+        tracing::info!(agent = %agent.id, "an agent does not answer another line of this service");
+        return Ok(());
+    }
+    let recent = db::agents::recent_runs(conn, &agent.id, &message.conversation_id, clock::now_ms() - 60_000).await?;
+    let skipped = (recent >= agent_runs_per_minute as i64)
+        .then_some("rate_limited: too many runs in this conversation in the last minute");
+    db::agents::enqueue(conn, &agent, &message.id, &message.conversation_id, skipped).await?;
     Ok(())
 }
 

@@ -41,7 +41,7 @@ async fn receive(
     };
     let (mut applied, mut duplicates) = (0, 0);
     for event in &events {
-        match inbound::handle(&state.db, &line, event).await? {
+        match inbound::handle(&state.db, &line, event, state.config.agent_runs_per_minute).await? {
             Handled::Applied => applied += 1,
             Handled::Duplicate => duplicates += 1,
         }

@@ -18,7 +18,7 @@ use super::{
     auth::Principal,
     contacts::phone_field,
     extract::{ApiJson, bounded, from_value},
-    messages::{MAX_BODY_CHARS, idempotency, required_text, respond},
+    messages::{MAX_BODY_CHARS, header_key, idempotency, required_text, respond},
 };
 use crate::{
     db,
@@ -85,7 +85,7 @@ async fn create_group(
     .transpose()?
     .map(E164::into_string);
     // The fingerprint is made from the normalised request once the line is known.
-    let key = idempotency(&headers, request.idempotency_key.as_deref(), "/groups", &raw)?;
+    let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), "/groups", &raw)?;
     let input = GroupInput { participants, body, name, line_id: request.line_id, line_e164 };
     let sent = groups::create(&state, &caller, input, key).await?;
     Ok(respond(sent))

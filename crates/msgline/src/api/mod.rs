@@ -1,8 +1,9 @@
 //! The HTTP API: one module per resource, each with its types, thin handlers and router.
 
+mod agents;
 pub mod auth;
 mod bridge_events;
-mod contact_cards;
+pub mod contact_cards;
 mod contacts;
 mod conversations;
 mod events;
@@ -12,7 +13,7 @@ mod health;
 mod keys;
 mod lines;
 pub mod messages;
-mod polls;
+pub mod polls;
 pub mod ratelimit;
 
 use std::{ops::Deref, sync::Arc, time::Instant};
@@ -54,6 +55,8 @@ pub struct Inner {
     pub dispatch: Notify,
     /// The one client for customer-supplied URLs.
     pub egress: Egress,
+    /// The client for the operator-configured model endpoint of hosted agents.
+    pub model_http: reqwest::Client,
 }
 
 impl Deref for AppState {
@@ -71,6 +74,10 @@ impl AppState {
             lines: LineDirectory::new(db.clone(), BridgeClient::new(config.bridge_timeout())),
             dispatch: Notify::new(),
             egress: Egress::new(config.allow_private_targets),
+            model_http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("HTTP client builds"),
             db,
             config,
         }))
@@ -87,6 +94,7 @@ pub fn router(state: AppState) -> Router {
         .merge(contact_cards::router())
         .merge(polls::router())
         .merge(groups::router())
+        .merge(agents::router())
         .merge(events::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()

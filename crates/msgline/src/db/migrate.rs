@@ -23,8 +23,12 @@ macro_rules! migration {
     };
 }
 
-pub const MIGRATIONS: &[Migration] =
-    &[migration!(1, "0001_foundation"), migration!(2, "0002_messaging"), migration!(4, "0004_cards_and_polls")];
+pub const MIGRATIONS: &[Migration] = &[
+    migration!(1, "0001_foundation"),
+    migration!(2, "0002_messaging"),
+    migration!(4, "0004_cards_and_polls"),
+    migration!(5, "0005_agents"),
+];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
 /// starting at once migrate one after another.

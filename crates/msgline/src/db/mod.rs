@@ -4,6 +4,7 @@
 //! first use), `ON CONFLICT`, `RETURNING`, integer milliseconds for time, text ids. The few places
 //! where the engines differ ask [`Db::backend`].
 
+pub mod agents;
 pub mod attempts;
 pub mod contacts;
 pub mod conversations;

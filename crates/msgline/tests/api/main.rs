@@ -1,8 +1,10 @@
 //! Integration tests: the real server on a loopback port, real HTTP, a fresh database per test.
 
+mod fakemodel;
 mod helpers;
 mod simline;
 
+mod agents;
 mod cards;
 mod cli;
 mod contacts;
