@@ -35,6 +35,8 @@ pub struct Config {
     pub agent_timeout_ms: u64,
     /// Most runs one agent makes in one conversation per minute.
     pub agent_runs_per_minute: u32,
+    /// Serves `POST /bench/floor` (one durable single-row insert), for `msgline bench` only.
+    pub bench_routes: bool,
 }
 
 impl Default for Config {
@@ -56,6 +58,7 @@ impl Default for Config {
             agent_model: "llama3.1".into(),
             agent_timeout_ms: 30_000,
             agent_runs_per_minute: 5,
+            bench_routes: false,
         }
     }
 }

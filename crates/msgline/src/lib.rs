@@ -5,6 +5,7 @@ pub mod admin;
 pub mod agents;
 pub mod api;
 pub mod app;
+pub mod bench;
 pub mod bridge;
 pub mod clock;
 pub mod config;

@@ -57,6 +57,8 @@ pub struct Inner {
     pub egress: Egress,
     /// The client for the operator-configured model endpoint of hosted agents.
     pub model_http: reqwest::Client,
+    /// Contacts and conversations sends have already written.
+    pub threads: crate::send::ThreadCache,
 }
 
 impl Deref for AppState {
@@ -78,6 +80,7 @@ impl AppState {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .expect("HTTP client builds"),
+            threads: Default::default(),
             db,
             config,
         }))
@@ -97,7 +100,11 @@ pub fn router(state: AppState) -> Router {
         .merge(agents::router())
         .merge(events::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
-    Router::new()
+    let mut router = Router::new();
+    if state.config.bench_routes {
+        router = router.route("/bench/floor", axum::routing::post(bench_floor));
+    }
+    router
         .nest(BASE, authenticated.merge(bridge_events::router()))
         .merge(health::router())
         .fallback(|| async { ApiError::not_found("route") })
@@ -171,4 +178,14 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
         headers.insert(HeaderName::from_static("ratelimit"), remaining);
     }
     response
+}
+
+/// The storage ceiling `msgline bench` compares with: one durable single-row insert.
+async fn bench_floor(State(state): State<AppState>) -> Result<axum::http::StatusCode, ApiError> {
+    sqlx::query("INSERT INTO bench_floor (id, created_at) VALUES ($1, $2)")
+        .bind(ids::new_id("floor"))
+        .bind(crate::clock::now_ms())
+        .execute(state.db.writer())
+        .await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }

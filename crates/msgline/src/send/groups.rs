@@ -239,14 +239,16 @@ pub async fn create(
     };
     db::attempts::insert(
         &mut tx,
-        &principal.org_id,
-        &message.id,
-        &line.id,
-        1,
-        result.outcome.attempt_outcome(),
-        result.http_status,
-        result.latency_ms,
-        error_text.as_deref(),
+        db::attempts::NewAttempt {
+            org_id: &principal.org_id,
+            message_id: &message.id,
+            line_id: &line.id,
+            attempt: 1,
+            outcome: result.outcome.attempt_outcome(),
+            http_status: result.http_status,
+            latency_ms: result.latency_ms,
+            error: error_text.as_deref(),
+        },
     )
     .await?;
     let state_now = match &result.outcome {

@@ -8,7 +8,7 @@ mod resolve;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-pub use resolve::{Recipient, Target, resolve_line};
+pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
 
 use crate::{
     api::{AppState, auth::Principal},
@@ -145,9 +145,13 @@ pub async fn submit(
             return replay(prior);
         }
     }
-    let (conversation_id, contact_id) = target.materialise(&mut tx, &principal.org_id).await?;
-    let message = db::messages::insert(
-        &mut tx,
+    let (conversation_id, contact_id) = match state.threads.get(&principal.org_id, &target) {
+        Some(known) => known,
+        None => target.materialise(&mut tx, &principal.org_id).await?,
+    };
+    let mut batch = db::Batch::new();
+    let message = db::messages::stage_insert(
+        &mut batch,
         NewMessage {
             org_id: principal.org_id.clone(),
             conversation_id,
@@ -162,8 +166,7 @@ pub async fn submit(
             agent_id: input.agent_id,
             attachment: input.attachment,
         },
-    )
-    .await?;
+    );
     if let Some(poll) = input.poll {
         let poll = db::polls::Poll {
             id: poll.id,
@@ -175,14 +178,18 @@ pub async fn submit(
             options: poll.options,
             created_at: message.created_at,
         };
+        batch.execute(&mut tx).await?;
+        batch = db::Batch::new();
         db::polls::insert(&mut tx, &poll).await?;
     }
-    db::outbox::insert(&mut tx, &message.id, &message.line_id, message.created_at).await?;
+    db::outbox::stage_insert(&mut batch, &message.id, &message.line_id, message.created_at);
     let body = envelope(&message, &extra);
     if let Some(idem) = &idempotency {
-        db::idempotency::complete(&mut tx, &idem.scope(&principal.org_id), 202, &body).await?;
+        db::idempotency::stage_complete(&mut batch, &idem.scope(&principal.org_id), 202, &body);
     }
+    batch.execute(&mut tx).await?;
     tx.commit().await?;
+    state.threads.remember(&principal.org_id, &target, &message);
     state.dispatch.notify_one();
     Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) })
 }
