@@ -105,6 +105,12 @@ impl Batch {
         self
     }
 
+    /// Appends another batch's statements.
+    pub fn extend(&mut self, other: &Batch) -> &mut Self {
+        self.statements.extend(other.statements.iter().cloned());
+        self
+    }
+
     pub fn is_empty(&self) -> bool {
         self.statements.is_empty()
     }

@@ -157,3 +157,36 @@ pub async fn note_progress(conn: &mut AnyConnection, scope: &IdemScope<'_>, body
         .await?;
     Ok(())
 }
+
+/// Stages, for a shared commit, the removal of an expired record under the key and the
+/// finished record itself. A live record under the key makes the insert fail: the caller then
+/// reads what is there.
+pub fn stage_done(
+    batch: &mut super::Batch,
+    scope: &IdemScope<'_>,
+    fingerprint: &str,
+    now: i64,
+    ttl_ms: i64,
+    status: u16,
+    body: &Value,
+) {
+    batch.push(
+        format!("DELETE FROM idempotency_keys WHERE {WHERE} AND expires_at <= $5"),
+        vec![scope.org_id.into(), scope.method.into(), scope.path.into(), scope.key.into(), now.into()],
+    );
+    batch.push(
+        "INSERT INTO idempotency_keys (org_id, method, path, idem_key, fingerprint, state, response_status, \
+         response_body, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, 'done', $6, $7, $8, $9)",
+        vec![
+            scope.org_id.into(),
+            scope.method.into(),
+            scope.path.into(),
+            scope.key.into(),
+            fingerprint.into(),
+            (status as i64).into(),
+            body.to_string().into(),
+            now.into(),
+            (now + ttl_ms).into(),
+        ],
+    );
+}

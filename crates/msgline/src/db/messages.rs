@@ -289,6 +289,65 @@ pub async fn advance(
     Ok(moved)
 }
 
+/// Stages a move from the status `before` was read in, for a shared commit on SQLite: the
+/// update applies only if the message still stands where a move to `status` is allowed, and the
+/// event is written only if the update did (`changes()` is SQLite's count of rows the previous
+/// statement changed). Returns the message as it will be if the move applies.
+pub fn stage_advance_sqlite(
+    batch: &mut Batch,
+    before: &Message,
+    status: &str,
+    reason: Option<&str>,
+) -> Option<Message> {
+    let from = sources(status);
+    if from.is_empty() {
+        return None;
+    }
+    let now = clock::now_ms();
+    let stamp = match status {
+        "submitted" => ", submitted_at = $4",
+        "sent" => ", sent_at = $4",
+        "delivered" => ", delivered_at = $4",
+        "read" => ", read_at = $4",
+        _ => "",
+    };
+    let allowed = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+    batch.push(
+        format!(
+            "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
+             WHERE id = $5 AND status IN ({allowed})"
+        ),
+        vec![status.into(), reason.into(), ((status == "unknown") as i64).into(), now.into(), (&before.id).into()],
+    );
+    let mut after = before.clone();
+    after.status = status.to_string();
+    if reason.is_some() {
+        after.error = reason.map(str::to_string);
+    }
+    after.delivery_unknown = status == "unknown";
+    after.updated_at = now;
+    match status {
+        "submitted" => after.submitted_at = Some(now),
+        "sent" => after.sent_at = Some(now),
+        "delivered" => after.delivered_at = Some(now),
+        "read" => after.read_at = Some(now),
+        _ => {}
+    }
+    batch.push(
+        "INSERT INTO events (id, org_id, type, message_id, data, created_at) \
+         SELECT $1, $2, $3, $4, $5, $6 WHERE changes() > 0",
+        vec![
+            crate::ids::new_id("evt").into(),
+            (&after.org_id).into(),
+            format!("messaging.message.{}", after.status).into(),
+            (&after.id).into(),
+            serde_json::json!({"message": after.to_json()}).to_string().into(),
+            now.into(),
+        ],
+    );
+    Some(after)
+}
+
 /// Moves the message at once (one conditional update) and stages its event into `batch`.
 pub async fn advance_staged(
     conn: &mut AnyConnection,
@@ -388,6 +447,32 @@ pub async fn advance_through_staged(
         }
     }
     Ok(last)
+}
+
+/// Several messages by id, inside a transaction.
+pub async fn get_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Vec<Message>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let params: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!("SELECT {COLUMNS} FROM messages WHERE id IN ({})", params.join(", "));
+    let mut query = sqlx::query(&sql);
+    for id in ids {
+        query = query.bind(*id);
+    }
+    query.fetch_all(&mut *conn).await?.iter().map(from_row).collect()
+}
+
+/// The statuses a message passes through from `from` to `target`, each writing its own event.
+pub fn steps_to(from: &str, target: &str) -> Vec<&'static str> {
+    if target == "failed" {
+        return if may_move(from, "failed") { vec!["failed"] } else { Vec::new() };
+    }
+    let (Some(from), Some(to)) = (rank(from), rank(target)) else { return Vec::new() };
+    ["submitted", "sent", "delivered", "read"]
+        .into_iter()
+        .filter(|step| rank(step).is_some_and(|r| r > from && r <= to))
+        .collect()
 }
 
 /// A message to hand to its line: the message, its conversation's kind and, for a direct

@@ -10,6 +10,7 @@ mod batch;
 pub mod contacts;
 pub mod conversations;
 pub mod events;
+mod group_commit;
 pub mod idempotency;
 pub mod keys;
 pub mod lines;
@@ -21,6 +22,7 @@ mod page;
 pub mod polls;
 
 pub use batch::{Arg, Batch};
+pub use group_commit::GroupWriter;
 pub use page::{Page, Paged};
 
 use std::time::Duration;
@@ -46,6 +48,8 @@ pub struct Db {
     writer: AnyPool,
     reader: AnyPool,
     backend: Backend,
+    /// SQLite only: shared commits for writes that read nothing back.
+    group: Option<GroupWriter>,
 }
 
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
@@ -83,7 +87,8 @@ impl Db {
                     })
                 })
                 .connect_lazy(&with_mode(url, "ro"))?;
-            Ok(Db { writer, reader, backend: Backend::Sqlite })
+            let group = Some(GroupWriter::start(writer.clone()));
+            Ok(Db { writer, reader, backend: Backend::Sqlite, group })
         } else {
             let pool = AnyPoolOptions::new()
                 .max_connections(16)
@@ -92,7 +97,7 @@ impl Db {
                 .connect(url)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;
-            Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres })
+            Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres, group: None })
         }
     }
 
@@ -108,6 +113,11 @@ impl Db {
 
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The group committer, where the engine gains from one (SQLite).
+    pub fn group(&self) -> Option<&GroupWriter> {
+        self.group.as_ref()
     }
 
     /// Applies every migration not yet applied; returns the names of those it applied.

@@ -35,6 +35,22 @@ pub fn stage_insert(batch: &mut super::Batch, message_id: &str, line_id: &str, n
     );
 }
 
+/// Stages a job's return to `pending` (due at `available_at`) into a batch.
+pub fn stage_retry_at(batch: &mut super::Batch, message_id: &str, available_at: i64) {
+    batch.push(
+        "UPDATE outbox SET state = 'pending', available_at = $1, claimed_until = NULL WHERE message_id = $2",
+        vec![available_at.into(), message_id.into()],
+    );
+}
+
+/// Stages a job's move to `unknown` (to be asked about from `available_at`) into a batch.
+pub fn stage_mark_unknown(batch: &mut super::Batch, message_id: &str, available_at: i64) {
+    batch.push(
+        "UPDATE outbox SET state = 'unknown', available_at = $1, claimed_until = NULL WHERE message_id = $2",
+        vec![available_at.into(), message_id.into()],
+    );
+}
+
 /// Stages the end of a job into a batch.
 pub fn stage_complete(batch: &mut super::Batch, message_id: &str) {
     batch.push("DELETE FROM outbox WHERE message_id = $1", vec![message_id.into()]);

@@ -134,10 +134,60 @@ pub async fn submit(
         return Ok(sent);
     }
     let target = resolve::resolve(state, principal, &input).await?;
+    let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
+
+    // A send to a known thread reads nothing back: on SQLite it shares a commit with others.
+    if let (Some(group), Some((conversation_id, contact_id)), None) =
+        (state.db.group(), state.threads.get(&principal.org_id, &target), &input.poll)
+    {
+        let mut batch = db::Batch::new();
+        let message = db::messages::stage_insert(
+            &mut batch,
+            NewMessage {
+                org_id: principal.org_id.clone(),
+                conversation_id,
+                contact_id,
+                line_id: target.line.id.clone(),
+                direction: "outbound",
+                channel: target.channel.clone(),
+                kind: input.kind.to_string(),
+                body: input.body.clone(),
+                payload: input.payload.clone(),
+                status: "queued",
+                agent_id: input.agent_id.clone(),
+                attachment: input.attachment.clone(),
+            },
+        );
+        db::outbox::stage_insert(&mut batch, &message.id, &message.line_id, message.created_at);
+        let body = envelope(&message, &extra);
+        if let Some(idem) = &idempotency {
+            db::idempotency::stage_done(
+                &mut batch,
+                &idem.scope(&principal.org_id),
+                &idem.fingerprint,
+                now,
+                ttl_ms,
+                202,
+                &body,
+            );
+        }
+        match group.commit(batch).await {
+            Ok(()) => {
+                state.dispatch.notify_one();
+                return Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) });
+            }
+            // Another request holds the key: answer from what it left.
+            Err(error) if idempotency.is_some() && db::is_unique_violation(&error) => {
+                if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {
+                    return Ok(sent);
+                }
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
 
     let mut tx = state.db.writer().begin().await?;
     if let Some(idem) = &idempotency {
-        let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
         if let Some(prior) =
             db::idempotency::claim(&mut tx, &idem.scope(&principal.org_id), &idem.fingerprint, now, ttl_ms).await?
         {

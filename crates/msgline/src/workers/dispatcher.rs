@@ -117,8 +117,6 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
     let result = state.lines.client().send(&line, &request).await;
     let now = clock::now_ms();
 
-    let mut tx = state.db.writer().begin().await?;
-    let mut batch = db::Batch::new();
     let error_text = match &result.outcome {
         SendOutcome::Rejected(reason) => Some(reason.clone()),
         SendOutcome::Unreachable(error) | SendOutcome::Unknown(error) => Some(error.clone()),
@@ -126,6 +124,7 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
         SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
         SendOutcome::Accepted => None,
     };
+    let mut batch = db::Batch::new();
     db::attempts::stage_insert(
         &mut batch,
         db::attempts::NewAttempt {
@@ -139,27 +138,44 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
             error: error_text.as_deref(),
         },
     );
-    match &result.outcome {
-        SendOutcome::Accepted => {
-            db::messages::advance_staged(&mut tx, &mut batch, &message.id, "submitted", None).await?;
-            db::outbox::stage_complete(&mut batch, &message.id);
+    let next = match &result.outcome {
+        SendOutcome::Accepted => Some(("submitted", None)),
+        SendOutcome::Rejected(reason) => Some(("failed", Some(reason.as_str()))),
+        SendOutcome::Timeout | SendOutcome::Unknown(_) => Some(("unknown", None)),
+        SendOutcome::Unreachable(_) | SendOutcome::RetryLater => None,
+    };
+    match state.db.group() {
+        // SQLite: the whole outcome is one staged write, committed together with others.
+        Some(group) => {
+            if let Some((status, reason)) = next {
+                db::messages::stage_advance_sqlite(&mut batch, &message, status, reason);
+            }
+            stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
+            group.commit(batch).await?;
         }
-        SendOutcome::Rejected(reason) => {
-            db::messages::advance_staged(&mut tx, &mut batch, &message.id, "failed", Some(reason)).await?;
-            db::outbox::stage_complete(&mut batch, &message.id);
-        }
-        SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
-            db::outbox::retry_at(&mut tx, &message.id, now + retry_delay(job.attempts)).await?;
-        }
-        SendOutcome::Timeout | SendOutcome::Unknown(_) => {
-            db::messages::advance_staged(&mut tx, &mut batch, &message.id, "unknown", None).await?;
-            db::outbox::mark_unknown(&mut tx, &message.id, now + 500).await?;
+        None => {
+            let mut tx = state.db.writer().begin().await?;
+            if let Some((status, reason)) = next {
+                db::messages::advance_staged(&mut tx, &mut batch, &message.id, status, reason).await?;
+            }
+            stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
+            batch.execute(&mut tx).await?;
+            tx.commit().await?;
         }
     }
-    batch.execute(&mut tx).await?;
-    tx.commit().await?;
     if !matches!(result.outcome, SendOutcome::Accepted) {
         tracing::info!(message = %message.id, line = %line.id, outcome = ?result.outcome, "delivery attempt did not succeed");
     }
     Ok(())
+}
+
+/// What becomes of the outbox job after a call.
+fn stage_job_end(batch: &mut db::Batch, message_id: &str, outcome: &SendOutcome, attempts: i64, now: i64) {
+    match outcome {
+        SendOutcome::Accepted | SendOutcome::Rejected(_) => db::outbox::stage_complete(batch, message_id),
+        SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
+            db::outbox::stage_retry_at(batch, message_id, now + retry_delay(attempts))
+        }
+        SendOutcome::Timeout | SendOutcome::Unknown(_) => db::outbox::stage_mark_unknown(batch, message_id, now + 500),
+    }
 }

@@ -405,3 +405,38 @@ async fn messages_list_filters_by_direction_status_contact_and_pages() {
     app.get("/messages?status=lost", &app.org.key).await.expect_error(400, "invalid_request", Some("status"));
     app.get("/messages/msg_01m80b6h6e744vr7hxxgt73872", &app.org.key).await.expect_error(404, "not_found", None);
 }
+
+#[tokio::test]
+async fn twenty_concurrent_requests_with_one_key_to_a_known_recipient_send_exactly_once() {
+    let app = spawn_app().await;
+    let line = app.default_line().await;
+    // The recipient is known: later sends to it take the shared-commit path on SQLite.
+    app.post("/messages", &app.org.key, json!({"to": FRIEND, "body": "warm-up"})).await.expect(202);
+    let requests: Vec<_> = (0..20)
+        .map(|_| {
+            app.client
+                .post(app.url("/messages"))
+                .bearer_auth(&app.org.key)
+                .header("Idempotency-Key", "concurrent-known")
+                .json(&hello())
+                .send()
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    let mut ids = std::collections::HashSet::new();
+    for response in futures_util::future::join_all(requests).await {
+        let response = response.unwrap();
+        statuses.push(response.status().as_u16());
+        let body: Value = response.json().await.unwrap();
+        if let Some(id) = body["message"]["id"].as_str() {
+            ids.insert(id.to_string());
+        }
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == 202).count(), 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| matches!(s, 200 | 202 | 409)), "{statuses:?}");
+    assert_eq!(ids.len(), 1);
+    let id = ids.into_iter().next().unwrap();
+    app.wait_for_message(&app.org.key, &id, "delivered", |m| m["status"] == "delivered").await;
+    assert_eq!(line.sent_with_id(&id).await.len(), 1);
+    assert_eq!(line.sent().await.len(), 2);
+}

@@ -1,0 +1,87 @@
+//! Group commit for SQLite: writes that need nothing read back are queued to one task that
+//! commits many of them in a single transaction, run as one multi-statement query. On a single
+//! SQLite writer every round trip to the connection's thread costs about as much as a whole
+//! small transaction, so sharing one round trip among many requests multiplies throughput.
+//!
+//! If a shared commit fails (one request's statement breaks a constraint), it is rolled back
+//! and every request's batch is retried alone, so each gets its own answer.
+
+use sqlx::{AnyPool, Executor};
+use tokio::sync::{mpsc, oneshot};
+
+use super::Batch;
+
+/// Most requests one commit carries.
+const MAX_GROUP: usize = 256;
+
+struct Job {
+    batch: Batch,
+    done: oneshot::Sender<sqlx::Result<()>>,
+}
+
+#[derive(Clone)]
+pub struct GroupWriter {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl GroupWriter {
+    pub fn start(writer: AnyPool) -> Self {
+        let (jobs, rx) = mpsc::channel(4096);
+        tokio::spawn(run(writer, rx));
+        Self { jobs }
+    }
+
+    /// Commits the batch (with others); returns when it is durable.
+    pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
+        let (done, answer) = oneshot::channel();
+        self.jobs.send(Job { batch, done }).await.map_err(|_| sqlx::Error::PoolClosed)?;
+        answer.await.map_err(|_| sqlx::Error::PoolClosed)?
+    }
+}
+
+async fn run(writer: AnyPool, mut rx: mpsc::Receiver<Job>) {
+    let mut group = Vec::with_capacity(MAX_GROUP);
+    while rx.recv_many(&mut group, MAX_GROUP).await > 0 {
+        let jobs: Vec<Job> = std::mem::take(&mut group);
+        if let Err(error) = commit_group(&writer, jobs).await {
+            tracing::error!(error = %error, "group commit failed");
+        }
+    }
+}
+
+async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
+    let mut conn = writer.acquire().await?;
+    let mut combined = Batch::new();
+    combined.push("BEGIN IMMEDIATE", Vec::new());
+    for job in &jobs {
+        combined.extend(&job.batch);
+    }
+    combined.push("COMMIT", Vec::new());
+    match combined.execute(&mut conn).await {
+        Ok(()) => {
+            for job in jobs {
+                let _ = job.done.send(Ok(()));
+            }
+        }
+        Err(_) => {
+            let _ = conn.execute("ROLLBACK").await;
+            // One at a time, each in its own transaction, so that each request gets its answer.
+            for job in jobs {
+                let result = async {
+                    let mut alone = Batch::new();
+                    alone.push("BEGIN IMMEDIATE", Vec::new());
+                    alone.extend(&job.batch);
+                    alone.push("COMMIT", Vec::new());
+                    let result = alone.execute(&mut conn).await;
+                    if result.is_err() {
+                        let _ = conn.execute("ROLLBACK").await;
+                    }
+                    result
+                }
+                .await;
+                let _ = job.done.send(result);
+            }
+        }
+    }
+    Ok(())
+}
