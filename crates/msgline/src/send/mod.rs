@@ -187,13 +187,12 @@ pub async fn submit(
     }
 
     let mut tx = state.db.writer().begin().await?;
-    if let Some(idem) = &idempotency {
-        if let Some(prior) =
+    if let Some(idem) = &idempotency
+        && let Some(prior) =
             db::idempotency::claim(&mut tx, &idem.scope(&principal.org_id), &idem.fingerprint, now, ttl_ms).await?
-        {
-            tx.rollback().await?;
-            return replay(prior);
-        }
+    {
+        tx.rollback().await?;
+        return replay(prior);
     }
     let (conversation_id, contact_id) = match state.threads.get(&principal.org_id, &target) {
         Some(known) => known,

@@ -41,8 +41,11 @@ pub enum Destination {
 /// ever deleted, so an entry never goes stale.
 #[derive(Default)]
 pub struct ThreadCache {
-    entries: std::sync::RwLock<std::collections::HashMap<(String, String, String), (String, String)>>,
+    entries: std::sync::RwLock<std::collections::HashMap<ThreadKey, (String, String)>>,
 }
+
+/// (organisation, line, phone).
+type ThreadKey = (String, String, String);
 
 const THREAD_CACHE_MAX: usize = 200_000;
 
