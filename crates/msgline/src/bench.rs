@@ -32,6 +32,8 @@ pub struct BenchArgs {
     pub keys: usize,
     pub read_rows: i64,
     pub out: Option<PathBuf>,
+    /// Fail unless every scenario made progress without errors (the CI smoke run).
+    pub check: bool,
 }
 
 pub const SCENARIOS: [&str; 5] = ["floor", "send", "e2e", "webhooks", "read"];
@@ -403,6 +405,17 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         eprintln!("wrote {}", path.display());
     }
     harness.stop().await;
+    if args.check {
+        for result in report["results"].as_array().into_iter().flatten() {
+            let name = result["scenario"].as_str().unwrap_or_default();
+            if result.get("skipped").is_some() {
+                continue;
+            }
+            anyhow::ensure!(result["count"].as_u64().unwrap_or(0) > 0, "bench scenario {name} counted nothing");
+            anyhow::ensure!(result["errors"].as_u64().unwrap_or(0) == 0, "bench scenario {name} had errors");
+        }
+        println!("bench check: every scenario ran and counted");
+    }
     Ok(())
 }
 

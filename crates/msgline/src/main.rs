@@ -71,6 +71,9 @@ struct BenchCli {
     /// Where to write the JSON report.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Exit non-zero unless every scenario ran, counted and had no errors.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(clap::Args)]
@@ -243,6 +246,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 keys: args.keys,
                 read_rows: args.read_rows,
                 out: args.out,
+                check: args.check,
             })
             .await
         }
