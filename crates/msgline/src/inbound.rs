@@ -81,6 +81,7 @@ async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyho
         query = query.bind(&line.id).bind(&event.id).bind(now);
     }
     let fresh: HashSet<String> = query
+        .persistent(false)
         .fetch_all(&mut *tx)
         .await?
         .iter()

@@ -120,13 +120,16 @@ impl Batch {
             Backend::Sqlite => {
                 let mut sql = String::new();
                 let mut all = Vec::new();
+                let several = self.statements.len() > 1;
                 for (statement, args) in self.statements {
                     sql.push_str(&renumber(&statement, all.len()));
                     sql.push_str(";\n");
                     all.extend(args);
                 }
                 if !sql.is_empty() {
-                    bind(sqlx::query(&sql), all).execute(&mut *conn).await?;
+                    // Each combination is new text: preparing it once, not caching it, keeps the
+                    // statement cache (and memory) for the statements that repeat.
+                    bind(sqlx::query(&sql), all).persistent(!several).execute(&mut *conn).await?;
                 }
             }
             Backend::Postgres => {

@@ -460,7 +460,7 @@ pub async fn get_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Ve
     for id in ids {
         query = query.bind(*id);
     }
-    query.fetch_all(&mut *conn).await?.iter().map(from_row).collect()
+    query.persistent(false).fetch_all(&mut *conn).await?.iter().map(from_row).collect()
 }
 
 /// The statuses a message passes through from `from` to `target`, each writing its own event.
