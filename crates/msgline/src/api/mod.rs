@@ -11,6 +11,7 @@ mod keys;
 mod lines;
 pub mod messages;
 pub mod ratelimit;
+mod webhooks;
 
 use std::{ops::Deref, sync::Arc, time::Instant};
 
@@ -28,6 +29,7 @@ use crate::{
     bridge::{client::BridgeClient, directory::LineDirectory},
     config::Config,
     db::Db,
+    egress::Egress,
     error::ApiError,
     ids,
 };
@@ -48,6 +50,8 @@ pub struct Inner {
     pub lines: LineDirectory,
     /// Wakes the dispatcher when a send is accepted.
     pub dispatch: Notify,
+    /// The one client for URLs customers give (webhooks, photos).
+    pub egress: Egress,
 }
 
 impl Deref for AppState {
@@ -64,6 +68,7 @@ impl AppState {
             limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
             lines: LineDirectory::new(db.clone(), BridgeClient::new(config.bridge_timeout())),
             dispatch: Notify::new(),
+            egress: Egress::new(config.allow_private_targets),
             db,
             config,
         }))
@@ -78,6 +83,7 @@ pub fn router(state: AppState) -> Router {
         .merge(conversations::router())
         .merge(messages::router())
         .merge(events::router())
+        .merge(webhooks::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .nest(BASE, authenticated.merge(bridge_events::router()))

@@ -23,7 +23,8 @@ macro_rules! migration {
     };
 }
 
-pub const MIGRATIONS: &[Migration] = &[migration!(1, "0001_foundation"), migration!(2, "0002_messaging")];
+pub const MIGRATIONS: &[Migration] =
+    &[migration!(1, "0001_foundation"), migration!(2, "0002_messaging"), migration!(3, "0003_webhooks")];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
 /// starting at once migrate one after another.

@@ -16,6 +16,8 @@ mod migrate;
 pub mod orgs;
 pub mod outbox;
 mod page;
+pub mod webhook_deliveries;
+pub mod webhooks;
 
 pub use page::{Page, Paged};
 

@@ -4,3 +4,4 @@ pub mod apikey;
 pub mod idempotency;
 pub mod phone;
 pub mod scope;
+pub mod webhook;

@@ -5,6 +5,7 @@ pub mod dispatcher;
 pub mod janitor;
 pub mod line_checker;
 pub mod reconciler;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ pub fn spawn_all(state: &AppState, shutdown: watch::Receiver<bool>) -> Vec<JoinH
         tokio::spawn(dispatcher::run(state.clone(), shutdown.clone())),
         tokio::spawn(reconciler::run(state.clone(), shutdown.clone())),
         tokio::spawn(line_checker::run(state.clone(), shutdown.clone())),
+        tokio::spawn(webhooks::run(state.clone(), shutdown.clone())),
         tokio::spawn(janitor::run(state.clone(), shutdown)),
     ]
 }
