@@ -1,6 +1,7 @@
 //! Integration tests: the real server on a loopback port, real HTTP, a fresh database per test.
 
 mod helpers;
+mod receiver;
 mod simline;
 
 mod crash;
@@ -8,3 +9,4 @@ mod demo;
 mod foundation;
 mod inbound;
 mod messages;
+mod webhooks;
