@@ -40,6 +40,8 @@ CREATE TABLE contacts (
     org_id               TEXT NOT NULL REFERENCES orgs(id),
     phone                TEXT NOT NULL,
     name                 TEXT,
+    -- The name in lower case for search: SQLite's LOWER() folds ASCII only.
+    name_lower           TEXT,
     email                TEXT,
     organization         TEXT,
     note                 TEXT,

@@ -4,11 +4,13 @@
 
 use sqlx::AnyConnection;
 
+use serde_json::json;
+
 use crate::{
     bridge::{BridgeEvent, BridgeEventPayload},
     clock,
-    db::{self, Db, lines::Line, messages::NewMessage},
-    domain::phone::E164,
+    db::{self, Db, contacts::Contact, lines::Line, messages::NewMessage},
+    domain::{phone::E164, poll},
     ids,
 };
 
@@ -42,7 +44,10 @@ pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent) -> anyhow::Result
         BridgeEventPayload::Inbound { from, body, chat, channel } => {
             inbound(&mut tx, line, from, body, chat.as_deref(), channel).await?
         }
-        BridgeEventPayload::PollVote { .. } | BridgeEventPayload::GroupState { .. } => {
+        BridgeEventPayload::PollVote { from, poll_message_id, option_index } => {
+            native_vote(&mut tx, line, from, poll_message_id, *option_index).await?
+        }
+        BridgeEventPayload::GroupState { .. } => {
             tracing::info!(line = %line.id, event = %event.id, "callback type not handled yet; recorded");
         }
     }
@@ -117,6 +122,13 @@ async fn inbound(
         None => db::conversations::find_or_create_direct(conn, &org_id, &line.id, &contact.id, &from).await?.id,
     };
     let channel = if channel == "sms" { "sms" } else { "imessage" };
+    // A reply naming an option of the conversation's latest poll is a vote on it.
+    if let Some(poll) = db::polls::latest_in_conversation(conn, &conversation_id).await?
+        && let Some(index) = poll::match_reply(body, &poll.options)
+    {
+        record_vote(conn, &poll, &contact, index, channel, Some(body)).await?;
+        return Ok(());
+    }
     db::messages::insert(
         conn,
         NewMessage {
@@ -131,9 +143,75 @@ async fn inbound(
             payload: None,
             status: "received",
             agent_id: None,
+            attachment: None,
         },
     )
     .await?;
+    Ok(())
+}
+
+/// A tap on a native poll.
+async fn native_vote(
+    conn: &mut AnyConnection,
+    line: &Line,
+    from: &str,
+    poll_message_id: &str,
+    option_index: i64,
+) -> anyhow::Result<()> {
+    let Some(poll) = db::polls::by_message(conn, poll_message_id).await?.filter(|p| p.line_id == line.id) else {
+        tracing::warn!(line = %line.id, message = poll_message_id, "a vote for a poll this line did not send; ignored");
+        return Ok(());
+    };
+    let Some(index) = usize::try_from(option_index).ok().filter(|i| *i < poll.options.len()) else {
+        tracing::warn!(line = %line.id, poll = %poll.id, option_index, "a vote for an option the poll does not have; ignored");
+        return Ok(());
+    };
+    let from = E164::parse(from, None).map(E164::into_string).unwrap_or_else(|_| from.trim().to_string());
+    let contact = db::contacts::find_or_create(&mut *conn, &poll.org_id, &from).await?;
+    record_vote(conn, &poll, &contact, index, "imessage", None).await
+}
+
+/// Stores a vote: an inbound `poll_vote` message naming the option and the question, the vote
+/// itself, and the `messaging.poll.voted` event.
+async fn record_vote(
+    conn: &mut AnyConnection,
+    poll: &db::polls::Poll,
+    contact: &Contact,
+    index: usize,
+    channel: &str,
+    reply: Option<&str>,
+) -> anyhow::Result<()> {
+    let option = &poll.options[index];
+    let message = db::messages::insert(
+        conn,
+        NewMessage {
+            org_id: poll.org_id.clone(),
+            conversation_id: poll.conversation_id.clone(),
+            contact_id: Some(contact.id.clone()),
+            line_id: poll.line_id.clone(),
+            direction: "inbound",
+            channel: channel.into(),
+            kind: "poll_vote".into(),
+            body: poll::vote_text(option, &poll.question),
+            payload: Some(
+                json!({"poll_vote": {"poll_id": poll.id, "option": option, "option_index": index, "reply": reply}}),
+            ),
+            status: "received",
+            agent_id: None,
+            attachment: None,
+        },
+    )
+    .await?;
+    db::polls::record_vote(conn, poll, &contact.id, index, &message.id).await?;
+    let tally = db::polls::tally(&mut *conn, poll).await?;
+    let data = json!({
+        "poll": poll.to_json(&tally),
+        "option": option,
+        "option_index": index,
+        "contact": contact.to_json(),
+        "message": message.to_json(),
+    });
+    db::events::insert(conn, &poll.org_id, "messaging.poll.voted", Some(&message.id), &data).await?;
     Ok(())
 }
 

@@ -51,6 +51,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Principal {
 
 const MAX_ENTRIES: usize = 100_000;
 
+/// The credentials of a `Bearer` authorization header (the scheme name in any case).
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, credentials) = header.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| credentials.trim())
+}
+
 pub struct AuthCache {
     ttl: Duration,
     entries: RwLock<HashMap<String, (Principal, Instant)>>,
@@ -63,11 +69,8 @@ impl AuthCache {
 
     /// The principal for an `Authorization` header value, or 401.
     pub async fn authenticate(&self, db: &Db, header: Option<&str>) -> ApiResult<Principal> {
-        let secret = header
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
-            .map(str::trim)
-            .filter(|key| apikey::is_well_formed(key))
-            .ok_or_else(ApiError::unauthorized)?;
+        let secret =
+            header.and_then(bearer).filter(|key| apikey::is_well_formed(key)).ok_or_else(ApiError::unauthorized)?;
         let hash = apikey::hash_secret(secret);
         let now = clock::now_ms();
         let cached = self.entries.read().expect("auth cache lock").get(&hash).cloned();

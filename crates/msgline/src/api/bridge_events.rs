@@ -32,7 +32,7 @@ async fn receive(
     let secret = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(super::auth::bearer)
         .ok_or_else(ApiError::unauthorized)?;
     let line = db::lines::find_by_bridge_secret(&state.db, secret.trim()).await?.ok_or_else(ApiError::unauthorized)?;
     let events: Vec<BridgeEvent> = match body {

@@ -8,7 +8,7 @@ use axum::{
     routing::get,
 };
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{
     AppState,
@@ -16,7 +16,6 @@ use super::{
     extract::{ApiJson, ApiQuery, bounded, list, page},
 };
 use crate::{
-    clock,
     db::{
         self,
         contacts::{Contact, ContactFields},
@@ -30,17 +29,7 @@ pub fn router() -> Router<AppState> {
 }
 
 pub fn view(contact: &Contact) -> Value {
-    json!({
-        "id": contact.id,
-        "phone": contact.phone,
-        "name": contact.name,
-        "email": contact.email,
-        "organization": contact.organization,
-        "note": contact.note,
-        "imessage_reachable": contact.imessage_reachable,
-        "created_at": clock::rfc3339(contact.created_at),
-        "updated_at": clock::rfc3339(contact.updated_at),
-    })
+    contact.to_json()
 }
 
 #[derive(Deserialize)]
@@ -61,7 +50,7 @@ pub fn phone_field(field: &str, value: &str, default_country: Option<&str>) -> A
     })
 }
 
-fn email_field(value: Option<String>) -> ApiResult<Option<String>> {
+pub fn email_field(value: Option<String>) -> ApiResult<Option<String>> {
     let Some(email) = bounded("email", value, 254)? else { return Ok(None) };
     let valid = email.is_empty()
         || email.split_once('@').is_some_and(|(local, domain)| {

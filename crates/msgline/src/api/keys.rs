@@ -76,8 +76,7 @@ async fn list_keys(
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Keys)?;
     let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
-    let mut paged = db::keys::list_active(&state.db, &caller.org_id, &page).await?;
-    paged.rows.retain(|key| caller.line_id.is_none() || caller.line_id == key.line_id);
+    let paged = db::keys::list_active(&state.db, &caller.org_id, caller.line_id.as_deref(), &page).await?;
     Ok(Json(list(paged, |k| view(k, None))))
 }
 

@@ -2,6 +2,7 @@
 
 pub mod auth;
 mod bridge_events;
+mod contact_cards;
 mod contacts;
 mod conversations;
 mod events;
@@ -10,6 +11,7 @@ mod health;
 mod keys;
 mod lines;
 pub mod messages;
+mod polls;
 pub mod ratelimit;
 mod webhooks;
 
@@ -50,7 +52,7 @@ pub struct Inner {
     pub lines: LineDirectory,
     /// Wakes the dispatcher when a send is accepted.
     pub dispatch: Notify,
-    /// The one client for URLs customers give (webhooks, photos).
+    /// The one client for customer-supplied URLs.
     pub egress: Egress,
 }
 
@@ -82,6 +84,8 @@ pub fn router(state: AppState) -> Router {
         .merge(contacts::router())
         .merge(conversations::router())
         .merge(messages::router())
+        .merge(contact_cards::router())
+        .merge(polls::router())
         .merge(events::router())
         .merge(webhooks::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
@@ -89,6 +93,10 @@ pub fn router(state: AppState) -> Router {
         .nest(BASE, authenticated.merge(bridge_events::router()))
         .merge(health::router())
         .fallback(|| async { ApiError::not_found("route") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+                .with_message("this route does not take that method")
+        })
         .layer(middleware::from_fn(request_id))
         .with_state(state)
 }

@@ -20,6 +20,23 @@ pub struct Contact {
     pub updated_at: i64,
 }
 
+impl Contact {
+    /// The public representation, as the API and webhook events show it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "phone": self.phone,
+            "name": self.name,
+            "email": self.email,
+            "organization": self.organization,
+            "note": self.note,
+            "imessage_reachable": self.imessage_reachable,
+            "created_at": clock::rfc3339(self.created_at),
+            "updated_at": clock::rfc3339(self.updated_at),
+        })
+    }
+}
+
 /// Fields an upsert sets; `None` leaves a stored value as it is, an empty string clears it.
 #[derive(Debug, Clone, Default)]
 pub struct ContactFields {
@@ -52,8 +69,9 @@ pub async fn upsert(db: &Db, org_id: &str, phone: &E164, fields: &ContactFields)
     let now = clock::now_ms();
     let mut tx = db.writer().begin().await?;
     let inserted = sqlx::query(
-        "INSERT INTO contacts (id, org_id, phone, name, email, organization, note, created_at, updated_at) \
-         VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $8) ON CONFLICT (org_id, phone) DO NOTHING",
+        "INSERT INTO contacts (id, org_id, phone, name, email, organization, note, created_at, updated_at, name_lower) \
+         VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $8, NULLIF($9, '')) \
+         ON CONFLICT (org_id, phone) DO NOTHING",
     )
     .bind(ids::new_id("ct"))
     .bind(org_id)
@@ -63,6 +81,7 @@ pub async fn upsert(db: &Db, org_id: &str, phone: &E164, fields: &ContactFields)
     .bind(&fields.organization)
     .bind(&fields.note)
     .bind(now)
+    .bind(fields.name.as_ref().map(|n| n.to_lowercase()))
     .execute(&mut *tx)
     .await?
     .rows_affected()
@@ -70,6 +89,7 @@ pub async fn upsert(db: &Db, org_id: &str, phone: &E164, fields: &ContactFields)
     if !inserted {
         sqlx::query(
             "UPDATE contacts SET name = CASE WHEN $1 IS NULL THEN name ELSE NULLIF($1, '') END, \
+             name_lower = CASE WHEN $8 IS NULL THEN name_lower ELSE NULLIF($8, '') END, \
              email = CASE WHEN $2 IS NULL THEN email ELSE NULLIF($2, '') END, \
              organization = CASE WHEN $3 IS NULL THEN organization ELSE NULLIF($3, '') END, \
              note = CASE WHEN $4 IS NULL THEN note ELSE NULLIF($4, '') END, updated_at = $5 \
@@ -82,6 +102,7 @@ pub async fn upsert(db: &Db, org_id: &str, phone: &E164, fields: &ContactFields)
         .bind(now)
         .bind(org_id)
         .bind(phone.as_str())
+        .bind(fields.name.as_ref().map(|n| n.to_lowercase()))
         .execute(&mut *tx)
         .await?;
     }
@@ -103,8 +124,8 @@ pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Contact
     row.as_ref().map(from_row).transpose()
 }
 
-/// The organisation's contacts, newest first; `q` matches the name (any case) or the digits of
-/// the phone number.
+/// The organisation's contacts, newest first; `q` matches the name (any case), or, when it has no
+/// letters, the digits of the phone number too.
 pub async fn search(db: &Db, org_id: &str, q: Option<&str>, page: &Page) -> sqlx::Result<Paged<Contact>> {
     let mut sql = format!("SELECT {COLUMNS} FROM contacts WHERE org_id = $1");
     let mut binds: Vec<String> = vec![org_id.to_string()];
@@ -112,12 +133,12 @@ pub async fn search(db: &Db, org_id: &str, q: Option<&str>, page: &Page) -> sqlx
         binds.push(format!("%{}%", like_escape(&q.to_lowercase())));
         let name_param = binds.len();
         let digits: String = q.chars().filter(char::is_ascii_digit).collect();
-        if digits.is_empty() {
-            sql.push_str(&format!(" AND LOWER(COALESCE(name, '')) LIKE ${name_param} ESCAPE '\\'"));
+        if digits.is_empty() || q.chars().any(char::is_alphabetic) {
+            sql.push_str(&format!(" AND name_lower LIKE ${name_param} ESCAPE '\\'"));
         } else {
             binds.push(format!("%{digits}%"));
             sql.push_str(&format!(
-                " AND (LOWER(COALESCE(name, '')) LIKE ${name_param} ESCAPE '\\' OR phone LIKE ${} ESCAPE '\\')",
+                " AND (name_lower LIKE ${name_param} ESCAPE '\\' OR phone LIKE ${} ESCAPE '\\')",
                 binds.len()
             ));
         }

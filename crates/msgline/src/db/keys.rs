@@ -109,20 +109,26 @@ pub async fn get_active(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<
     Ok(key.filter(|k| k.is_active(clock::now_ms())))
 }
 
-/// The organisation's keys that still authenticate, newest first.
-pub async fn list_active(db: &Db, org_id: &str, page: &Page) -> sqlx::Result<Paged<KeyRecord>> {
+/// The organisation's keys that still authenticate, newest first; only those bound to
+/// `line_id` when one is given.
+pub async fn list_active(db: &Db, org_id: &str, line_id: Option<&str>, page: &Page) -> sqlx::Result<Paged<KeyRecord>> {
     let now = clock::now_ms();
     let mut sql = format!(
         "SELECT {COLUMNS} FROM api_keys WHERE org_id = $1 AND revoked_at IS NULL \
          AND (expires_at IS NULL OR expires_at > $2)"
     );
-    if page.before.is_some() {
-        sql.push_str(" AND id < $3");
+    let mut binds: Vec<String> = Vec::new();
+    for (column, value) in [("line_id", line_id), ("id <", page.before.as_deref())] {
+        if let Some(value) = value {
+            binds.push(value.to_string());
+            let op = if column.ends_with('<') { "" } else { " =" };
+            sql.push_str(&format!(" AND {column}{op} ${}", binds.len() + 2));
+        }
     }
     sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
     let mut query = sqlx::query(&sql).bind(org_id).bind(now);
-    if let Some(before) = &page.before {
-        query = query.bind(before);
+    for bind in &binds {
+        query = query.bind(bind);
     }
     let rows = query.fetch_all(db.reader()).await?;
     let keys = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;

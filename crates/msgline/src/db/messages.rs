@@ -29,6 +29,8 @@ pub struct Message {
     pub sent_at: Option<i64>,
     pub delivered_at: Option<i64>,
     pub read_at: Option<i64>,
+    /// What the line attaches (a contact card's vCard); not part of the public JSON.
+    pub attachment: Option<String>,
 }
 
 impl Message {
@@ -90,7 +92,8 @@ pub fn may_move(from: &str, to: &str) -> bool {
 }
 
 const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, payload, \
-     status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at";
+     status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at, \
+     attachment";
 
 fn from_row(row: &AnyRow) -> sqlx::Result<Message> {
     let payload: Option<String> = row.try_get(9)?;
@@ -115,6 +118,7 @@ fn from_row(row: &AnyRow) -> sqlx::Result<Message> {
         sent_at: row.try_get(17)?,
         delivered_at: row.try_get(18)?,
         read_at: row.try_get(19)?,
+        attachment: row.try_get(20)?,
     })
 }
 
@@ -132,6 +136,7 @@ pub struct NewMessage {
     pub payload: Option<Value>,
     pub status: &'static str,
     pub agent_id: Option<String>,
+    pub attachment: Option<String>,
 }
 
 /// Stores a message, touches its conversation and writes its first event
@@ -159,9 +164,11 @@ pub async fn insert(conn: &mut AnyConnection, new: NewMessage) -> sqlx::Result<M
         sent_at: None,
         delivered_at: None,
         read_at: None,
+        attachment: new.attachment,
     };
     sqlx::query(&format!(
-        "INSERT INTO messages ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL)"
+        "INSERT INTO messages ({COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14)"
     ))
     .bind(&message.id)
     .bind(&message.org_id)
@@ -176,6 +183,7 @@ pub async fn insert(conn: &mut AnyConnection, new: NewMessage) -> sqlx::Result<M
     .bind(&message.status)
     .bind(&message.agent_id)
     .bind(now)
+    .bind(&message.attachment)
     .execute(&mut *conn)
     .await?;
     sqlx::query("UPDATE conversations SET last_message_at = $1 WHERE id = $2")
@@ -339,10 +347,11 @@ pub async fn advance_through(
     let mut last = None;
     for step in ["submitted", "sent", "delivered", "read"] {
         let r = rank(step).expect("ranked");
-        if r > from && r <= to {
-            if let Some(moved) = advance(conn, id, step, None).await? {
-                last = Some(moved);
-            }
+        if r > from
+            && r <= to
+            && let Some(moved) = advance(conn, id, step, None).await?
+        {
+            last = Some(moved);
         }
     }
     Ok(last)

@@ -23,12 +23,16 @@ macro_rules! migration {
     };
 }
 
-pub const MIGRATIONS: &[Migration] =
-    &[migration!(1, "0001_foundation"), migration!(2, "0002_messaging"), migration!(3, "0003_webhooks")];
+pub const MIGRATIONS: &[Migration] = &[
+    migration!(1, "0001_foundation"),
+    migration!(2, "0002_messaging"),
+    migration!(3, "0003_webhooks"),
+    migration!(4, "0004_cards_and_polls"),
+];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
 /// starting at once migrate one after another.
-const PG_LOCK: i64 = 0x6d73_676c_696e_65;
+const PG_LOCK: i64 = 0x006d_7367_6c69_6e65;
 
 pub async fn run(db: &Db) -> anyhow::Result<Vec<&'static str>> {
     let mut conn = db.writer().acquire().await?;

@@ -16,6 +16,7 @@ mod migrate;
 pub mod orgs;
 pub mod outbox;
 mod page;
+pub mod polls;
 pub mod webhook_deliveries;
 pub mod webhooks;
 

@@ -3,5 +3,8 @@
 pub mod apikey;
 pub mod idempotency;
 pub mod phone;
+pub mod photo;
+pub mod poll;
 pub mod scope;
+pub mod vcard;
 pub mod webhook;

@@ -38,6 +38,18 @@ pub struct SendInput {
     pub agent_id: Option<String>,
     /// iMessage or nothing (polls): an SMS-only recipient or line is `poll_requires_imessage`.
     pub imessage_only: bool,
+    /// What the line attaches (a contact card's vCard).
+    pub attachment: Option<String>,
+    /// A poll this message carries: stored with it, in the same transaction.
+    pub poll: Option<PollSpec>,
+}
+
+/// The poll of a poll message.
+#[derive(Debug, Clone)]
+pub struct PollSpec {
+    pub id: String,
+    pub question: String,
+    pub options: Vec<String>,
 }
 
 /// The idempotency of one request: its key, the route, and the request's fingerprint.
@@ -94,6 +106,20 @@ pub fn envelope(message: &Message, extra: &Map<String, Value>) -> Value {
     body
 }
 
+/// The answer of an earlier request with the same key, if there is one: lets a handler skip
+/// expensive work (fetching a photo) for a replay.
+pub async fn prior(
+    state: &AppState,
+    principal: &Principal,
+    idempotency: Option<&Idempotency>,
+) -> ApiResult<Option<Sent>> {
+    let Some(idem) = idempotency else { return Ok(None) };
+    match db::idempotency::peek(&state.db, &idem.scope(&principal.org_id), &idem.fingerprint, clock::now_ms()).await? {
+        Some(prior) => replay(prior).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Accepts a message for delivery: 202 with the envelope, or a replay.
 pub async fn submit(
     state: &AppState,
@@ -103,11 +129,8 @@ pub async fn submit(
     extra: Map<String, Value>,
 ) -> ApiResult<Sent> {
     let now = clock::now_ms();
-    if let Some(idem) = &idempotency
-        && let Some(prior) =
-            db::idempotency::peek(&state.db, &idem.scope(&principal.org_id), &idem.fingerprint, now).await?
-    {
-        return replay(prior);
+    if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {
+        return Ok(sent);
     }
     let target = resolve::resolve(state, principal, &input).await?;
 
@@ -136,9 +159,23 @@ pub async fn submit(
             payload: input.payload,
             status: "queued",
             agent_id: input.agent_id,
+            attachment: input.attachment,
         },
     )
     .await?;
+    if let Some(poll) = input.poll {
+        let poll = db::polls::Poll {
+            id: poll.id,
+            org_id: principal.org_id.clone(),
+            message_id: message.id.clone(),
+            conversation_id: message.conversation_id.clone(),
+            line_id: message.line_id.clone(),
+            question: poll.question,
+            options: poll.options,
+            created_at: message.created_at,
+        };
+        db::polls::insert(&mut tx, &poll).await?;
+    }
     db::outbox::insert(&mut tx, &message.id, &message.line_id, message.created_at).await?;
     let body = envelope(&message, &extra);
     if let Some(idem) = &idempotency {

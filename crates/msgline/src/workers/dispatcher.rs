@@ -105,8 +105,8 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
         channel: message.channel.clone(),
         kind: message.kind.clone(),
         body: message.body.clone(),
-        vcard: None,
-        poll: None,
+        vcard: message.attachment.clone(),
+        poll: message.payload.as_ref().and_then(|p| p.get("poll")).cloned(),
     };
     let result = state.lines.client().send(&line, &request).await;
     let now = clock::now_ms();

@@ -40,3 +40,18 @@ async fn a_malformed_body_is_a_400_naming_the_field() {
         Some("phone"),
     );
 }
+
+#[tokio::test]
+async fn the_bearer_scheme_is_read_in_any_case_and_a_wrong_method_is_a_json_405() {
+    let app = spawn_app().await;
+    let answer = app
+        .client
+        .get(app.url("/lines"))
+        .header("authorization", format!("BEARER {}", app.org.key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let wrong = app.request(reqwest::Method::DELETE, "/contacts", Some(&app.org.key), None).await;
+    wrong.expect_error(405, "method_not_allowed", None);
+}

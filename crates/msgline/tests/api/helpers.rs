@@ -234,14 +234,97 @@ impl TestApp {
 
     /// Runs the real `msgline` binary against this test's database.
     pub async fn cli(&self, args: &[&str]) -> Output {
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
-            .args(args)
-            .env("MSGLINE_DATABASE_URL", self.db.url())
-            .env_remove("MSGLINE_CONFIG")
-            .output()
-            .await
-            .expect("msgline runs")
+        run_cli(self.db.url(), args).await
     }
+
+    /// A key of `org` with these scopes (and line), and its id.
+    pub async fn create_key_with_id(&self, org: &TestOrg, scopes: &[&str], line: Option<&str>) -> (String, String) {
+        let answer =
+            msgline::admin::create_key(self.db(), &org.id, &scopes.join(","), line, Some("test")).await.expect("key");
+        (
+            answer["key_id"].as_str().expect("key_id").to_string(),
+            answer["api_key"].as_str().expect("api_key").to_string(),
+        )
+    }
+
+    /// Registers a line (as [`TestApp::create_line`]) and returns its id.
+    pub async fn create_line_id(&self, e164: &str, org: Option<&TestOrg>) -> String {
+        let line = self.create_line(e164, org, "http://127.0.0.1:9").await;
+        line["line_id"].as_str().expect("line_id").to_string()
+    }
+
+    /// A direct conversation of `org` on `line_id` with `phone` (its contact created if needed),
+    /// through the library: conversations have no creating route yet. Returns the conversation.
+    pub async fn create_conversation(&self, org: &TestOrg, line_id: &str, phone: &str) -> TestConversation {
+        // Released before the caller's next request: on SQLite the writer is a single connection.
+        let mut conn = self.db().writer().acquire().await.expect("writer connection");
+        let contact = msgline::db::contacts::find_or_create(&mut *conn, &org.id, phone).await.expect("contact");
+        let conversation =
+            msgline::db::conversations::find_or_create_direct(&mut conn, &org.id, line_id, &contact.id, phone)
+                .await
+                .expect("conversation");
+        TestConversation { id: conversation.id, contact_id: contact.id }
+    }
+}
+
+/// A conversation made by [`TestApp::create_conversation`].
+#[derive(Debug, Clone)]
+pub struct TestConversation {
+    pub id: String,
+    pub contact_id: String,
+}
+
+/// Runs the real `msgline` binary with `MSGLINE_DATABASE_URL` set to `database_url`.
+pub async fn run_cli(database_url: &str, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
+        .args(args)
+        .env("MSGLINE_DATABASE_URL", database_url)
+        .env_remove("MSGLINE_CONFIG")
+        .output()
+        .await
+        .expect("msgline runs")
+}
+
+/// The JSON a successful CLI command printed on stdout.
+#[track_caller]
+pub fn cli_json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "msgline failed: {}; stderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the CLI prints JSON on stdout")
+}
+
+/// The ids in a list response's `data`, in order.
+#[track_caller]
+pub fn ids(list: &Value) -> Vec<String> {
+    list["data"]
+        .as_array()
+        .expect("a list body has data")
+        .iter()
+        .map(|item| item["id"].as_str().expect("an item has an id").to_string())
+        .collect()
+}
+
+/// Every authenticated route, the scope it needs and a body that passes validation where one
+/// is needed. Ids in paths need not exist: authentication, scopes and limits come first.
+pub fn authenticated_routes() -> Vec<(Method, &'static str, &'static str, Option<Value>)> {
+    use serde_json::json;
+    vec![
+        (Method::GET, "/keys", "messaging_keys", None),
+        (Method::POST, "/keys", "messaging_keys", Some(json!({"scopes": ["messaging_read"]}))),
+        (Method::POST, "/keys/key_unknown/rotate", "messaging_keys", Some(json!({}))),
+        (Method::DELETE, "/keys/key_unknown", "messaging_keys", None),
+        (Method::GET, "/lines", "messaging_read", None),
+        (Method::GET, "/lines/line_unknown", "messaging_read", None),
+        (Method::POST, "/contacts", "messaging_contacts", Some(json!({"phone": "+12015550123"}))),
+        (Method::GET, "/contacts?q=ann", "messaging_read", None),
+        (Method::GET, "/contacts/ct_unknown", "messaging_read", None),
+        (Method::GET, "/conversations", "messaging_read", None),
+        (Method::GET, "/conversations/conv_unknown", "messaging_read", None),
+    ]
 }
 
 /// Polls `check` until it returns `Some`, failing after `secs` seconds.

@@ -19,7 +19,6 @@ pub fn free_port() -> u16 {
 /// A line of the test's app whose bridge is a running `msgline sim`.
 pub struct SimLine {
     pub line_id: String,
-    pub e164: String,
     pub secret: String,
     pub port: u16,
     pub url: String,
@@ -117,7 +116,6 @@ impl TestApp {
         args.extend(spec.sim_args.iter().map(|a| a.to_string()));
         let mut sim = SimLine {
             line_id: line["line_id"].as_str().expect("line_id").to_string(),
-            e164: spec.e164.to_string(),
             secret,
             port,
             url,

@@ -655,3 +655,34 @@ async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_
     reader.close().await;
     drop(db);
 }
+
+#[tokio::test]
+async fn a_poll_vote_is_delivered_with_the_poll_the_option_and_the_vote_message() {
+    let app = spawn_delivering_app("1s").await;
+    let line = app.default_line().await;
+    let receiver = Receiver::start().await;
+    register(&app, &receiver.url("/votes"), json!(["messaging.poll.voted"])).await;
+    register(&app, &receiver.url("/inbound"), json!(["message.received"])).await;
+
+    let poll = app
+        .post("/polls", &app.org.key, json!({"to": FRIEND, "question": "Lunch?", "options": ["Pizza", "Tacos"]}))
+        .await
+        .expect(202);
+    let poll_message = poll["message"]["id"].as_str().unwrap();
+    app.wait_for_message(&app.org.key, poll_message, "delivered", |m| m["status"] == "delivered").await;
+    line.control("/control/vote", json!({"from": FRIEND, "poll_message_id": poll_message, "option_index": 1})).await;
+
+    let vote = receiver.wait_for(1, Some("/votes")).await[0].json();
+    settled(&app).await;
+    assert_eq!(vote["type"], "messaging.poll.voted");
+    assert_eq!(vote["data"]["poll"]["id"], poll["poll"]["id"]);
+    assert_eq!(vote["data"]["option"], "Tacos");
+    assert_eq!(vote["data"]["option_index"], 1);
+    assert_eq!(vote["data"]["message"]["kind"], "poll_vote");
+    assert_eq!(vote["data"]["contact"]["phone"], FRIEND);
+    // The vote is also an inbound message, so message.received subscribers hear of it too.
+    let inbound = receiver.received_on("/inbound").await;
+    assert_eq!(inbound.len(), 1);
+    assert_eq!(inbound[0].json()["data"]["message"]["id"], vote["data"]["message"]["id"]);
+    assert_eq!(receiver.received().await.len(), 2);
+}

@@ -1,0 +1,97 @@
+//! The SQLite and PostgreSQL migrations describe the same schema. These tests always use both
+//! engines, whichever one the rest of the run uses.
+
+use std::collections::BTreeSet;
+
+use msgline::db::Db;
+use sqlx::Row;
+
+use crate::helpers::TestDb;
+
+async fn migrated(test_db: &TestDb) -> Db {
+    let db = Db::connect(test_db.url()).await.expect("the database connects");
+    db.migrate().await.expect("the migrations apply");
+    db
+}
+
+/// Both engines, freshly migrated. The `TestDb`s must outlive the handles.
+async fn both() -> ((TestDb, Db), (TestDb, Db)) {
+    let sqlite = TestDb::new_sqlite().await;
+    let postgres = TestDb::new_postgres().await;
+    let (sqlite_db, postgres_db) = (migrated(&sqlite).await, migrated(&postgres).await);
+    ((sqlite, sqlite_db), (postgres, postgres_db))
+}
+
+async fn strings(db: &Db, sql: &str) -> BTreeSet<Vec<String>> {
+    sqlx::query(sql)
+        .fetch_all(db.reader())
+        .await
+        .expect("the catalogue query runs")
+        .iter()
+        .map(|row| (0..row.len()).map(|i| row.get::<String, _>(i)).collect())
+        .collect()
+}
+
+/// `(table, column, nullable)` of every column but SQLite's own tables. A SQLite primary key
+/// column other than `INTEGER PRIMARY KEY` may technically hold NULL; msgline never stores one,
+/// so it counts as NOT NULL, as it is on PostgreSQL.
+const SQLITE_COLUMNS: &str = "SELECT m.name, p.name, \
+     CASE WHEN p.\"notnull\" = 1 OR p.pk > 0 THEN 'NO' ELSE 'YES' END \
+     FROM sqlite_master m, pragma_table_info(m.name) p \
+     WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\'";
+const POSTGRES_COLUMNS: &str = "SELECT table_name::text, column_name::text, is_nullable::text \
+     FROM information_schema.columns WHERE table_schema = 'public'";
+
+/// Indexes made by `CREATE INDEX`, not those behind primary keys and UNIQUE constraints.
+const SQLITE_INDEXES: &str = "SELECT tbl_name, name FROM sqlite_master \
+     WHERE type = 'index' AND name NOT LIKE 'sqlite\\_autoindex%' ESCAPE '\\'";
+const POSTGRES_INDEXES: &str = "SELECT tablename::text, indexname::text FROM pg_indexes \
+     WHERE schemaname = 'public' AND indexname NOT IN (SELECT conname FROM pg_constraint)";
+
+#[tokio::test]
+async fn sqlite_and_postgres_migrations_make_the_same_tables_and_columns() {
+    let ((_s, sqlite), (_p, postgres)) = both().await;
+    let sqlite_columns = strings(&sqlite, SQLITE_COLUMNS).await;
+    let postgres_columns = strings(&postgres, POSTGRES_COLUMNS).await;
+
+    let names = |set: &BTreeSet<Vec<String>>| -> BTreeSet<(String, String)> {
+        set.iter().map(|c| (c[0].clone(), c[1].clone())).collect()
+    };
+    let (sqlite_names, postgres_names) = (names(&sqlite_columns), names(&postgres_columns));
+    assert!(sqlite_names.iter().any(|(t, _)| t == "contacts"), "the catalogue query finds tables: {sqlite_names:?}");
+    assert_eq!(
+        sqlite_names,
+        postgres_names,
+        "only in SQLite: {:?}; only in PostgreSQL: {:?}",
+        sqlite_names.difference(&postgres_names).collect::<Vec<_>>(),
+        postgres_names.difference(&sqlite_names).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        sqlite_columns,
+        postgres_columns,
+        "nullability differs: SQLite {:?}, PostgreSQL {:?}",
+        sqlite_columns.difference(&postgres_columns).collect::<Vec<_>>(),
+        postgres_columns.difference(&sqlite_columns).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn sqlite_and_postgres_migrations_make_the_same_indexes() {
+    let ((_s, sqlite), (_p, postgres)) = both().await;
+    let sqlite_indexes = strings(&sqlite, SQLITE_INDEXES).await;
+    let postgres_indexes = strings(&postgres, POSTGRES_INDEXES).await;
+    assert!(!sqlite_indexes.is_empty());
+    assert_eq!(sqlite_indexes, postgres_indexes);
+}
+
+#[tokio::test]
+async fn migrating_twice_applies_nothing_the_second_time() {
+    let ((_s, sqlite), (_p, postgres)) = both().await;
+    for db in [&sqlite, &postgres] {
+        assert_eq!(db.migrate().await.unwrap(), Vec::<&str>::new());
+        let applied = strings(db, "SELECT name FROM msgline_migrations").await;
+        let expected: BTreeSet<Vec<String>> =
+            msgline::db::MIGRATIONS.iter().map(|m| vec![m.name.to_string()]).collect();
+        assert_eq!(applied, expected);
+    }
+}
