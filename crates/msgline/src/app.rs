@@ -21,6 +21,11 @@ impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let db = Db::connect(&config.database_url).await?;
         db.migrate().await?;
+        if config.bench_routes {
+            sqlx::query("CREATE TABLE IF NOT EXISTS bench_floor (id TEXT PRIMARY KEY, created_at BIGINT NOT NULL)")
+                .execute(db.writer())
+                .await?;
+        }
         let addr = config.listen_addr()?;
         let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
         Ok(Self { listener, state: AppState::new(db, config) })

@@ -28,6 +28,17 @@ pub struct Config {
     /// Seconds an authenticated key stays cached before it is read again. Revocation on the
     /// instance that revokes is immediate; other instances see it within this many seconds.
     pub key_cache_seconds: u64,
+    /// Base URL of the OpenAI-compatible chat-completions API hosted agents use.
+    pub agent_model_url: String,
+    /// Bearer key for that API; never logged, never returned.
+    pub agent_api_key: Option<String>,
+    /// Model for agents that do not name one.
+    pub agent_model: String,
+    pub agent_timeout_ms: u64,
+    /// Most runs one agent makes in one conversation per minute.
+    pub agent_runs_per_minute: u32,
+    /// Serves `POST /bench/floor` (one durable single-row insert), for `msgline bench` only.
+    pub bench_routes: bool,
 }
 
 impl Default for Config {
@@ -45,6 +56,12 @@ impl Default for Config {
             log: "info".into(),
             log_format: "text".into(),
             key_cache_seconds: 5,
+            agent_model_url: "http://127.0.0.1:11434/v1".into(),
+            agent_api_key: None,
+            agent_model: "llama3.1".into(),
+            agent_timeout_ms: 30_000,
+            agent_runs_per_minute: 5,
+            bench_routes: false,
         }
     }
 }
@@ -62,6 +79,9 @@ impl fmt::Debug for Config {
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
             .field("webhook_disable_after", &self.webhook_disable_after)
             .field("allow_private_targets", &self.allow_private_targets)
+            .field("agent_model_url", &self.agent_model_url)
+            .field("agent_api_key", &self.agent_api_key.as_ref().map(|_| "***"))
+            .field("agent_model", &self.agent_model)
             .finish_non_exhaustive()
     }
 }
@@ -132,7 +152,12 @@ mod tests {
     fn passwords_are_redacted_from_database_urls() {
         assert_eq!(redact_url("postgres://u:pw@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact_url("sqlite://msgline.db"), "sqlite://msgline.db");
-        let config = Config { database_url: "postgres://u:hunter2@h/db".into(), ..Config::default() };
-        assert!(!format!("{config:?}").contains("hunter2"));
+        let config = Config {
+            database_url: "postgres://u:hunter2@h/db".into(),
+            agent_api_key: Some("sk-secret".into()),
+            ..Config::default()
+        };
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("hunter2") && !printed.contains("sk-secret"));
     }
 }

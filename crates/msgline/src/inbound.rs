@@ -21,8 +21,60 @@ pub enum Handled {
     Duplicate,
 }
 
-pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent) -> anyhow::Result<Handled> {
+/// Applies the callbacks of one request in one transaction; if that fails, one at a time (so
+/// that one bad event holds up only itself). `agent_runs_per_minute` caps how often an agent
+/// runs per conversation.
+pub async fn handle_all(
+    db: &Db,
+    line: &Line,
+    events: &[BridgeEvent],
+    agent_runs_per_minute: u32,
+) -> anyhow::Result<Vec<Handled>> {
+    if events.len() > 1 {
+        let mut tx = db.writer().begin().await?;
+        let mut handled = Vec::with_capacity(events.len());
+        let mut failed = false;
+        for event in events {
+            match apply(&mut tx, line, event, agent_runs_per_minute).await {
+                Ok(h) => handled.push(h),
+                Err(error) => {
+                    tracing::debug!(error = %error, "a batch of callbacks failed; applying them one by one");
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if !failed {
+            tx.commit().await?;
+            return Ok(handled);
+        }
+        tx.rollback().await?;
+    }
+    let mut handled = Vec::with_capacity(events.len());
+    for event in events {
+        handled.push(handle(db, line, event, agent_runs_per_minute).await?);
+    }
+    Ok(handled)
+}
+
+/// Applies one callback in its own transaction.
+pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent, agent_runs_per_minute: u32) -> anyhow::Result<Handled> {
     let mut tx = db.writer().begin().await?;
+    let handled = apply(&mut tx, line, event, agent_runs_per_minute).await?;
+    if handled == Handled::Applied {
+        tx.commit().await?;
+    } else {
+        tx.rollback().await?;
+    }
+    Ok(handled)
+}
+
+async fn apply(
+    tx: &mut AnyConnection,
+    line: &Line,
+    event: &BridgeEvent,
+    agent_runs_per_minute: u32,
+) -> anyhow::Result<Handled> {
     let fresh = sqlx::query(
         "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) ON CONFLICT (line_id, event_id) DO NOTHING",
     )
@@ -34,24 +86,22 @@ pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent) -> anyhow::Result
     .rows_affected()
         == 1;
     if !fresh {
-        tx.rollback().await?;
         return Ok(Handled::Duplicate);
     }
     match &event.payload {
         BridgeEventPayload::MessageStatus { message_id, status, reason } => {
-            status_moved(&mut tx, line, message_id, status, reason.as_deref()).await?
+            status_moved(tx, line, message_id, status, reason.as_deref()).await?
         }
         BridgeEventPayload::Inbound { from, body, chat, channel } => {
-            inbound(&mut tx, line, from, body, chat.as_deref(), channel).await?
+            inbound(tx, line, from, body, chat.as_deref(), channel, agent_runs_per_minute).await?
         }
         BridgeEventPayload::PollVote { from, poll_message_id, option_index } => {
-            native_vote(&mut tx, line, from, poll_message_id, *option_index).await?
+            native_vote(tx, line, from, poll_message_id, *option_index).await?
         }
-        BridgeEventPayload::GroupState { .. } => {
-            tracing::info!(line = %line.id, event = %event.id, "callback type not handled yet; recorded");
+        BridgeEventPayload::GroupState { group_id, state, reason } => {
+            group_settled(tx, line, group_id, state, reason.as_deref()).await?
         }
     }
-    tx.commit().await?;
     Ok(Handled::Applied)
 }
 
@@ -70,9 +120,11 @@ async fn status_moved(
         tracing::warn!(line = %line.id, message = message_id, "status for a message of another line; ignored");
         return Ok(());
     }
-    db::messages::advance_through(conn, message_id, status, reason).await?;
+    let mut batch = db::Batch::new();
+    db::messages::advance_through_staged(conn, &mut batch, &message, status, reason).await?;
     // The line has told: nothing left to send or ask.
-    db::outbox::complete(conn, message_id).await?;
+    db::outbox::stage_complete(&mut batch, message_id);
+    batch.execute(conn).await?;
     Ok(())
 }
 
@@ -83,6 +135,7 @@ async fn inbound(
     body: &str,
     chat: Option<&str>,
     channel: &str,
+    agent_runs_per_minute: u32,
 ) -> anyhow::Result<()> {
     let from = match E164::parse(from, None) {
         Ok(phone) => phone.into_string(),
@@ -129,11 +182,11 @@ async fn inbound(
         record_vote(conn, &poll, &contact, index, channel, Some(body)).await?;
         return Ok(());
     }
-    db::messages::insert(
+    let message = db::messages::insert(
         conn,
         NewMessage {
-            org_id,
-            conversation_id,
+            org_id: org_id.clone(),
+            conversation_id: conversation_id.clone(),
             contact_id: Some(contact.id),
             line_id: line.id.clone(),
             direction: "inbound",
@@ -147,6 +200,34 @@ async fn inbound(
         },
     )
     .await?;
+    trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), agent_runs_per_minute).await?;
+    Ok(())
+}
+
+/// Queues a run of the line's enabled agent for an inbound text, in the same transaction. In a
+/// group the agent answers only when addressed by name; it never answers another line of this
+/// service (two agents would talk forever), and it runs at most so often per conversation.
+async fn trigger_agent(
+    conn: &mut AnyConnection,
+    org_id: &str,
+    line: &Line,
+    from: &str,
+    message: &db::messages::Message,
+    in_group: bool,
+    agent_runs_per_minute: u32,
+) -> anyhow::Result<()> {
+    let Some(agent) = db::agents::enabled_on_line(conn, org_id, &line.id, None).await? else { return Ok(()) };
+    if in_group && !message.body.to_lowercase().contains(&agent.name.to_lowercase()) {
+        return Ok(());
+    }
+    if db::agents::is_line_number(conn, from).await? {
+        tracing::info!(agent = %agent.id, "an agent does not answer another line of this service");
+        return Ok(());
+    }
+    let recent = db::agents::recent_runs(conn, &agent.id, &message.conversation_id, clock::now_ms() - 60_000).await?;
+    let skipped = (recent >= agent_runs_per_minute as i64)
+        .then_some("rate_limited: too many runs in this conversation in the last minute");
+    db::agents::enqueue(conn, &agent, &message.id, &message.conversation_id, skipped).await?;
     Ok(())
 }
 
@@ -223,4 +304,37 @@ pub async fn unrouted_count(db: &Db, line_id: &str) -> sqlx::Result<i64> {
         .fetch_one(db.writer())
         .await?
         .try_get(0)
+}
+
+/// A line telling how a group creation ended.
+async fn group_settled(
+    conn: &mut AnyConnection,
+    line: &Line,
+    group_id: &str,
+    state: &str,
+    reason: Option<&str>,
+) -> anyhow::Result<()> {
+    use sqlx::Row;
+    let Some(group) =
+        db::conversations::get_any(conn, group_id).await?.filter(|g| g.line_id == line.id && g.kind == "group")
+    else {
+        tracing::warn!(line = %line.id, group = group_id, "state for a group this line did not create; ignored");
+        return Ok(());
+    };
+    if !matches!(state, "created" | "failed") {
+        return Ok(());
+    }
+    let opening: Option<String> = sqlx::query("SELECT id FROM messages WHERE conversation_id = $1 ORDER BY id LIMIT 1")
+        .bind(&group.id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .map(|r| r.try_get(0))
+        .transpose()?;
+    if let Some(message_id) = opening {
+        crate::send::groups::settle(conn, &group.id, &message_id, state, reason).await?;
+        if state == "failed" {
+            db::outbox::complete(conn, &message_id).await?;
+        }
+    }
+    Ok(())
 }

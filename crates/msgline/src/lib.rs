@@ -2,8 +2,10 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod agents;
 pub mod api;
 pub mod app;
+pub mod bench;
 pub mod bridge;
 pub mod clock;
 pub mod config;

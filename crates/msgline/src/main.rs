@@ -26,6 +26,8 @@ enum Command {
     Demo(DemoArgs),
     /// A simulated phone line (a complete device bridge) in its own process.
     Sim(SimArgs),
+    /// A load generator: starts a server on a fresh database and measures it.
+    Bench(BenchCli),
     /// Operator commands on the same database as `serve`.
     Admin {
         #[command(subcommand)]
@@ -44,6 +46,31 @@ struct DemoArgs {
     /// Where the simulated shared line listens.
     #[arg(long, default_value = "127.0.0.1:9091")]
     shared_sim: String,
+}
+
+#[derive(clap::Args)]
+struct BenchCli {
+    /// sqlite, postgres (127.0.0.1:5432 as postgres), or a postgres:// admin URL.
+    #[arg(long, default_value = "sqlite")]
+    database: String,
+    /// Comma-separated: floor, send, e2e, webhooks, read, or all.
+    #[arg(long, default_value = "all")]
+    scenarios: String,
+    /// Concurrent connections.
+    #[arg(long, default_value_t = 32)]
+    connections: usize,
+    /// Seconds per scenario.
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// API keys the load is spread over.
+    #[arg(long, default_value_t = 16)]
+    keys: usize,
+    /// Messages in the table the read scenario reads from.
+    #[arg(long, default_value_t = 1_000_000)]
+    read_rows: i64,
+    /// Where to write the JSON report.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -201,6 +228,23 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 late_report: Duration::from_millis(args.late_report_ms),
             };
             msgline::bridge::sim::run(sim).await
+        }
+        Command::Bench(args) => {
+            let scenarios = if args.scenarios == "all" {
+                msgline::bench::SCENARIOS.iter().map(|s| s.to_string()).collect()
+            } else {
+                args.scenarios.split(',').map(|s| s.trim().to_string()).collect()
+            };
+            msgline::bench::run(msgline::bench::BenchArgs {
+                database: args.database,
+                scenarios,
+                connections: args.connections,
+                seconds: args.seconds,
+                keys: args.keys,
+                read_rows: args.read_rows,
+                out: args.out,
+            })
+            .await
         }
         Command::Migrate => {
             let db = Db::connect(&config.database_url).await?;

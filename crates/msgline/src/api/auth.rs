@@ -30,6 +30,18 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// A hosted agent acting on its own line with the send scope only; it counts against rate
+    /// limits as its own caller.
+    pub fn agent(org_id: &str, agent_id: &str, line_id: &str) -> Self {
+        Principal {
+            key_id: agent_id.to_string(),
+            org_id: org_id.to_string(),
+            scopes: Scopes::new(vec![Scope::Send]),
+            line_id: Some(line_id.to_string()),
+            expires_at: None,
+        }
+    }
+
     /// 403 `missing <scope> scope` unless the key carries `scope`.
     pub fn require(&self, scope: Scope) -> ApiResult<()> {
         if self.scopes.contains(scope) { Ok(()) } else { Err(ApiError::missing_scope(scope)) }

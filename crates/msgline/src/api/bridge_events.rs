@@ -39,12 +39,8 @@ async fn receive(
         Value::Array(_) => from_value(body)?,
         other => vec![from_value(other)?],
     };
-    let (mut applied, mut duplicates) = (0, 0);
-    for event in &events {
-        match inbound::handle(&state.db, &line, event).await? {
-            Handled::Applied => applied += 1,
-            Handled::Duplicate => duplicates += 1,
-        }
-    }
+    let handled = inbound::handle_all(&state.db, &line, &events, state.config.agent_runs_per_minute).await?;
+    let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
+    let duplicates = handled.len() - applied;
     Ok(Json(json!({"applied": applied, "duplicates": duplicates})))
 }

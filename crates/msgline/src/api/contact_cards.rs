@@ -10,9 +10,10 @@ use super::{
     auth::Principal,
     contacts::email_field,
     extract::{ApiJson, bounded, from_value},
-    messages::{MAX_BODY_CHARS, SendFields, idempotency, required_text, respond},
+    messages::{MAX_BODY_CHARS, SendFields, header_key, idempotency, required_text, respond},
 };
 use crate::{
+    db,
     domain::{
         phone::E164,
         photo::{MAX_PHOTO_BYTES, Photo},
@@ -21,7 +22,7 @@ use crate::{
     },
     egress::EgressError,
     error::{ApiError, ApiResult},
-    send::{self},
+    send::{self, Sent},
 };
 
 pub fn router() -> Router<AppState> {
@@ -44,7 +45,7 @@ struct SendCard {
 }
 
 /// The card's photo: fetched, decoded, or the default.
-async fn photo(state: &AppState, url: Option<&str>, base64: Option<&str>) -> ApiResult<Photo> {
+pub async fn photo(state: &AppState, url: Option<&str>, base64: Option<&str>) -> ApiResult<Photo> {
     match (url, base64) {
         (Some(_), Some(_)) => Err(ApiError::invalid("photo_url", "give photo_url or photo_base64, not both")),
         (Some(url), None) => {
@@ -74,13 +75,35 @@ async fn send_card(
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
+    let sent = send_card_request(&state, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    Ok(respond(sent))
+}
+
+/// `POST /contact-cards` after the HTTP layer; hosted agents send through it too.
+pub async fn send_card_request(
+    state: &AppState,
+    caller: &Principal,
+    raw: Value,
+    header_key: Option<&str>,
+    sending_agent: Option<&str>,
+) -> ApiResult<Sent> {
     caller.require(Scope::Send)?;
-    let request: SendCard = from_value(raw.clone())?;
+    let mut request: SendCard = from_value(raw.clone())?;
+    // A hosted agent's card: its name, its line's number and its photo fill what is omitted.
+    let mut agent_photo = None;
     if let Some(agent_id) = &request.agent_id {
-        // Hosted agents fill name, phone and photo; there is no such agent here.
-        return Err(ApiError::not_found("agent")
-            .with("field", "agent_id")
-            .with_message(format!("no such agent {agent_id}")));
+        let agent = db::agents::get(&state.db, &caller.org_id, agent_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("agent").with("field", "agent_id"))?;
+        if request.name.is_none() {
+            request.name = Some(agent.name.clone());
+        }
+        if request.phone.is_none() {
+            request.phone = state.lines.get(&agent.line_id).await?.map(|line| line.e164);
+        }
+        if request.photo_url.is_none() && request.photo_base64.is_none() {
+            agent_photo = agent.photo.clone();
+        }
     }
     let name = required_text("name", request.name, 200)?.trim().to_string();
     let phone_text = required_text("phone", request.phone, 40)?;
@@ -92,12 +115,16 @@ async fn send_card(
         Some(caption) => required_text("caption", Some(caption), MAX_BODY_CHARS)?,
         None => name.clone(),
     };
-    let idempotency = idempotency(&headers, request.fields.idempotency_key.as_deref(), "/contact-cards", &raw)?;
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/contact-cards", &raw)?;
     let mut input = request.fields.into_input(caption, "contact_card")?;
-    if let Some(sent) = send::prior(&state, &caller, idempotency.as_ref()).await? {
-        return Ok(respond(sent));
+    input.agent_id = sending_agent.map(str::to_string);
+    if let Some(sent) = send::prior(state, caller, idempotency.as_ref()).await? {
+        return Ok(sent);
     }
-    let photo = photo(&state, request.photo_url.as_deref(), request.photo_base64.as_deref()).await?;
+    let photo = match agent_photo {
+        Some(stored) => Photo::from_base64(&stored).unwrap_or_else(|_| Photo::service_mark()),
+        None => photo(state, request.photo_url.as_deref(), request.photo_base64.as_deref()).await?,
+    };
     let card = Card {
         name: &name,
         phone: phone.as_str(),
@@ -111,6 +138,5 @@ async fn send_card(
     input.payload = Some(json!({"contact_card": summary}));
     let mut extra = Map::new();
     extra.insert("contact_card".into(), summary);
-    let sent = send::submit(&state, &caller, input, idempotency, extra).await?;
-    Ok(respond(sent))
+    send::submit(state, caller, input, idempotency, extra).await
 }

@@ -88,21 +88,29 @@ impl SendFields {
     }
 }
 
+/// The `Idempotency-Key` header, if sent.
+pub fn header_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    headers
+        .get("idempotency-key")
+        .map(|value| {
+            value
+                .to_str()
+                .map(str::to_string)
+                .map_err(|_| ApiError::invalid("Idempotency-Key", "the idempotency key must be printable ASCII"))
+        })
+        .transpose()
+}
+
 /// The request's idempotency: the `Idempotency-Key` header or the body's `idempotency_key`
 /// (both given and different: 400), with a fingerprint of the request.
 pub fn idempotency(
-    headers: &HeaderMap,
+    header: Option<&str>,
     body_key: Option<&str>,
     path: &'static str,
     raw: &Value,
 ) -> ApiResult<Option<Idempotency>> {
-    let header = match headers.get("idempotency-key") {
-        Some(value) => Some(
-            value
-                .to_str()
-                .map_err(|_| ApiError::invalid("Idempotency-Key", "the idempotency key must be printable ASCII"))
-                .and_then(|v| IdempotencyKey::parse(v).map_err(|e| ApiError::invalid("Idempotency-Key", e)))?,
-        ),
+    let header = match header {
+        Some(value) => Some(IdempotencyKey::parse(value).map_err(|e| ApiError::invalid("Idempotency-Key", e))?),
         None => None,
     };
     let body = match body_key {
@@ -157,13 +165,25 @@ async fn send_message(
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
+    let sent = send_text(&state, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    Ok(respond(sent))
+}
+
+/// `POST /messages` after the HTTP layer; hosted agents send through it too.
+pub async fn send_text(
+    state: &AppState,
+    caller: &Principal,
+    raw: Value,
+    header_key: Option<&str>,
+    agent_id: Option<&str>,
+) -> ApiResult<Sent> {
     caller.require(Scope::Send)?;
     let request: SendMessage = from_value(raw.clone())?;
     let body = required_text("body", request.body, MAX_BODY_CHARS)?;
-    let idempotency = idempotency(&headers, request.fields.idempotency_key.as_deref(), "/messages", &raw)?;
-    let input = request.fields.into_input(body, "text")?;
-    let sent = send::submit(&state, &caller, input, idempotency, Map::new()).await?;
-    Ok(respond(sent))
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &raw)?;
+    let mut input = request.fields.into_input(body, "text")?;
+    input.agent_id = agent_id.map(str::to_string);
+    send::submit(state, caller, input, idempotency, Map::new()).await
 }
 
 #[derive(Deserialize)]

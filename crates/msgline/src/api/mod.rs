@@ -1,17 +1,19 @@
 //! The HTTP API: one module per resource, each with its types, thin handlers and router.
 
+mod agents;
 pub mod auth;
 mod bridge_events;
-mod contact_cards;
+pub mod contact_cards;
 mod contacts;
 mod conversations;
 mod events;
 pub mod extract;
+mod groups;
 mod health;
 mod keys;
 mod lines;
 pub mod messages;
-mod polls;
+pub mod polls;
 pub mod ratelimit;
 mod webhooks;
 
@@ -54,6 +56,10 @@ pub struct Inner {
     pub dispatch: Notify,
     /// The one client for customer-supplied URLs.
     pub egress: Egress,
+    /// The client for the operator-configured model endpoint of hosted agents.
+    pub model_http: reqwest::Client,
+    /// Contacts and conversations sends have already written.
+    pub threads: crate::send::ThreadCache,
 }
 
 impl Deref for AppState {
@@ -71,6 +77,11 @@ impl AppState {
             lines: LineDirectory::new(db.clone(), BridgeClient::new(config.bridge_timeout())),
             dispatch: Notify::new(),
             egress: Egress::new(config.allow_private_targets),
+            model_http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("HTTP client builds"),
+            threads: Default::default(),
             db,
             config,
         }))
@@ -86,10 +97,16 @@ pub fn router(state: AppState) -> Router {
         .merge(messages::router())
         .merge(contact_cards::router())
         .merge(polls::router())
+        .merge(groups::router())
+        .merge(agents::router())
         .merge(events::router())
         .merge(webhooks::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
-    Router::new()
+    let mut router = Router::new();
+    if state.config.bench_routes {
+        router = router.route("/bench/floor", axum::routing::post(bench_floor));
+    }
+    router
         .nest(BASE, authenticated.merge(bridge_events::router()))
         .merge(health::router())
         .fallback(|| async { ApiError::not_found("route") })
@@ -163,4 +180,14 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
         headers.insert(HeaderName::from_static("ratelimit"), remaining);
     }
     response
+}
+
+/// The storage ceiling `msgline bench` compares with: one durable single-row insert.
+async fn bench_floor(State(state): State<AppState>) -> Result<axum::http::StatusCode, ApiError> {
+    sqlx::query("INSERT INTO bench_floor (id, created_at) VALUES ($1, $2)")
+        .bind(ids::new_id("floor"))
+        .bind(crate::clock::now_ms())
+        .execute(state.db.writer())
+        .await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }

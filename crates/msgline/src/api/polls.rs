@@ -15,13 +15,13 @@ use super::{
     AppState,
     auth::Principal,
     extract::{ApiJson, from_value},
-    messages::{SendFields, idempotency, respond},
+    messages::{SendFields, header_key, idempotency, respond},
 };
 use crate::{
     db,
     domain::{poll, scope::Scope},
     error::{ApiError, ApiResult},
-    send::{self, PollSpec},
+    send::{self, PollSpec, Sent},
 };
 
 pub fn router() -> Router<AppState> {
@@ -42,23 +42,35 @@ async fn send_poll(
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
+    let sent = send_poll_request(&state, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    Ok(respond(sent))
+}
+
+/// `POST /polls` after the HTTP layer; hosted agents send through it too.
+pub async fn send_poll_request(
+    state: &AppState,
+    caller: &Principal,
+    raw: Value,
+    header_key: Option<&str>,
+    agent_id: Option<&str>,
+) -> ApiResult<Sent> {
     caller.require(Scope::Send)?;
     let request: SendPoll = from_value(raw.clone())?;
     let question = request.question.ok_or_else(|| ApiError::invalid("question", "question is required"))?;
     let question = poll::parse_question(&question).map_err(|e| ApiError::invalid("question", e))?;
     let options = request.options.ok_or_else(|| ApiError::invalid("options", "options is required"))?;
     let options = poll::parse_options(&options).map_err(|e| ApiError::invalid("options", e))?;
-    let idempotency = idempotency(&headers, request.fields.idempotency_key.as_deref(), "/polls", &raw)?;
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/polls", &raw)?;
     let mut input = request.fields.into_input(question.clone(), "poll")?;
     let spec = PollSpec { id: db::polls::new_id(), question, options };
     let summary = serde_json::json!({"id": spec.id, "question": spec.question, "options": spec.options});
     input.imessage_only = true;
+    input.agent_id = agent_id.map(str::to_string);
     input.payload = Some(serde_json::json!({"poll": summary}));
     input.poll = Some(spec);
     let mut extra = Map::new();
     extra.insert("poll".into(), summary);
-    let sent = send::submit(&state, &caller, input, idempotency, extra).await?;
-    Ok(respond(sent))
+    send::submit(state, caller, input, idempotency, extra).await
 }
 
 async fn get_poll(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {

@@ -19,11 +19,13 @@ pub struct LineDirectory {
     db: Db,
     client: BridgeClient,
     cache: RwLock<HashMap<String, (Line, Instant)>>,
+    /// A line's number never changes: number → id.
+    by_number: RwLock<HashMap<String, String>>,
 }
 
 impl LineDirectory {
     pub fn new(db: Db, client: BridgeClient) -> Self {
-        Self { db, client, cache: RwLock::new(HashMap::new()) }
+        Self { db, client, cache: RwLock::new(HashMap::new()), by_number: RwLock::new(HashMap::new()) }
     }
 
     pub fn client(&self) -> &BridgeClient {
@@ -40,6 +42,19 @@ impl LineDirectory {
         let line = db::lines::get(&self.db, id).await?;
         if let Some(line) = &line {
             self.cache.write().expect("line cache lock").insert(id.to_string(), (line.clone(), Instant::now()));
+        }
+        Ok(line)
+    }
+
+    /// A line by its number, whoever owns it.
+    pub async fn get_by_e164(&self, e164: &str) -> sqlx::Result<Option<Line>> {
+        let cached = self.by_number.read().expect("line cache lock").get(e164).cloned();
+        if let Some(id) = cached {
+            return self.get(&id).await;
+        }
+        let line = db::lines::get_by_e164(&self.db, e164).await?;
+        if let Some(line) = &line {
+            self.by_number.write().expect("line cache lock").insert(e164.to_string(), line.id.clone());
         }
         Ok(line)
     }

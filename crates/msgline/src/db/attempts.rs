@@ -2,7 +2,7 @@
 
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
-use super::{Db, Page, Paged};
+use super::{Batch, Db, Page, Paged};
 use crate::{clock, ids};
 
 #[derive(Debug, Clone)]
@@ -37,32 +37,41 @@ fn from_row(row: &AnyRow) -> sqlx::Result<Attempt> {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-pub async fn insert(
-    conn: &mut AnyConnection,
-    org_id: &str,
-    message_id: &str,
-    line_id: &str,
-    attempt: i64,
-    outcome: &str,
-    http_status: Option<u16>,
-    latency_ms: i64,
-    error: Option<&str>,
-) -> sqlx::Result<()> {
-    sqlx::query(&format!("INSERT INTO delivery_attempts ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"))
-        .bind(ids::new_id("att"))
-        .bind(org_id)
-        .bind(message_id)
-        .bind(line_id)
-        .bind(attempt)
-        .bind(outcome)
-        .bind(http_status.map(i64::from))
-        .bind(latency_ms)
-        .bind(error)
-        .bind(clock::now_ms())
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
+/// One call to a line, as recorded.
+#[derive(Debug, Clone)]
+pub struct NewAttempt<'a> {
+    pub org_id: &'a str,
+    pub message_id: &'a str,
+    pub line_id: &'a str,
+    pub attempt: i64,
+    pub outcome: &'a str,
+    pub http_status: Option<u16>,
+    pub latency_ms: i64,
+    pub error: Option<&'a str>,
+}
+
+pub async fn insert(conn: &mut AnyConnection, attempt: NewAttempt<'_>) -> sqlx::Result<()> {
+    let mut batch = Batch::new();
+    stage_insert(&mut batch, attempt);
+    batch.execute(conn).await
+}
+
+pub fn stage_insert(batch: &mut Batch, attempt: NewAttempt<'_>) {
+    batch.push(
+        format!("INSERT INTO delivery_attempts ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"),
+        vec![
+            ids::new_id("att").into(),
+            attempt.org_id.into(),
+            attempt.message_id.into(),
+            attempt.line_id.into(),
+            attempt.attempt.into(),
+            attempt.outcome.into(),
+            attempt.http_status.map(i64::from).into(),
+            attempt.latency_ms.into(),
+            attempt.error.into(),
+            clock::now_ms().into(),
+        ],
+    );
 }
 
 /// The organisation's attempts, newest first, optionally for one message.

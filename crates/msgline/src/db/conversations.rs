@@ -186,3 +186,87 @@ pub async fn get_group_on_line(
     .await?;
     row.as_ref().map(from_row).transpose()
 }
+
+impl Conversation {
+    /// The `group` object of a group conversation.
+    pub fn group_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "state": self.group_state,
+            "name": self.name,
+            "participants": self.participants,
+            "line_id": self.line_id,
+            "created_at": clock::rfc3339(self.created_at),
+        })
+    }
+}
+
+/// Creates a group conversation in state `creating` with its participants (phone, contact id).
+pub async fn create_group(
+    conn: &mut sqlx::AnyConnection,
+    org_id: &str,
+    line_id: &str,
+    name: Option<&str>,
+    participants: &[(String, String)],
+) -> sqlx::Result<Conversation> {
+    let conversation = Conversation {
+        id: ids::new_id("conv"),
+        org_id: org_id.to_string(),
+        line_id: line_id.to_string(),
+        kind: "group".into(),
+        contact_id: None,
+        name: name.map(str::to_string),
+        group_state: Some("creating".into()),
+        participants: participants.iter().map(|(phone, _)| phone.clone()).collect(),
+        created_at: clock::now_ms(),
+        last_message_at: None,
+    };
+    sqlx::query(
+        "INSERT INTO conversations (id, org_id, line_id, kind, name, group_state, created_at) \
+         VALUES ($1, $2, $3, 'group', $4, 'creating', $5)",
+    )
+    .bind(&conversation.id)
+    .bind(org_id)
+    .bind(line_id)
+    .bind(&conversation.name)
+    .bind(conversation.created_at)
+    .execute(&mut *conn)
+    .await?;
+    for (phone, contact_id) in participants {
+        sqlx::query("INSERT INTO conversation_participants (conversation_id, phone, contact_id) VALUES ($1, $2, $3)")
+            .bind(&conversation.id)
+            .bind(phone)
+            .bind(contact_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(conversation)
+}
+
+/// A conversation by id alone, inside a transaction (workers and bridge callbacks).
+pub async fn get_any(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<Option<Conversation>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM conversations WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some(mut conversation) = row.as_ref().map(from_row).transpose()? else { return Ok(None) };
+    let rows = sqlx::query("SELECT phone FROM conversation_participants WHERE conversation_id = $1 ORDER BY phone")
+        .bind(id)
+        .fetch_all(&mut *conn)
+        .await?;
+    conversation.participants = rows.iter().map(|r| r.try_get(0)).collect::<sqlx::Result<_>>()?;
+    Ok(Some(conversation))
+}
+
+/// Moves a group out of `creating` or `unknown`; returns whether it moved.
+pub async fn settle_group(conn: &mut sqlx::AnyConnection, id: &str, state: &str) -> sqlx::Result<bool> {
+    let moved = sqlx::query(
+        "UPDATE conversations SET group_state = $1 WHERE id = $2 AND kind = 'group' AND group_state IN ('creating', 'unknown')",
+    )
+    .bind(state)
+    .bind(id)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(moved == 1)
+}

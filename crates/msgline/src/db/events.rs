@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
-use super::messages::Message;
+use super::{Batch, messages::Message};
 use crate::{clock, ids};
 
 /// Writes an event; `data` is the object webhook receivers get.
@@ -32,6 +32,21 @@ pub async fn insert(
 pub async fn insert_message_event(conn: &mut AnyConnection, message: &Message) -> sqlx::Result<String> {
     let kind = format!("messaging.message.{}", message.status);
     insert(conn, &message.org_id, &kind, Some(&message.id), &json!({"message": message.to_json()})).await
+}
+
+/// Stages `messaging.message.<status>` into a batch.
+pub fn stage_message_event(batch: &mut Batch, message: &Message) {
+    batch.push(
+        "INSERT INTO events (id, org_id, type, message_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        vec![
+            ids::new_id("evt").into(),
+            (&message.org_id).into(),
+            format!("messaging.message.{}", message.status).into(),
+            (&message.id).into(),
+            json!({"message": message.to_json()}).to_string().into(),
+            clock::now_ms().into(),
+        ],
+    );
 }
 
 /// The types of the events written for a message, oldest first (for tests and diagnostics).

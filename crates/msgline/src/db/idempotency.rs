@@ -20,8 +20,8 @@ pub struct IdemScope<'a> {
 pub enum Prior {
     /// The same request finished: answer it again.
     Done { status: u16, body: Value },
-    /// The same request is still running.
-    InProgress,
+    /// The same request is still running; `body` is what it noted so far (a group's ids).
+    InProgress { body: Option<Value> },
     /// Another request used this key.
     Mismatch,
 }
@@ -50,15 +50,12 @@ async fn read(
         return Ok(Some(Prior::Mismatch));
     }
     let state: String = row.try_get(1)?;
-    if state != "done" {
-        return Ok(Some(Prior::InProgress));
-    }
     let status: Option<i64> = row.try_get(2)?;
-    let body: Option<String> = row.try_get(3)?;
-    Ok(Some(Prior::Done {
-        status: status.unwrap_or(200) as u16,
-        body: body.and_then(|b| serde_json::from_str(&b).ok()).unwrap_or(Value::Null),
-    }))
+    let body: Option<Value> = row.try_get::<Option<String>, _>(3)?.and_then(|b| serde_json::from_str(&b).ok());
+    if state != "done" {
+        return Ok(Some(Prior::InProgress { body }));
+    }
+    Ok(Some(Prior::Done { status: status.unwrap_or(200) as u16, body: body.unwrap_or(Value::Null) }))
 }
 
 /// A read outside any transaction: lets replays answer without redoing the request's work.
@@ -101,7 +98,22 @@ pub async fn claim(
     if inserted == 1 {
         return Ok(None);
     }
-    Ok(Some(read(&mut *conn, scope, fingerprint, now).await?.unwrap_or(Prior::InProgress)))
+    Ok(Some(read(&mut *conn, scope, fingerprint, now).await?.unwrap_or(Prior::InProgress { body: None })))
+}
+
+/// Stages [`complete`] into a batch.
+pub fn stage_complete(batch: &mut super::Batch, scope: &IdemScope<'_>, status: u16, body: &Value) {
+    batch.push(
+        format!("UPDATE idempotency_keys SET state = 'done', response_status = $5, response_body = $6 WHERE {WHERE}"),
+        vec![
+            scope.org_id.into(),
+            scope.method.into(),
+            scope.path.into(),
+            scope.key.into(),
+            (status as i64).into(),
+            body.to_string().into(),
+        ],
+    );
 }
 
 /// Stores the response a claimed key answered with.
@@ -131,4 +143,17 @@ pub async fn delete_expired(db: &Db, now: i64, limit: i64) -> sqlx::Result<u64> 
     .execute(db.writer())
     .await?
     .rows_affected())
+}
+
+/// Notes what a request still in progress has written so far (a group's ids), for replays.
+pub async fn note_progress(conn: &mut AnyConnection, scope: &IdemScope<'_>, body: &Value) -> sqlx::Result<()> {
+    sqlx::query(&format!("UPDATE idempotency_keys SET response_body = $5 WHERE {WHERE}"))
+        .bind(scope.org_id)
+        .bind(scope.method)
+        .bind(scope.path)
+        .bind(scope.key)
+        .bind(body.to_string())
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
-use super::{Db, Page, Paged, events};
+use super::{Batch, Db, Page, Paged, events};
 use crate::{clock, ids};
 
 #[derive(Debug, Clone)]
@@ -142,6 +142,14 @@ pub struct NewMessage {
 /// Stores a message, touches its conversation and writes its first event
 /// (`messaging.message.queued` or `.received`).
 pub async fn insert(conn: &mut AnyConnection, new: NewMessage) -> sqlx::Result<Message> {
+    let mut batch = Batch::new();
+    let message = stage_insert(&mut batch, new);
+    batch.execute(conn).await?;
+    Ok(message)
+}
+
+/// The statements of [`insert`], staged into a batch.
+pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
     let now = clock::now_ms();
     let message = Message {
         id: ids::new_id("msg"),
@@ -166,33 +174,34 @@ pub async fn insert(conn: &mut AnyConnection, new: NewMessage) -> sqlx::Result<M
         read_at: None,
         attachment: new.attachment,
     };
-    sqlx::query(&format!(
-        "INSERT INTO messages ({COLUMNS}) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14)"
-    ))
-    .bind(&message.id)
-    .bind(&message.org_id)
-    .bind(&message.conversation_id)
-    .bind(&message.contact_id)
-    .bind(&message.line_id)
-    .bind(&message.direction)
-    .bind(&message.channel)
-    .bind(&message.kind)
-    .bind(&message.body)
-    .bind(message.payload.as_ref().map(Value::to_string))
-    .bind(&message.status)
-    .bind(&message.agent_id)
-    .bind(now)
-    .bind(&message.attachment)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query("UPDATE conversations SET last_message_at = $1 WHERE id = $2")
-        .bind(now)
-        .bind(&message.conversation_id)
-        .execute(&mut *conn)
-        .await?;
-    events::insert_message_event(conn, &message).await?;
-    Ok(message)
+    batch.push(
+        format!(
+            "INSERT INTO messages ({COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14)"
+        ),
+        vec![
+            (&message.id).into(),
+            (&message.org_id).into(),
+            (&message.conversation_id).into(),
+            message.contact_id.clone().into(),
+            (&message.line_id).into(),
+            (&message.direction).into(),
+            (&message.channel).into(),
+            (&message.kind).into(),
+            (&message.body).into(),
+            message.payload.as_ref().map(Value::to_string).into(),
+            (&message.status).into(),
+            message.agent_id.clone().into(),
+            now.into(),
+            message.attachment.clone().into(),
+        ],
+    );
+    batch.push(
+        "UPDATE conversations SET last_message_at = $1 WHERE id = $2",
+        vec![now.into(), (&message.conversation_id).into()],
+    );
+    events::stage_message_event(batch, &message);
+    message
 }
 
 pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Message>> {
@@ -253,6 +262,19 @@ pub async fn list(db: &Db, org_id: &str, filter: &MessageFilter, page: &Page) ->
     Ok(Paged::from_overfetch(messages, page.limit, |m| &m.id))
 }
 
+/// The statuses a message may move to `to` from.
+fn sources(to: &str) -> &'static [&'static str] {
+    match to {
+        "unknown" => &["queued"],
+        "submitted" => &["queued", "unknown"],
+        "sent" => &["queued", "unknown", "submitted"],
+        "delivered" => &["queued", "unknown", "submitted", "sent"],
+        "read" => &["queued", "unknown", "submitted", "sent", "delivered"],
+        "failed" => &["queued", "unknown", "submitted", "sent"],
+        _ => &[],
+    }
+}
+
 /// Moves a message to `status` if that is a move forward, recording `reason` for a failure,
 /// and writes the event. Returns the message as it now is, or `None` when nothing moved.
 pub async fn advance(
@@ -261,8 +283,22 @@ pub async fn advance(
     status: &str,
     reason: Option<&str>,
 ) -> sqlx::Result<Option<Message>> {
-    let Some(mut message) = get_any(conn, id).await? else { return Ok(None) };
-    if !may_move(&message.status, status) {
+    let mut batch = Batch::new();
+    let moved = advance_staged(conn, &mut batch, id, status, reason).await?;
+    batch.execute(conn).await?;
+    Ok(moved)
+}
+
+/// Moves the message at once (one conditional update) and stages its event into `batch`.
+pub async fn advance_staged(
+    conn: &mut AnyConnection,
+    batch: &mut Batch,
+    id: &str,
+    status: &str,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<Message>> {
+    let from = sources(status);
+    if from.is_empty() {
         return Ok(None);
     }
     let now = clock::now_ms();
@@ -273,37 +309,20 @@ pub async fn advance(
         "read" => ", read_at = $4",
         _ => "",
     };
-    let unknown = status == "unknown";
-    let updated = sqlx::query(&format!(
+    let allowed = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+    let row = sqlx::query(&format!(
         "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
-         WHERE id = $5 AND status = $6"
+         WHERE id = $5 AND status IN ({allowed}) RETURNING {COLUMNS}"
     ))
     .bind(status)
     .bind(reason)
-    .bind(unknown as i64)
+    .bind((status == "unknown") as i64)
     .bind(now)
     .bind(id)
-    .bind(&message.status)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    if updated == 0 {
-        return Ok(None);
-    }
-    message.status = status.to_string();
-    if reason.is_some() {
-        message.error = reason.map(str::to_string);
-    }
-    message.delivery_unknown = unknown;
-    message.updated_at = now;
-    match status {
-        "submitted" => message.submitted_at = Some(now),
-        "sent" => message.sent_at = Some(now),
-        "delivered" => message.delivered_at = Some(now),
-        "read" => message.read_at = Some(now),
-        _ => {}
-    }
-    events::insert_message_event(conn, &message).await?;
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(message) = row.as_ref().map(from_row).transpose()? else { return Ok(None) };
+    events::stage_message_event(batch, &message);
     Ok(Some(message))
 }
 
@@ -340,8 +359,22 @@ pub async fn advance_through(
     reason: Option<&str>,
 ) -> sqlx::Result<Option<Message>> {
     let Some(current) = get_any(conn, id).await? else { return Ok(None) };
+    let mut batch = Batch::new();
+    let moved = advance_through_staged(conn, &mut batch, &current, target, reason).await?;
+    batch.execute(conn).await?;
+    Ok(moved)
+}
+
+/// [`advance_through`] from a message already read, with the events staged into `batch`.
+pub async fn advance_through_staged(
+    conn: &mut AnyConnection,
+    batch: &mut Batch,
+    current: &Message,
+    target: &str,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<Message>> {
     if target == "failed" {
-        return advance(conn, id, "failed", reason).await;
+        return advance_staged(conn, batch, &current.id, "failed", reason).await;
     }
     let (Some(from), Some(to)) = (rank(&current.status), rank(target)) else { return Ok(None) };
     let mut last = None;
@@ -349,12 +382,27 @@ pub async fn advance_through(
         let r = rank(step).expect("ranked");
         if r > from
             && r <= to
-            && let Some(moved) = advance(conn, id, step, None).await?
+            && let Some(moved) = advance_staged(conn, batch, &current.id, step, None).await?
         {
             last = Some(moved);
         }
     }
     Ok(last)
+}
+
+/// A message to hand to its line: the message, its conversation's kind and, for a direct
+/// message, the recipient's phone, in one read.
+pub async fn for_dispatch(db: &Db, id: &str) -> sqlx::Result<Option<(Message, String, Option<String>)>> {
+    let columns: String = COLUMNS.split(", ").map(|c| format!("m.{}", c.trim())).collect::<Vec<_>>().join(", ");
+    let row = sqlx::query(&format!(
+        "SELECT {columns}, c.kind, ct.phone FROM messages m JOIN conversations c ON c.id = m.conversation_id \
+         LEFT JOIN contacts ct ON ct.id = m.contact_id WHERE m.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(db.reader())
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    Ok(Some((from_row(&row)?, row.try_get(21)?, row.try_get(22)?)))
 }
 
 /// The phones a message goes to: the direct conversation's participant, or the group's.

@@ -28,6 +28,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(2, "0002_messaging"),
     migration!(3, "0003_webhooks"),
     migration!(4, "0004_cards_and_polls"),
+    migration!(5, "0005_agents"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -4,7 +4,9 @@
 //! first use), `ON CONFLICT`, `RETURNING`, integer milliseconds for time, text ids. The few places
 //! where the engines differ ask [`Db::backend`].
 
+pub mod agents;
 pub mod attempts;
+mod batch;
 pub mod contacts;
 pub mod conversations;
 pub mod events;
@@ -20,6 +22,7 @@ pub mod polls;
 pub mod webhook_deliveries;
 pub mod webhooks;
 
+pub use batch::{Arg, Batch};
 pub use page::{Page, Paged};
 
 use std::time::Duration;
@@ -59,6 +62,8 @@ impl Db {
             let writer = AnyPoolOptions::new()
                 .max_connections(1)
                 .min_connections(1)
+                // A ping before every use costs a round trip to the connection's thread.
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(30))
                 .after_connect(|conn, _| {
                     Box::pin(async move {
@@ -71,6 +76,7 @@ impl Db {
                 .map_err(|e| anyhow::anyhow!("cannot open the SQLite database: {e}"))?;
             let reader = AnyPoolOptions::new()
                 .max_connections(4)
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(30))
                 .after_connect(|conn, _| {
                     Box::pin(async move {
@@ -83,6 +89,7 @@ impl Db {
         } else {
             let pool = AnyPoolOptions::new()
                 .max_connections(16)
+                .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(30))
                 .connect(url)
                 .await
@@ -152,4 +159,65 @@ pub fn is_unique_violation(error: &sqlx::Error) -> bool {
         }
         _ => false,
     }
+}
+
+impl Backend {
+    /// The engine behind a connection.
+    pub fn of(conn: &sqlx::AnyConnection) -> Backend {
+        if conn.backend_name().eq_ignore_ascii_case("sqlite") { Backend::Sqlite } else { Backend::Postgres }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// Fills the database with `rows` inbound messages spread over 1,000 conversations (for the read
+/// benchmark); returns the id of one conversation to read.
+pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
+    use sqlx::Row;
+    let line: String =
+        sqlx::query("SELECT id FROM lines ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
+    let org: String =
+        sqlx::query("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
+    let mut conversations = Vec::new();
+    {
+        let mut tx = db.writer().begin().await?;
+        for i in 0..1000 {
+            let phone = format!("+1201555{:04}", 7000 + (i % 2000));
+            let contact = contacts::find_or_create(&mut *tx, &org, &phone).await?;
+            let conversation = conversations::find_or_create_direct(&mut tx, &org, &line, &contact.id, &phone).await?;
+            conversations.push((conversation.id, contact.id));
+        }
+        tx.commit().await?;
+    }
+    let now = crate::clock::now_ms();
+    let batch = 5_000;
+    let mut written = 0;
+    while written < rows {
+        let mut tx = db.writer().begin().await?;
+        let n = batch.min(rows - written);
+        for i in 0..n {
+            let (conversation, contact) = &conversations[((written + i) % 1000) as usize];
+            sqlx::query(
+                "INSERT INTO messages (id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, \
+                 status, delivery_unknown, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, 'inbound', 'sms', 'text', 'seeded message', 'received', 0, $6, $6)",
+            )
+            .bind(crate::ids::new_id("msg"))
+            .bind(&org)
+            .bind(conversation)
+            .bind(contact)
+            .bind(&line)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        written += n;
+    }
+    Ok(conversations[0].0.clone())
 }

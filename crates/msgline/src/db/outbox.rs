@@ -26,6 +26,42 @@ pub async fn insert(conn: &mut AnyConnection, message_id: &str, line_id: &str, n
     Ok(())
 }
 
+/// Stages a pending job into a batch.
+pub fn stage_insert(batch: &mut super::Batch, message_id: &str, line_id: &str, now: i64) {
+    batch.push(
+        "INSERT INTO outbox (message_id, line_id, state, attempts, available_at, created_at) \
+         VALUES ($1, $2, 'pending', 0, $3, $3)",
+        vec![message_id.into(), line_id.into(), now.into()],
+    );
+}
+
+/// Stages the end of a job into a batch.
+pub fn stage_complete(batch: &mut super::Batch, message_id: &str) {
+    batch.push("DELETE FROM outbox WHERE message_id = $1", vec![message_id.into()]);
+}
+
+/// A job already claimed by the request that writes it (group creation calls the line itself);
+/// if that request dies, the claim runs out and the reconciler asks the line.
+pub async fn insert_claimed(
+    conn: &mut AnyConnection,
+    message_id: &str,
+    line_id: &str,
+    now: i64,
+    lease_ms: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO outbox (message_id, line_id, state, attempts, available_at, claimed_until, created_at) \
+         VALUES ($1, $2, 'claimed', 1, $3, $4, $3)",
+    )
+    .bind(message_id)
+    .bind(line_id)
+    .bind(now)
+    .bind(now + lease_ms)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
 fn skip_locked(db: &Db) -> &'static str {
     match db.backend() {
         Backend::Postgres => " FOR UPDATE SKIP LOCKED",

@@ -2,12 +2,13 @@
 //! and hosted agents. It resolves line, recipient and channel, then writes in one transaction
 //! the idempotency record, contact, conversation, message, outbox job and first event.
 
+pub mod groups;
 mod resolve;
 
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-pub use resolve::{Recipient, Target};
+pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
 
 use crate::{
     api::{AppState, auth::Principal},
@@ -61,7 +62,7 @@ pub struct Idempotency {
 }
 
 impl Idempotency {
-    fn scope<'a>(&'a self, org_id: &'a str) -> IdemScope<'a> {
+    pub fn scope<'a>(&'a self, org_id: &'a str) -> IdemScope<'a> {
         IdemScope { org_id, method: "POST", path: self.path, key: self.key.as_str() }
     }
 }
@@ -75,14 +76,14 @@ pub struct Sent {
 }
 
 /// A replayed answer: the stored body with `duplicate: true`, status 200.
-fn replay(prior: Prior) -> ApiResult<Sent> {
+pub(crate) fn replay(prior: Prior) -> ApiResult<Sent> {
     match prior {
         Prior::Done { body, .. } => {
             let mut body = body;
             body["duplicate"] = json!(true);
             Ok(Sent { status: StatusCode::OK, body, replayed: true, message: None })
         }
-        Prior::InProgress => Err(ApiError::conflict(
+        Prior::InProgress { .. } => Err(ApiError::conflict(
             "idempotency_key_in_progress",
             "a request with this Idempotency-Key is still being processed",
         )
@@ -144,9 +145,13 @@ pub async fn submit(
             return replay(prior);
         }
     }
-    let (conversation_id, contact_id) = target.materialise(&mut tx, &principal.org_id).await?;
-    let message = db::messages::insert(
-        &mut tx,
+    let (conversation_id, contact_id) = match state.threads.get(&principal.org_id, &target) {
+        Some(known) => known,
+        None => target.materialise(&mut tx, &principal.org_id).await?,
+    };
+    let mut batch = db::Batch::new();
+    let message = db::messages::stage_insert(
+        &mut batch,
         NewMessage {
             org_id: principal.org_id.clone(),
             conversation_id,
@@ -161,8 +166,7 @@ pub async fn submit(
             agent_id: input.agent_id,
             attachment: input.attachment,
         },
-    )
-    .await?;
+    );
     if let Some(poll) = input.poll {
         let poll = db::polls::Poll {
             id: poll.id,
@@ -174,14 +178,18 @@ pub async fn submit(
             options: poll.options,
             created_at: message.created_at,
         };
+        batch.execute(&mut tx).await?;
+        batch = db::Batch::new();
         db::polls::insert(&mut tx, &poll).await?;
     }
-    db::outbox::insert(&mut tx, &message.id, &message.line_id, message.created_at).await?;
+    db::outbox::stage_insert(&mut batch, &message.id, &message.line_id, message.created_at);
     let body = envelope(&message, &extra);
     if let Some(idem) = &idempotency {
-        db::idempotency::complete(&mut tx, &idem.scope(&principal.org_id), 202, &body).await?;
+        db::idempotency::stage_complete(&mut batch, &idem.scope(&principal.org_id), 202, &body);
     }
+    batch.execute(&mut tx).await?;
     tx.commit().await?;
+    state.threads.remember(&principal.org_id, &target, &message);
     state.dispatch.notify_one();
     Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) })
 }

@@ -36,6 +36,42 @@ pub enum Destination {
     Group { conversation: Conversation },
 }
 
+/// Contacts and direct conversations already written, so that a send to a known recipient
+/// skips finding them again: (organisation, line, phone) → (conversation, contact). Neither is
+/// ever deleted, so an entry never goes stale.
+#[derive(Default)]
+pub struct ThreadCache {
+    entries: std::sync::RwLock<std::collections::HashMap<(String, String, String), (String, String)>>,
+}
+
+const THREAD_CACHE_MAX: usize = 200_000;
+
+impl ThreadCache {
+    pub fn get(&self, org_id: &str, target: &Target) -> Option<(String, Option<String>)> {
+        let Destination::Direct { phone, .. } = &target.destination else { return None };
+        if target.learned_reachability.is_some() {
+            return None;
+        }
+        let key = (org_id.to_string(), target.line.id.clone(), phone.to_string());
+        let entries = self.entries.read().expect("thread cache lock");
+        entries.get(&key).map(|(conversation, contact)| (conversation.clone(), Some(contact.clone())))
+    }
+
+    pub fn remember(&self, org_id: &str, target: &Target, message: &crate::db::messages::Message) {
+        let (Destination::Direct { phone, .. }, Some(contact)) = (&target.destination, &message.contact_id) else {
+            return;
+        };
+        let mut entries = self.entries.write().expect("thread cache lock");
+        if entries.len() >= THREAD_CACHE_MAX {
+            entries.clear();
+        }
+        entries.insert(
+            (org_id.to_string(), target.line.id.clone(), phone.to_string()),
+            (message.conversation_id.clone(), contact.clone()),
+        );
+    }
+}
+
 impl Target {
     /// Finds or creates the contact and conversation inside the send's transaction; returns
     /// (conversation id, contact id).
@@ -92,8 +128,11 @@ pub async fn resolve_line(
                 .ok_or_else(|| ApiError::not_found("line").with("field", "line_id"))?,
         ),
         (None, Some(e164)) => Some(
-            db::lines::get_for_org_by_e164(&state.db, &principal.org_id, e164)
+            state
+                .lines
+                .get_by_e164(e164)
                 .await?
+                .filter(|l| l.usable_by(&principal.org_id))
                 .ok_or_else(|| ApiError::not_found("line").with("field", "from"))?,
         ),
         (None, None) => None,
@@ -173,6 +212,9 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
         Some(conversation) if conversation.kind == "group" => {
             if phone.is_some() {
                 return Err(ApiError::invalid("conversation_id", "a group conversation takes no to or contact_id"));
+            }
+            if conversation.group_state.as_deref() == Some("failed") {
+                return Err(ApiError::invalid("conversation_id", "this group was never created"));
             }
             Destination::Group { conversation }
         }

@@ -83,20 +83,26 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
     let Some(line) = state.lines.get(&job.line_id).await? else {
         anyhow::bail!("line {} is gone", job.line_id);
     };
-    let mut conn = state.db.writer().acquire().await?;
-    let Some(message) = db::messages::get_any(&mut conn, &job.message_id).await? else {
+    // Read on a reader connection: the writer stays free for the writes.
+    let Some((message, kind, phone)) = db::messages::for_dispatch(&state.db, &job.message_id).await? else {
+        let mut conn = state.db.writer().acquire().await?;
         db::outbox::complete(&mut conn, &job.message_id).await?;
         return Ok(());
     };
     if message.status != "queued" && message.status != "unknown" {
         // Settled already (a callback came first).
+        let mut conn = state.db.writer().acquire().await?;
         db::outbox::complete(&mut conn, &job.message_id).await?;
         return Ok(());
     }
-    let conversation = db::conversations::kind_of(&mut conn, &message.conversation_id).await?;
-    let recipients = db::messages::recipients(&mut conn, &message.conversation_id).await?;
-    drop(conn);
-
+    let recipients = match (kind.as_str(), phone) {
+        ("direct", Some(phone)) => vec![phone],
+        _ => {
+            let mut conn = state.db.reader().acquire().await?;
+            db::messages::recipients(&mut conn, &message.conversation_id).await?
+        }
+    };
+    let conversation = Some(kind);
     let is_group = conversation.as_deref() == Some("group");
     let request = SendRequest {
         id: message.id.clone(),
@@ -112,6 +118,7 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
     let now = clock::now_ms();
 
     let mut tx = state.db.writer().begin().await?;
+    let mut batch = db::Batch::new();
     let error_text = match &result.outcome {
         SendOutcome::Rejected(reason) => Some(reason.clone()),
         SendOutcome::Unreachable(error) | SendOutcome::Unknown(error) => Some(error.clone()),
@@ -119,35 +126,37 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
         SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
         SendOutcome::Accepted => None,
     };
-    db::attempts::insert(
-        &mut tx,
-        &message.org_id,
-        &message.id,
-        &line.id,
-        job.attempts,
-        result.outcome.attempt_outcome(),
-        result.http_status,
-        result.latency_ms,
-        error_text.as_deref(),
-    )
-    .await?;
+    db::attempts::stage_insert(
+        &mut batch,
+        db::attempts::NewAttempt {
+            org_id: &message.org_id,
+            message_id: &message.id,
+            line_id: &line.id,
+            attempt: job.attempts,
+            outcome: result.outcome.attempt_outcome(),
+            http_status: result.http_status,
+            latency_ms: result.latency_ms,
+            error: error_text.as_deref(),
+        },
+    );
     match &result.outcome {
         SendOutcome::Accepted => {
-            db::messages::advance(&mut tx, &message.id, "submitted", None).await?;
-            db::outbox::complete(&mut tx, &message.id).await?;
+            db::messages::advance_staged(&mut tx, &mut batch, &message.id, "submitted", None).await?;
+            db::outbox::stage_complete(&mut batch, &message.id);
         }
         SendOutcome::Rejected(reason) => {
-            db::messages::advance(&mut tx, &message.id, "failed", Some(reason)).await?;
-            db::outbox::complete(&mut tx, &message.id).await?;
+            db::messages::advance_staged(&mut tx, &mut batch, &message.id, "failed", Some(reason)).await?;
+            db::outbox::stage_complete(&mut batch, &message.id);
         }
         SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
             db::outbox::retry_at(&mut tx, &message.id, now + retry_delay(job.attempts)).await?;
         }
         SendOutcome::Timeout | SendOutcome::Unknown(_) => {
-            db::messages::advance(&mut tx, &message.id, "unknown", None).await?;
+            db::messages::advance_staged(&mut tx, &mut batch, &message.id, "unknown", None).await?;
             db::outbox::mark_unknown(&mut tx, &message.id, now + 500).await?;
         }
     }
+    batch.execute(&mut tx).await?;
     tx.commit().await?;
     if !matches!(result.outcome, SendOutcome::Accepted) {
         tracing::info!(message = %message.id, line = %line.id, outcome = ?result.outcome, "delivery attempt did not succeed");

@@ -1,6 +1,7 @@
 //! Work that happens after the response: each worker is a loop around a steppable function, and
 //! several instances on one PostgreSQL cooperate through row claims, never through memory.
 
+pub mod agents;
 pub mod dispatcher;
 pub mod janitor;
 pub mod line_checker;
@@ -19,6 +20,7 @@ pub fn spawn_all(state: &AppState, shutdown: watch::Receiver<bool>) -> Vec<JoinH
         tokio::spawn(dispatcher::run(state.clone(), shutdown.clone())),
         tokio::spawn(reconciler::run(state.clone(), shutdown.clone())),
         tokio::spawn(line_checker::run(state.clone(), shutdown.clone())),
+        tokio::spawn(agents::run(state.clone(), shutdown.clone())),
         tokio::spawn(webhooks::run(state.clone(), shutdown.clone())),
         tokio::spawn(janitor::run(state.clone(), shutdown)),
     ]

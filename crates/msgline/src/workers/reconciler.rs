@@ -13,6 +13,7 @@ use crate::{
     bridge::client::StatusLookup,
     clock,
     db::{self, outbox::Job},
+    send,
 };
 
 const BATCH: i64 = 50;
@@ -57,8 +58,54 @@ fn next_ask(age_ms: i64) -> i64 {
     (age_ms / 10).clamp(1_000, 300_000)
 }
 
+/// A group whose creation is unsettled is asked about first: its opening message's fate
+/// follows the group's.
+async fn settle_group(state: &AppState, line: &db::lines::Line, job: &Job) -> anyhow::Result<bool> {
+    let group = {
+        let mut conn = state.db.writer().acquire().await?;
+        let Some(message) = db::messages::get_any(&mut conn, &job.message_id).await? else { return Ok(false) };
+        match db::conversations::get_any(&mut conn, &message.conversation_id).await? {
+            Some(c) if c.kind == "group" && matches!(c.group_state.as_deref(), Some("creating" | "unknown")) => c,
+            _ => return Ok(false),
+        }
+    };
+    let lookup = state.lines.client().group_status(line, &group.id).await;
+    let now = clock::now_ms();
+    let mut tx = state.db.writer().begin().await?;
+    let settled = match lookup {
+        StatusLookup::Known(answer) if answer.status == "created" => {
+            send::groups::settle(&mut tx, &group.id, &job.message_id, "created", None).await?;
+            false
+        }
+        StatusLookup::Known(answer) => {
+            let reason = answer.reason.unwrap_or_else(|| "the line could not create the group".into());
+            send::groups::settle(&mut tx, &group.id, &job.message_id, "failed", Some(&reason)).await?;
+            db::outbox::complete(&mut tx, &job.message_id).await?;
+            true
+        }
+        StatusLookup::NotFound => {
+            let reason = "the line never received the group creation";
+            send::groups::settle(&mut tx, &group.id, &job.message_id, "failed", Some(reason)).await?;
+            db::outbox::complete(&mut tx, &job.message_id).await?;
+            true
+        }
+        StatusLookup::Failed(error) => {
+            db::conversations::settle_group(&mut tx, &group.id, "unknown").await?;
+            db::messages::advance(&mut tx, &job.message_id, "unknown", None).await?;
+            db::outbox::mark_unknown(&mut tx, &job.message_id, now + next_ask(now - group.created_at)).await?;
+            tracing::debug!(group = %group.id, error, "could not ask the line about a group; will ask again");
+            true
+        }
+    };
+    tx.commit().await?;
+    Ok(settled)
+}
+
 async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
     let Some(line) = state.lines.get(&job.line_id).await? else { return Ok(()) };
+    if settle_group(state, &line, job).await? {
+        return Ok(());
+    }
     let lookup = state.lines.client().message_status(&line, &job.message_id).await;
     let now = clock::now_ms();
     let mut tx = state.db.writer().begin().await?;

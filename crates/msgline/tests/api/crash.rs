@@ -30,8 +30,13 @@ async fn cli(db_url: &str, args: &[&str]) -> Value {
 }
 
 async fn serve(db_url: &str, port: u16) -> Child {
+    serve_with(db_url, port, &[]).await
+}
+
+async fn serve_with(db_url: &str, port: u16, env: &[(&str, &str)]) -> Child {
     let child = Command::new(env!("CARGO_BIN_EXE_msgline"))
         .arg("serve")
+        .envs(env.iter().copied())
         .env("MSGLINE_DATABASE_URL", db_url)
         .env("MSGLINE_LISTEN", format!("127.0.0.1:{port}"))
         .env("MSGLINE_RATE_LIMIT_PER_MINUTE", "1000000")
@@ -175,5 +180,112 @@ async fn kill_9_in_the_middle_of_500_sends_loses_nothing_and_sends_nothing_twice
     assert_eq!(delivered, statuses.len(), "in accept mode every message is delivered in the end");
     assert!(accepted.len() > TOTAL / 2, "sends went on after the restart ({} accepted)", accepted.len());
     reader.close().await;
+    drop(db);
+}
+
+#[tokio::test]
+async fn kill_9_during_an_agent_run_still_gives_the_inbound_one_run_and_no_tool_call_twice() {
+    use crate::fakemodel::{FakeModel, text, tool_calls};
+    let model = FakeModel::start(vec![
+        tool_calls(&[("messaging_send", json!({"body": "first, exactly once"}))]),
+        // The second question hangs: the server is killed while it waits.
+        json!({"delay_ms": 4000, "message": {"role": "assistant", "content": "never sent"}}),
+        // The run starts over after the restart and the model repeats its tool call.
+        tool_calls(&[("messaging_send", json!({"body": "first, exactly once"}))]),
+        text("and a goodbye"),
+    ])
+    .await;
+    let db = TestDb::new().await;
+    let url = db.url().to_string();
+    let org = cli(&url, &["admin", "org", "create", "--name", "Agents"]).await;
+    let key = org["api_key"].as_str().unwrap().to_string();
+    let (port, sim_port) = (free_port(), free_port());
+    let line = cli(
+        &url,
+        &[
+            "admin",
+            "line",
+            "create",
+            "--e164",
+            LINE,
+            "--kind",
+            "dedicated",
+            "--org",
+            org["org_id"].as_str().unwrap(),
+            "--bridge-url",
+            &format!("http://127.0.0.1:{sim_port}"),
+        ],
+    )
+    .await;
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_msgline"))
+        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", LINE, "--step-ms", "5"])
+        .args(["--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
+        .args(["--callback-secret", line["bridge_secret"].as_str().unwrap()])
+        .env("MSGLINE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut sim_out = BufReader::new(sim.stdout.take().unwrap()).lines();
+    sim_out.next_line().await.unwrap().expect("sim prints its address");
+    let env = [("MSGLINE_AGENT_MODEL_URL", model.url.as_str()), ("MSGLINE_AGENT_TIMEOUT_MS", "2000")];
+    let mut server = serve_with(&url, port, &env).await;
+    let client = reqwest::Client::new();
+    let api = format!("http://127.0.0.1:{port}/api/v1/messaging");
+    let agent: Value = client
+        .post(format!("{api}/agents"))
+        .bearer_auth(&key)
+        .json(&json!({"name": "Ava", "line_id": line["line_id"], "instructions": "Be brief.", "tools": ["messaging_send"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let agent_id = agent["id"].as_str().unwrap().to_string();
+    let answer = client
+        .post(format!("http://127.0.0.1:{sim_port}/control/inbound"))
+        .json(&json!({"from": "+12015550123", "body": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success());
+
+    let sent_bodies = || async {
+        let sent: Vec<Value> =
+            client.get(format!("http://127.0.0.1:{sim_port}/control/sent")).send().await.unwrap().json().await.unwrap();
+        sent.iter().map(|s| s["body"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    eventually(20, "the first tool call to reach the phone", || async {
+        (sent_bodies().await.len() == 1 && model.requests().len() >= 2).then_some(())
+    })
+    .await;
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+
+    let _server = serve_with(&url, port, &env).await;
+    let runs = eventually(40, "the run to finish after the restart", || async {
+        let runs: Value = client
+            .get(format!("{api}/agents/{agent_id}/runs"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        let runs = runs["data"].as_array()?.clone();
+        (runs.len() == 1 && runs[0]["state"] == "done").then_some(runs)
+    })
+    .await;
+    assert_eq!(runs[0]["attempts"], 2, "the run was taken up again");
+    eventually(20, "the goodbye", || async {
+        let bodies = sent_bodies().await;
+        bodies.contains(&"and a goodbye".to_string()).then_some(())
+    })
+    .await;
+    let bodies = sent_bodies().await;
+    assert_eq!(bodies.iter().filter(|b| *b == "first, exactly once").count(), 1, "{bodies:?}");
+    assert!(!bodies.contains(&"never sent".to_string()));
     drop(db);
 }

@@ -1,9 +1,11 @@
 //! Integration tests: the real server on a loopback port, real HTTP, a fresh database per test.
 
+mod fakemodel;
 mod helpers;
 mod receiver;
 mod simline;
 
+mod agents;
 mod cards;
 mod cli;
 mod contacts;
@@ -12,6 +14,7 @@ mod crash;
 mod demo;
 mod errors;
 mod foundation;
+mod groups;
 mod inbound;
 mod isolation;
 mod keys;

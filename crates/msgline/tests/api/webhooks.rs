@@ -686,3 +686,29 @@ async fn a_poll_vote_is_delivered_with_the_poll_the_option_and_the_vote_message(
     assert_eq!(inbound[0].json()["data"]["message"]["id"], vote["data"]["message"]["id"]);
     assert_eq!(receiver.received().await.len(), 2);
 }
+
+#[tokio::test]
+async fn a_created_group_is_delivered_with_the_group_and_its_opening_message() {
+    let app = spawn_delivering_app("1s").await;
+    let _line = app.default_line().await;
+    let receiver = Receiver::start().await;
+    register(&app, &receiver.url("/groups"), json!(["messaging.group.created", "messaging.group.failed"])).await;
+
+    let created = app
+        .post(
+            "/groups",
+            &app.org.key,
+            json!({"participants": [FRIEND, "+12015550124"], "body": "Hi all", "name": "Trip"}),
+        )
+        .await
+        .expect(201);
+    let event = receiver.wait_for(1, None).await[0].json();
+    assert_eq!(event["type"], "messaging.group.created");
+    assert_eq!(event["data"]["group"]["id"], created["group"]["id"]);
+    assert_eq!(event["data"]["group"]["state"], "created");
+    assert_eq!(event["data"]["message"]["id"], created["message"]["id"]);
+    let message_id = created["message"]["id"].as_str().unwrap();
+    app.wait_for_message(&app.org.key, message_id, "delivered", |m| m["status"] == "delivered").await;
+    settled(&app).await;
+    assert_eq!(receiver.received().await.len(), 1, "the opening message's own events were not subscribed to");
+}

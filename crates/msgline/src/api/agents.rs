@@ -1,0 +1,239 @@
+//! Hosted agents (scope `messaging_agents`): `GET/POST /agents`, `GET/PATCH/DELETE /agents/{id}`,
+//! `GET /agents/{id}/runs`.
+
+use axum::{
+    Json, Router,
+    extract::{Path, State},
+    http::StatusCode,
+    routing::get,
+};
+use base64::{Engine, engine::general_purpose::STANDARD};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    AppState,
+    auth::Principal,
+    contact_cards::photo,
+    extract::{ApiJson, ApiQuery, bounded, list, page},
+    messages::required_text,
+};
+use crate::{
+    clock,
+    db::{
+        self,
+        agents::{Agent, TOOLS},
+    },
+    domain::scope::Scope,
+    error::{ApiError, ApiResult},
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/agents", get(list_agents).post(create_agent))
+        .route("/agents/{id}", get(get_agent).patch(update_agent).delete(delete_agent))
+        .route("/agents/{id}/runs", get(list_runs))
+}
+
+#[derive(Deserialize, Default)]
+struct AgentFields {
+    name: Option<String>,
+    line_id: Option<String>,
+    photo_url: Option<String>,
+    photo_base64: Option<String>,
+    instructions: Option<String>,
+    tools: Option<Vec<String>>,
+    model: Option<String>,
+    enabled: Option<bool>,
+}
+
+fn tools(requested: Vec<String>) -> ApiResult<Vec<String>> {
+    let mut tools = Vec::new();
+    for tool in requested {
+        if !TOOLS.contains(&tool.as_str()) {
+            return Err(ApiError::invalid("tools", format!("unknown tool {tool:?}; tools are {}", TOOLS.join(", "))));
+        }
+        if !tools.contains(&tool) {
+            tools.push(tool);
+        }
+    }
+    Ok(tools)
+}
+
+fn conflict_on_line() -> ApiError {
+    ApiError::conflict("agent_line_taken", "another enabled agent already answers on this line")
+}
+
+/// Applies the given fields to an agent (new or existing), validating each.
+async fn apply(state: &AppState, caller: &Principal, agent: &mut Agent, fields: AgentFields) -> ApiResult<()> {
+    if let Some(name) = fields.name {
+        agent.name = required_text("name", Some(name), 100)?.trim().to_string();
+    }
+    if let Some(line_id) = fields.line_id {
+        if caller.line_id.as_ref().is_some_and(|bound| bound != &line_id) {
+            return Err(ApiError::conflict("line_mismatch", "this API key is bound to another line"));
+        }
+        state
+            .lines
+            .get(&line_id)
+            .await?
+            .filter(|l| l.usable_by(&caller.org_id))
+            .ok_or_else(|| ApiError::not_found("line").with("field", "line_id"))?;
+        agent.line_id = line_id;
+    }
+    if let Some(instructions) = fields.instructions {
+        agent.instructions = required_text("instructions", Some(instructions), 20_000)?;
+    }
+    if let Some(requested) = fields.tools {
+        agent.tools = tools(requested)?;
+    }
+    if let Some(model) = fields.model {
+        agent.model = bounded("model", Some(model), 200)?.filter(|m| !m.is_empty());
+    }
+    if let Some(enabled) = fields.enabled {
+        agent.enabled = enabled;
+    }
+    if fields.photo_url.is_some() || fields.photo_base64.is_some() {
+        let fetched = photo(state, fields.photo_url.as_deref(), fields.photo_base64.as_deref()).await?;
+        agent.photo = Some(STANDARD.encode(&fetched.bytes));
+        agent.photo_url = fields.photo_url;
+    }
+    Ok(())
+}
+
+async fn create_agent(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiJson(fields): ApiJson<AgentFields>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller.require(Scope::Agents)?;
+    required_text("name", fields.name.clone(), 100)?;
+    required_text("instructions", fields.instructions.clone(), 20_000)?;
+    let line_id = match (&fields.line_id, &caller.line_id) {
+        (Some(line), _) => line.clone(),
+        (None, Some(bound)) => bound.clone(),
+        (None, None) => return Err(ApiError::invalid("line_id", "line_id is required")),
+    };
+    let now = clock::now_ms();
+    let mut agent = Agent {
+        id: db::agents::new_id(),
+        org_id: caller.org_id.clone(),
+        name: String::new(),
+        line_id: String::new(),
+        photo_url: None,
+        photo: None,
+        instructions: String::new(),
+        tools: TOOLS.iter().map(|t| t.to_string()).collect(),
+        model: None,
+        enabled: true,
+        created_at: now,
+        updated_at: now,
+    };
+    apply(&state, &caller, &mut agent, AgentFields { line_id: Some(line_id), ..fields }).await?;
+    let mut tx = state.db.writer().begin().await?;
+    if agent.enabled && db::agents::enabled_on_line(&mut tx, &agent.org_id, &agent.line_id, None).await?.is_some() {
+        return Err(conflict_on_line());
+    }
+    match db::agents::insert(&mut tx, &agent).await {
+        Err(error) if db::is_unique_violation(&error) => return Err(conflict_on_line()),
+        other => other?,
+    }
+    tx.commit().await?;
+    Ok((StatusCode::CREATED, Json(agent.to_json())))
+}
+
+async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Agent> {
+    db::agents::get(&state.db, &caller.org_id, id)
+        .await?
+        .filter(|a| caller.line_id.as_ref().is_none_or(|bound| bound == &a.line_id))
+        .ok_or_else(|| ApiError::not_found("agent"))
+}
+
+async fn update_agent(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    ApiJson(fields): ApiJson<AgentFields>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Agents)?;
+    let mut agent = find(&state, &caller, &id).await?;
+    apply(&state, &caller, &mut agent, fields).await?;
+    agent.updated_at = clock::now_ms();
+    let mut tx = state.db.writer().begin().await?;
+    if agent.enabled
+        && db::agents::enabled_on_line(&mut tx, &agent.org_id, &agent.line_id, Some(&agent.id)).await?.is_some()
+    {
+        return Err(conflict_on_line());
+    }
+    match db::agents::update(&mut tx, &agent).await {
+        Err(error) if db::is_unique_violation(&error) => return Err(conflict_on_line()),
+        other => other?,
+    }
+    tx.commit().await?;
+    Ok(Json(agent.to_json()))
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+async fn list_agents(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Agents)?;
+    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let mut paged = db::agents::list(&state.db, &caller.org_id, &page).await?;
+    paged.rows.retain(|a| caller.line_id.as_ref().is_none_or(|bound| bound == &a.line_id));
+    Ok(Json(list(paged, Agent::to_json)))
+}
+
+async fn get_agent(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Agents)?;
+    Ok(Json(find(&state, &caller, &id).await?.to_json()))
+}
+
+async fn delete_agent(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Agents)?;
+    let agent = find(&state, &caller, &id).await?;
+    db::agents::delete(&state.db, &caller.org_id, &agent.id).await?;
+    Ok(Json(json!({"id": agent.id, "deleted": true})))
+}
+
+async fn list_runs(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Agents)?;
+    let agent = find(&state, &caller, &id).await?;
+    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let paged = db::agents::list_runs(&state.db, &agent.id, &page).await?;
+    let mut data = Vec::with_capacity(paged.rows.len());
+    for run in &paged.rows {
+        let calls = db::agents::tool_calls(&state.db, &run.id).await?;
+        data.push(json!({
+            "id": run.id,
+            "agent_id": run.agent_id,
+            "trigger_message_id": run.trigger_message_id,
+            "conversation_id": run.conversation_id,
+            "state": run.state,
+            "attempts": run.attempts,
+            "outcome": run.outcome,
+            "error": run.error,
+            "created_at": clock::rfc3339(run.created_at),
+            "finished_at": clock::rfc3339_opt(run.finished_at),
+            "tool_calls": calls.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
+        }));
+    }
+    let next = paged.next.map(|id| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id));
+    Ok(Json(json!({"data": data, "next_cursor": next})))
+}

@@ -1,0 +1,444 @@
+//! `msgline bench`: a load generator. It starts `msgline serve` (this same binary) on a fresh
+//! database with a simulated line, creates an organisation and many API keys, drives the server
+//! over HTTP and reports throughput, latency percentiles and the server's memory, beside the
+//! floor: the same load against a route that does one durable single-row insert and nothing else.
+
+use std::{
+    path::PathBuf,
+    process::Stdio,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use sqlx::Row;
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+use crate::{admin, db::Db, ids};
+
+#[derive(Debug, Clone)]
+pub struct BenchArgs {
+    /// `sqlite`, `postgres`, or a `postgres://` admin URL to create the bench database from.
+    pub database: String,
+    pub scenarios: Vec<String>,
+    pub connections: usize,
+    pub seconds: f64,
+    pub keys: usize,
+    pub read_rows: i64,
+    pub out: Option<PathBuf>,
+}
+
+pub const SCENARIOS: [&str; 5] = ["floor", "send", "e2e", "webhooks", "read"];
+
+/// Latency samples in microseconds, and how many requests failed.
+#[derive(Default)]
+struct Samples {
+    micros: Vec<u64>,
+    errors: u64,
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+    sorted[rank.min(sorted.len() - 1)] as f64 / 1000.0
+}
+
+fn summary(name: &str, mut samples: Samples, elapsed: Duration, unit: &str) -> Value {
+    samples.micros.sort_unstable();
+    let count = samples.micros.len();
+    json!({
+        "scenario": name,
+        "unit": unit,
+        "count": count,
+        "errors": samples.errors,
+        "seconds": elapsed.as_secs_f64(),
+        "per_second": count as f64 / elapsed.as_secs_f64().max(1e-9),
+        "p50_ms": percentile(&samples.micros, 50.0),
+        "p99_ms": percentile(&samples.micros, 99.0),
+        "p999_ms": percentile(&samples.micros, 99.9),
+    })
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Memory of a process from /proc: (current RSS, peak RSS) in MiB.
+fn rss_mib(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .unwrap_or(0.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+struct Harness {
+    base: String,
+    keys: Vec<String>,
+    db: Db,
+    server: Child,
+    _sim: Child,
+    line_e164: String,
+    _dir: Option<tempfile_dir::Dir>,
+    pg_cleanup: Option<(String, String)>,
+}
+
+/// A temporary directory removed on drop, without another dependency.
+mod tempfile_dir {
+    pub struct Dir(pub std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+async fn wait_ready(url: &str) -> anyhow::Result<()> {
+    let client = reqwest::Client::new();
+    for _ in 0..300 {
+        if client.get(url).send().await.is_ok_and(|r| r.status().is_success()) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("the server did not become ready at {url}")
+}
+
+impl Harness {
+    async fn start(args: &BenchArgs) -> anyhow::Result<Harness> {
+        let exe = std::env::current_exe()?;
+        let (url, dir, pg_cleanup) = if args.database == "sqlite" {
+            let dir = std::env::temp_dir().join(ids::new_id("msgline-bench"));
+            std::fs::create_dir_all(&dir)?;
+            (format!("sqlite://{}", dir.join("bench.db").display()), Some(tempfile_dir::Dir(dir)), None)
+        } else {
+            let admin_url = if args.database == "postgres" {
+                "postgres://postgres@127.0.0.1:5432/postgres".to_string()
+            } else {
+                args.database.clone()
+            };
+            let name = format!("msgline_bench_{}", ids::new_id("db").trim_start_matches("db_"));
+            let admin_db = Db::connect(&admin_url).await?;
+            sqlx::query(&format!("CREATE DATABASE {name}")).execute(admin_db.writer()).await?;
+            admin_db.close().await;
+            let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_string()).unwrap_or(admin_url.clone());
+            (format!("{base}/{name}"), None, Some((admin_url, name)))
+        };
+        let db = Db::connect(&url).await?;
+        db.migrate().await?;
+        let org = admin::create_org(&db, "Bench").await?;
+        let org_id = org["org_id"].as_str().unwrap_or_default().to_string();
+        let mut keys = vec![org["api_key"].as_str().unwrap_or_default().to_string()];
+        while keys.len() < args.keys.max(1) {
+            let key = admin::create_key(
+                &db,
+                &org_id,
+                "messaging_send,messaging_read,messaging_webhooks",
+                None,
+                Some("bench"),
+            )
+            .await?;
+            keys.push(key["api_key"].as_str().unwrap_or_default().to_string());
+        }
+        let (port, sim_port) = (free_port()?, free_port()?);
+        let line_e164 = "+12015550100".to_string();
+        let line = admin::create_line(
+            &db,
+            &line_e164,
+            "dedicated",
+            Some(&org_id),
+            &format!("http://127.0.0.1:{sim_port}"),
+            None,
+        )
+        .await?;
+        let mut sim = Command::new(&exe)
+            .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", &line_e164, "--step-ms", "1"])
+            .args(["--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
+            .args(["--callback-secret", line["bridge_secret"].as_str().unwrap_or_default()])
+            .env("MSGLINE_LOG", "warn")
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let mut lines = BufReader::new(sim.stdout.take().expect("piped")).lines();
+        lines.next_line().await?;
+        let server = Command::new(&exe)
+            .arg("serve")
+            .env("MSGLINE_DATABASE_URL", &url)
+            .env("MSGLINE_LISTEN", format!("127.0.0.1:{port}"))
+            .env("MSGLINE_RATE_LIMIT_PER_MINUTE", "100000000")
+            .env("MSGLINE_SEND_RATE_LIMIT_PER_MINUTE", "100000000")
+            .env("MSGLINE_ALLOW_PRIVATE_TARGETS", "true")
+            .env("MSGLINE_BENCH_ROUTES", "true")
+            .env("MSGLINE_LOG", "warn")
+            .kill_on_drop(true)
+            .spawn()?;
+        let base = format!("http://127.0.0.1:{port}");
+        wait_ready(&format!("{base}/readyz")).await?;
+        Ok(Harness { base, keys, db, server, _sim: sim, line_e164, _dir: dir, pg_cleanup })
+    }
+
+    fn pid(&self) -> u32 {
+        self.server.id().unwrap_or(0)
+    }
+
+    async fn stop(mut self) {
+        let _ = self.server.kill().await;
+        self.db.close().await;
+        if let Some((admin_url, name)) = self.pg_cleanup.take()
+            && let Ok(admin_db) = Db::connect(&admin_url).await
+        {
+            let _ =
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(admin_db.writer()).await;
+            admin_db.close().await;
+        }
+    }
+
+    async fn durability(&self) -> String {
+        match self.db.backend() {
+            crate::db::Backend::Sqlite => "SQLite WAL, synchronous=NORMAL".into(),
+            crate::db::Backend::Postgres => {
+                let value: String = sqlx::query("SHOW synchronous_commit")
+                    .fetch_one(self.db.writer())
+                    .await
+                    .and_then(|r| r.try_get(0))
+                    .unwrap_or_else(|_| "?".into());
+                format!("PostgreSQL synchronous_commit={value}")
+            }
+        }
+    }
+}
+
+/// Runs `connections` loops for `seconds`, each making requests built by `request`.
+async fn drive<F>(connections: usize, seconds: f64, request: F) -> (Samples, Duration)
+where
+    F: Fn(usize, u64) -> reqwest::RequestBuilder + Send + Sync + 'static,
+{
+    let request = Arc::new(request);
+    let counter = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for worker in 0..connections {
+        let request = request.clone();
+        let counter = counter.clone();
+        tasks.spawn(async move {
+            let mut samples = Samples::default();
+            while Instant::now() < deadline {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let begun = Instant::now();
+                match request(worker, n).send().await {
+                    Ok(response) if response.status().is_success() => {
+                        let _ = response.bytes().await;
+                        samples.micros.push(begun.elapsed().as_micros() as u64);
+                    }
+                    _ => samples.errors += 1,
+                }
+            }
+            samples
+        });
+    }
+    let mut all = Samples::default();
+    while let Some(Ok(samples)) = tasks.join_next().await {
+        all.micros.extend(samples.micros);
+        all.errors += samples.errors;
+    }
+    (all, started.elapsed())
+}
+
+fn client(connections: usize) -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(connections)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("HTTP client builds")
+}
+
+/// Recipients cycle through a fixed set, as a real sender's customers do.
+fn recipient(n: u64) -> String {
+    format!("+1201555{:04}", 1000 + n % 5000)
+}
+
+async fn scenario_floor(h: &Harness, args: &BenchArgs) -> Value {
+    let http = client(args.connections);
+    let url = format!("{}/bench/floor", h.base);
+    let (samples, elapsed) = drive(args.connections, args.seconds, move |_, _| http.post(&url)).await;
+    summary("floor", samples, elapsed, "inserts")
+}
+
+async fn scenario_send(h: &Harness, args: &BenchArgs) -> (Value, i64, i64) {
+    let http = client(args.connections);
+    let url = format!("{}/api/v1/messaging/messages", h.base);
+    let keys = h.keys.clone();
+    let from = h.line_e164.clone();
+    let started = crate::clock::now_ms();
+    let (samples, elapsed) = drive(args.connections, args.seconds, move |worker, n| {
+        http.post(&url)
+            .bearer_auth(&keys[worker % keys.len()])
+            .json(&json!({"to": recipient(n), "from": from, "body": format!("bench message {n}"), "channel": "sms"}))
+    })
+    .await;
+    (summary("send", samples, elapsed, "messages"), started, crate::clock::now_ms())
+}
+
+/// From the 202 to the line reporting the send: `sent_at - created_at` of the messages a send
+/// run accepted, once they have all been sent.
+async fn scenario_e2e(h: &Harness, from: i64, to: i64) -> anyhow::Result<Value> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let pending: i64 = sqlx::query(
+            "SELECT COUNT(*) FROM messages WHERE created_at >= $1 AND created_at <= $2 AND sent_at IS NULL AND status <> 'failed'",
+        )
+        .bind(from)
+        .bind(to)
+        .fetch_one(h.db.writer())
+        .await?
+        .try_get(0)?;
+        if pending == 0 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rows = sqlx::query(
+        "SELECT created_at, sent_at FROM messages WHERE created_at >= $1 AND created_at <= $2 AND sent_at IS NOT NULL",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(h.db.writer())
+    .await?;
+    let mut samples = Samples::default();
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    for row in rows {
+        let (created, sent): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+        first = first.min(created);
+        last = last.max(sent);
+        samples.micros.push(((sent - created).max(0) * 1000) as u64);
+    }
+    let span = Duration::from_millis((last - first).max(1) as u64);
+    Ok(summary("e2e", samples, span, "messages"))
+}
+
+async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
+    // A million messages over many conversations; the one read is an ordinary thread.
+    let seeded = crate::db::seed_messages(&h.db, args.read_rows).await?;
+    let http = client(args.connections);
+    let url = format!("{}/api/v1/messaging/messages?conversation_id={}&limit=50", h.base, seeded);
+    let keys = h.keys.clone();
+    let (samples, elapsed) =
+        drive(args.connections, args.seconds, move |worker, _| http.get(&url).bearer_auth(&keys[worker % keys.len()]))
+            .await;
+    let mut result = summary("read", samples, elapsed, "requests");
+    result["table_rows"] = json!(args.read_rows);
+    Ok(result)
+}
+
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    for scenario in &args.scenarios {
+        anyhow::ensure!(
+            SCENARIOS.contains(&scenario.as_str()),
+            "unknown scenario {scenario}; scenarios: {}",
+            SCENARIOS.join(", ")
+        );
+    }
+    let harness = Harness::start(&args).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (idle_rss, _) = rss_mib(harness.pid());
+    let mut results = Vec::new();
+    let mut send_window = None;
+    for scenario in SCENARIOS.iter().filter(|s| args.scenarios.iter().any(|a| a == *s)) {
+        eprintln!("running {scenario} ...");
+        let result = match *scenario {
+            "floor" => scenario_floor(&harness, &args).await,
+            "send" => {
+                let (result, from, to) = scenario_send(&harness, &args).await;
+                send_window = Some((from, to));
+                result
+            }
+            "e2e" => {
+                let (from, to) = match send_window {
+                    Some(window) => window,
+                    None => {
+                        let (_, from, to) = scenario_send(&harness, &args).await;
+                        (from, to)
+                    }
+                };
+                scenario_e2e(&harness, from, to).await?
+            }
+            "webhooks" => json!({"scenario": "webhooks", "skipped": "webhook delivery is not built in this version"}),
+            _ => scenario_read(&harness, &args).await?,
+        };
+        results.push(result);
+    }
+    let (rss_now, peak_rss) = rss_mib(harness.pid());
+    let report = json!({
+        "database": harness.db.backend().name(),
+        "durability": harness.durability().await,
+        "connections": args.connections,
+        "seconds_per_scenario": args.seconds,
+        "api_keys": harness.keys.len(),
+        "rate_limits": "raised by env on the bench server (MSGLINE_RATE_LIMIT_PER_MINUTE and MSGLINE_SEND_RATE_LIMIT_PER_MINUTE = 100000000); load spread over the API keys",
+        "server_rss_mib": {"idle": idle_rss, "after": rss_now, "peak": peak_rss},
+        "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)},
+        "results": results,
+    });
+    print_table(&report);
+    if let Some(path) = &args.out {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
+        eprintln!("wrote {}", path.display());
+    }
+    harness.stop().await;
+    Ok(())
+}
+
+fn print_table(report: &Value) {
+    println!(
+        "database: {}   durability: {}   connections: {}   keys: {}",
+        report["database"].as_str().unwrap_or_default(),
+        report["durability"].as_str().unwrap_or_default(),
+        report["connections"],
+        report["api_keys"]
+    );
+    println!("rate limits: {}", report["rate_limits"].as_str().unwrap_or_default());
+    println!(
+        "{:<10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9}",
+        "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms"
+    );
+    for result in report["results"].as_array().into_iter().flatten() {
+        if let Some(skipped) = result["skipped"].as_str() {
+            println!("{:<10} skipped: {skipped}", result["scenario"].as_str().unwrap_or_default());
+            continue;
+        }
+        println!(
+            "{:<10} {:>10} {:>8} {:>12.0} {:>9.2} {:>9.2} {:>9.2}",
+            result["scenario"].as_str().unwrap_or_default(),
+            result["count"],
+            result["errors"],
+            result["per_second"].as_f64().unwrap_or(0.0),
+            result["p50_ms"].as_f64().unwrap_or(0.0),
+            result["p99_ms"].as_f64().unwrap_or(0.0),
+            result["p999_ms"].as_f64().unwrap_or(0.0),
+        );
+    }
+    let rss = &report["server_rss_mib"];
+    println!(
+        "server RSS: idle {:.1} MiB, peak {:.1} MiB",
+        rss["idle"].as_f64().unwrap_or(0.0),
+        rss["peak"].as_f64().unwrap_or(0.0)
+    );
+}

@@ -1,0 +1,145 @@
+//! Several statements in one round trip where the engine allows it. On SQLite every statement
+//! is a hand-off to the connection's worker thread, and those hand-offs, not the statements,
+//! cost the most; a batch runs as one multi-statement query (SQLite binds `$N` by number, so the
+//! parameters are renumbered into one list). PostgreSQL runs the same statements one by one.
+
+use sqlx::AnyConnection;
+
+use super::Backend;
+
+/// A parameter of a batched statement.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    Text(Option<String>),
+    Int(Option<i64>),
+}
+
+impl From<&str> for Arg {
+    fn from(value: &str) -> Self {
+        Arg::Text(Some(value.to_string()))
+    }
+}
+
+impl From<String> for Arg {
+    fn from(value: String) -> Self {
+        Arg::Text(Some(value))
+    }
+}
+
+impl From<&String> for Arg {
+    fn from(value: &String) -> Self {
+        Arg::Text(Some(value.clone()))
+    }
+}
+
+impl From<Option<String>> for Arg {
+    fn from(value: Option<String>) -> Self {
+        Arg::Text(value)
+    }
+}
+
+impl From<Option<&str>> for Arg {
+    fn from(value: Option<&str>) -> Self {
+        Arg::Text(value.map(str::to_string))
+    }
+}
+
+impl From<i64> for Arg {
+    fn from(value: i64) -> Self {
+        Arg::Int(Some(value))
+    }
+}
+
+impl From<Option<i64>> for Arg {
+    fn from(value: Option<i64>) -> Self {
+        Arg::Int(value)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Batch {
+    statements: Vec<(String, Vec<Arg>)>,
+}
+
+/// `$1`..`$n` in `sql` shifted by `offset`.
+fn renumber(sql: &str, offset: usize) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            let mut digits = String::new();
+            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                digits.push(d);
+                chars.next();
+            }
+            out.push('$');
+            out.push_str(&(digits.parse::<usize>().expect("digits") + offset).to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn bind<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    args: Vec<Arg>,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for arg in args {
+        query = match arg {
+            Arg::Text(value) => query.bind(value),
+            Arg::Int(value) => query.bind(value),
+        };
+    }
+    query
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a statement whose parameters are `$1..$n` in the order of `args`.
+    pub fn push(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
+        self.statements.push((sql.into(), args));
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.statements.is_empty()
+    }
+
+    pub async fn execute(self, conn: &mut AnyConnection) -> sqlx::Result<()> {
+        match Backend::of(conn) {
+            Backend::Sqlite => {
+                let mut sql = String::new();
+                let mut all = Vec::new();
+                for (statement, args) in self.statements {
+                    sql.push_str(&renumber(&statement, all.len()));
+                    sql.push_str(";\n");
+                    all.extend(args);
+                }
+                if !sql.is_empty() {
+                    bind(sqlx::query(&sql), all).execute(&mut *conn).await?;
+                }
+            }
+            Backend::Postgres => {
+                for (statement, args) in self.statements {
+                    bind(sqlx::query(&statement), args).execute(&mut *conn).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_shifted_past_the_earlier_statements() {
+        assert_eq!(renumber("INSERT INTO t VALUES ($1, $2, $12)", 3), "INSERT INTO t VALUES ($4, $5, $15)");
+        assert_eq!(renumber("SELECT 'a$b'", 3), "SELECT 'a$b'");
+    }
+}

@@ -1,0 +1,304 @@
+//! iMessage group creation: the group and its opening message come into existence together, and
+//! the request waits for the line's answer (up to the bridge timeout) to say which of the spec's
+//! outcomes happened: 201 created, 202 unknown, or the line's refusal.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use sqlx::AnyConnection;
+
+use super::{Idempotency, Sent, resolve_line};
+use crate::{
+    api::{AppState, auth::Principal},
+    bridge::client::SendOutcome,
+    clock,
+    db::{
+        self,
+        conversations::Conversation,
+        idempotency::Prior,
+        lines::LineKind,
+        messages::{Message, NewMessage},
+    },
+    domain::{idempotency::fingerprint, phone::E164},
+    error::{ApiError, ApiResult},
+};
+
+pub const MAX_PARTICIPANTS: usize = 31;
+
+/// A parsed group request: participants already E.164, distinct.
+#[derive(Debug, Clone)]
+pub struct GroupInput {
+    pub participants: Vec<E164>,
+    pub body: String,
+    pub name: Option<String>,
+    pub line_id: Option<String>,
+    pub line_e164: Option<String>,
+}
+
+/// `{group, message, duplicate, delivery_unknown}`.
+fn envelope(group: &Conversation, message: &Message, duplicate: bool) -> Value {
+    json!({
+        "group": group.group_json(),
+        "message": message.to_json(),
+        "duplicate": duplicate,
+        "delivery_unknown": message.delivery_unknown,
+    })
+}
+
+fn refusal_body(status: StatusCode, code: &str, reason: &str, group: &Conversation, message: &Message) -> ApiError {
+    ApiError::new(status, code.to_string())
+        .with_message(reason.to_string())
+        .with("group", group.group_json())
+        .with("message_id", message.id.clone())
+}
+
+/// The error a failed group answers with, first time and on every replay.
+fn failure(group: &Conversation, message: &Message) -> ApiError {
+    let reason = message.error.clone().unwrap_or_else(|| "the line refused the group".into());
+    if reason.starts_with("the line could not be reached") {
+        refusal_body(StatusCode::SERVICE_UNAVAILABLE, "line_unavailable", &reason, group, message)
+    } else {
+        refusal_body(StatusCode::BAD_GATEWAY, "line_rejected", &reason, group, message)
+    }
+}
+
+async fn load(state: &AppState, group_id: &str, message_id: &str) -> ApiResult<(Conversation, Message)> {
+    let mut conn = state.db.writer().acquire().await?;
+    let group = db::conversations::get_any(&mut conn, group_id).await?.ok_or_else(|| ApiError::not_found("group"))?;
+    let message = db::messages::get_any(&mut conn, message_id).await?.ok_or_else(|| ApiError::not_found("message"))?;
+    Ok((group, message))
+}
+
+/// A repeated request with the same key: answered from the group as it is now.
+async fn replay(state: &AppState, prior: Prior) -> ApiResult<Sent> {
+    let noted = match &prior {
+        Prior::Done { body, .. } | Prior::InProgress { body: Some(body) } => body.clone(),
+        _ => return super::replay(prior),
+    };
+    let message_id = noted["message"]["id"].as_str().or_else(|| noted["message_id"].as_str());
+    let (Some(group_id), Some(message_id)) = (noted["group"]["id"].as_str(), message_id) else {
+        return super::replay(prior);
+    };
+    let (group, message) = load(state, group_id, message_id).await?;
+    let sent = |status| Sent { status, body: envelope(&group, &message, true), replayed: true, message: None };
+    match group.group_state.as_deref() {
+        Some("created") => Ok(sent(StatusCode::OK)),
+        Some("unknown") => Ok(sent(StatusCode::ACCEPTED)),
+        Some("failed") => match prior {
+            Prior::Done { status, body } if status >= 400 => Ok(Sent {
+                status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+                body,
+                replayed: true,
+                message: None,
+            }),
+            _ => {
+                let error = failure(&group, &message);
+                Ok(Sent { status: error.status, body: error.body(), replayed: true, message: None })
+            }
+        },
+        _ => super::replay(Prior::InProgress { body: None }),
+    }
+}
+
+/// Which participants the line says are not reachable over iMessage (remembered answers first).
+async fn unreachable(
+    state: &AppState,
+    org_id: &str,
+    line: &db::lines::Line,
+    participants: &[E164],
+) -> ApiResult<Vec<String>> {
+    let mut unknown = Vec::new();
+    let mut refused = Vec::new();
+    for phone in participants {
+        match db::contacts::reachability_by_phone(&state.db, org_id, phone.as_str()).await? {
+            Some(true) => {}
+            Some(false) => refused.push(phone.to_string()),
+            None => unknown.push(phone.to_string()),
+        }
+    }
+    if !unknown.is_empty() {
+        match state.lines.client().reachability(line, &unknown).await {
+            Ok(answer) => {
+                refused.extend(unknown.into_iter().filter(|h| answer.imessage.get(h) == Some(&false)));
+            }
+            // The line will refuse the group itself if it must.
+            Err(error) => tracing::debug!(line = %line.id, error, "reachability could not be asked"),
+        }
+    }
+    refused.sort();
+    Ok(refused)
+}
+
+/// Creates a group with its opening message.
+pub async fn create(
+    state: &AppState,
+    principal: &Principal,
+    input: GroupInput,
+    key: Option<Idempotency>,
+) -> ApiResult<Sent> {
+    let line = resolve_line(state, principal, input.line_id.as_deref(), input.line_e164.as_deref()).await?;
+    let mut participants: Vec<E164> = input.participants.into_iter().filter(|p| p.as_str() != line.e164).collect();
+    participants.sort();
+    if participants.len() < 2 {
+        return Err(ApiError::invalid("participants", "a group needs at least 2 participants besides the line itself"));
+    }
+    let idempotency = key.map(|mut idem| {
+        idem.fingerprint = fingerprint(
+            "/groups",
+            &json!({"participants": participants, "body": input.body, "name": input.name, "line_id": line.id}),
+        );
+        idem
+    });
+    let now = clock::now_ms();
+    if let Some(idem) = &idempotency
+        && let Some(prior) =
+            db::idempotency::peek(&state.db, &idem.scope(&principal.org_id), &idem.fingerprint, now).await?
+    {
+        return replay(state, prior).await;
+    }
+
+    // The rules, in the spec's order, before anything is written.
+    if line.kind == LineKind::Shared {
+        return Err(ApiError::conflict(
+            "group_requires_dedicated_line",
+            "groups are created from a dedicated line only",
+        ));
+    }
+    if !state.lines.capabilities(&line).await.is_some_and(|c| c.groups && c.imessage) {
+        return Err(ApiError::conflict(
+            "group_chats_unsupported",
+            "the line's device has no native group support (or has not reported it)",
+        ));
+    }
+    let refused = unreachable(state, &principal.org_id, &line, &participants).await?;
+    if !refused.is_empty() {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "participants_not_reachable")
+            .with_message("these participants are not reachable over iMessage; groups never fall back to SMS")
+            .with("participants", refused));
+    }
+
+    // Written and committed before the line is called, with the job already claimed.
+    let mut tx = state.db.writer().begin().await?;
+    if let Some(idem) = &idempotency {
+        let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
+        if let Some(prior) =
+            db::idempotency::claim(&mut tx, &idem.scope(&principal.org_id), &idem.fingerprint, now, ttl_ms).await?
+        {
+            tx.rollback().await?;
+            return replay(state, prior).await;
+        }
+    }
+    let mut members = Vec::with_capacity(participants.len());
+    for phone in &participants {
+        let contact = db::contacts::find_or_create(&mut *tx, &principal.org_id, phone.as_str()).await?;
+        members.push((phone.to_string(), contact.id));
+    }
+    let group =
+        db::conversations::create_group(&mut tx, &principal.org_id, &line.id, input.name.as_deref(), &members).await?;
+    let message = db::messages::insert(
+        &mut tx,
+        NewMessage {
+            org_id: principal.org_id.clone(),
+            conversation_id: group.id.clone(),
+            contact_id: None,
+            line_id: line.id.clone(),
+            direction: "outbound",
+            channel: "imessage".into(),
+            kind: "text".into(),
+            body: input.body.clone(),
+            payload: None,
+            status: "queued",
+            agent_id: None,
+            attachment: None,
+        },
+    )
+    .await?;
+    let lease_ms = state.config.bridge_timeout_ms as i64 + 5_000;
+    db::outbox::insert_claimed(&mut tx, &message.id, &line.id, now, lease_ms).await?;
+    if let Some(idem) = &idempotency {
+        let noted = json!({"group": {"id": group.id}, "message": {"id": message.id}});
+        db::idempotency::note_progress(&mut tx, &idem.scope(&principal.org_id), &noted).await?;
+    }
+    tx.commit().await?;
+
+    let call = json!({
+        "id": group.id,
+        "message_id": message.id,
+        "participants": participants,
+        "name": input.name,
+        "body": input.body,
+    });
+    let result = state.lines.client().create_group(&line, &call).await;
+
+    let mut tx = state.db.writer().begin().await?;
+    let error_text = match &result.outcome {
+        SendOutcome::Accepted => None,
+        SendOutcome::Rejected(reason) => Some(reason.clone()),
+        SendOutcome::Unreachable(_) | SendOutcome::RetryLater => Some("the line could not be reached".to_string()),
+        SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
+        SendOutcome::Unknown(error) => Some(error.clone()),
+    };
+    db::attempts::insert(
+        &mut tx,
+        db::attempts::NewAttempt {
+            org_id: &principal.org_id,
+            message_id: &message.id,
+            line_id: &line.id,
+            attempt: 1,
+            outcome: result.outcome.attempt_outcome(),
+            http_status: result.http_status,
+            latency_ms: result.latency_ms,
+            error: error_text.as_deref(),
+        },
+    )
+    .await?;
+    let state_now = match &result.outcome {
+        SendOutcome::Accepted => "created",
+        SendOutcome::Timeout | SendOutcome::Unknown(_) => "unknown",
+        _ => "failed",
+    };
+    let (group, message) = settle(&mut tx, &group.id, &message.id, state_now, error_text.as_deref()).await?;
+    match state_now {
+        "created" => db::outbox::complete(&mut tx, &message.id).await?,
+        "unknown" => db::outbox::mark_unknown(&mut tx, &message.id, clock::now_ms() + 500).await?,
+        _ => db::outbox::complete(&mut tx, &message.id).await?,
+    }
+    let (status, body) = match state_now {
+        "created" => (StatusCode::CREATED, envelope(&group, &message, false)),
+        "unknown" => (StatusCode::ACCEPTED, envelope(&group, &message, false)),
+        _ => {
+            let error = failure(&group, &message);
+            (error.status, error.body())
+        }
+    };
+    if let Some(idem) = &idempotency {
+        db::idempotency::complete(&mut tx, &idem.scope(&principal.org_id), status.as_u16(), &body).await?;
+    }
+    tx.commit().await?;
+    Ok(Sent { status, body, replayed: false, message: Some(message) })
+}
+
+/// Moves a group to `created`, `unknown` or `failed` with its opening message (`submitted`,
+/// `unknown` or `failed`), writing the events. Returns both as they now are.
+pub async fn settle(
+    conn: &mut AnyConnection,
+    group_id: &str,
+    message_id: &str,
+    group_state: &str,
+    reason: Option<&str>,
+) -> sqlx::Result<(Conversation, Message)> {
+    let moved = db::conversations::settle_group(conn, group_id, group_state).await?;
+    let message_status = match group_state {
+        "created" => "submitted",
+        "unknown" => "unknown",
+        _ => "failed",
+    };
+    db::messages::advance(conn, message_id, message_status, reason).await?;
+    let group = db::conversations::get_any(conn, group_id).await?.expect("the group exists");
+    let message = db::messages::get_any(conn, message_id).await?.expect("the message exists");
+    if moved && matches!(group_state, "created" | "failed") {
+        let data = json!({"group": group.group_json(), "message": message.to_json()});
+        db::events::insert(conn, &group.org_id, &format!("messaging.group.{group_state}"), Some(&message.id), &data)
+            .await?;
+    }
+    Ok((group, message))
+}
