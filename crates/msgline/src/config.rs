@@ -20,6 +20,8 @@ pub struct Config {
     pub idempotency_ttl_hours: u64,
     pub bridge_timeout_ms: u64,
     pub webhook_retry_schedule: String,
+    /// An endpoint whose every attempt has failed for this long is disabled (`120h`: 5 days).
+    pub webhook_disable_after: String,
     pub allow_private_targets: bool,
     pub log: String,
     pub log_format: String,
@@ -49,6 +51,7 @@ impl Default for Config {
             idempotency_ttl_hours: 24,
             bridge_timeout_ms: 10_000,
             webhook_retry_schedule: "5s,5m,30m,2h,5h,10h,10h".into(),
+            webhook_disable_after: "120h".into(),
             allow_private_targets: false,
             log: "info".into(),
             log_format: "text".into(),
@@ -74,6 +77,7 @@ impl fmt::Debug for Config {
             .field("idempotency_ttl_hours", &self.idempotency_ttl_hours)
             .field("bridge_timeout_ms", &self.bridge_timeout_ms)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
+            .field("webhook_disable_after", &self.webhook_disable_after)
             .field("allow_private_targets", &self.allow_private_targets)
             .field("agent_model_url", &self.agent_model_url)
             .field("agent_api_key", &self.agent_api_key.as_ref().map(|_| "***"))
@@ -122,6 +126,10 @@ impl Config {
                 || self.database_url.starts_with("postgresql://"),
             "MSGLINE_DATABASE_URL must start with sqlite:// or postgres://"
         );
+        crate::domain::webhook::RetrySchedule::parse(&self.webhook_retry_schedule)
+            .map_err(|e| anyhow::anyhow!("MSGLINE_WEBHOOK_RETRY_SCHEDULE: {e}"))?;
+        crate::domain::webhook::parse_duration(&self.webhook_disable_after)
+            .map_err(|e| anyhow::anyhow!("MSGLINE_WEBHOOK_DISABLE_AFTER: {e}"))?;
         Ok(())
     }
 

@@ -147,6 +147,36 @@ impl Egress {
             self.client.post(url).headers(headers).body(body).timeout(timeout).send().await.map_err(classify)?;
         read_capped(response, max_bytes).await
     }
+
+    /// POSTs like [`Egress::post`], but any answer keeps its status: at most `keep_bytes` of the
+    /// body are read and the rest is dropped (for callers that only show the body, such as
+    /// webhook delivery, where a long answer must not turn a 200 into a failure).
+    pub async fn post_keeping_status(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: Vec<u8>,
+        keep_bytes: usize,
+        timeout: Duration,
+    ) -> Result<Fetched, EgressError> {
+        let url = self.check_url(url)?;
+        let mut response =
+            self.client.post(url).headers(headers).body(body).timeout(timeout).send().await.map_err(classify)?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(EgressError::Redirect);
+        }
+        let headers = response.headers().clone();
+        let mut kept = Vec::new();
+        // The status has been answered; a body that breaks off or runs long only shortens `kept`.
+        while kept.len() < keep_bytes
+            && let Ok(Some(chunk)) = response.chunk().await
+        {
+            let room = keep_bytes - kept.len();
+            kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+        Ok(Fetched { status: status.as_u16(), headers, body: kept })
+    }
 }
 
 async fn read_capped(mut response: reqwest::Response, max_bytes: usize) -> Result<Fetched, EgressError> {

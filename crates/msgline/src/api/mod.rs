@@ -15,6 +15,7 @@ mod lines;
 pub mod messages;
 pub mod polls;
 pub mod ratelimit;
+mod webhooks;
 
 use std::{ops::Deref, sync::Arc, time::Instant};
 
@@ -99,6 +100,7 @@ pub fn router(state: AppState) -> Router {
         .merge(groups::router())
         .merge(agents::router())
         .merge(events::router())
+        .merge(webhooks::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let mut router = Router::new();
     if state.config.bench_routes {

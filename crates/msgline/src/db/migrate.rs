@@ -26,6 +26,7 @@ macro_rules! migration {
 pub const MIGRATIONS: &[Migration] = &[
     migration!(1, "0001_foundation"),
     migration!(2, "0002_messaging"),
+    migration!(3, "0003_webhooks"),
     migration!(4, "0004_cards_and_polls"),
     migration!(5, "0005_agents"),
 ];

@@ -20,6 +20,8 @@ pub mod orgs;
 pub mod outbox;
 mod page;
 pub mod polls;
+pub mod webhook_deliveries;
+pub mod webhooks;
 
 pub use batch::{Arg, Batch};
 pub use group_commit::GroupWriter;

@@ -7,3 +7,4 @@ pub mod photo;
 pub mod poll;
 pub mod scope;
 pub mod vcard;
+pub mod webhook;

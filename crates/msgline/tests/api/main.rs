@@ -2,6 +2,7 @@
 
 mod fakemodel;
 mod helpers;
+mod receiver;
 mod simline;
 
 mod agents;
@@ -22,3 +23,4 @@ mod messages;
 mod polls;
 mod ratelimit;
 mod schema;
+mod webhooks;

@@ -1,0 +1,400 @@
+//! Webhook deliveries: one row per event and endpoint, made by the fan-out from the `events`
+//! table; claimed (committed) before the endpoint is called, so a crash mid-call leaves a claim
+//! that runs out and is taken again: at-least-once. Every call is kept as an attempt.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sqlx::{AnyConnection, Row, any::AnyRow};
+
+use super::{
+    Backend, Db, Page, Paged,
+    webhooks::{self, Webhook},
+};
+use crate::{clock, domain::webhook::EVENT_TYPES, ids};
+
+fn skip_locked(db: &Db) -> &'static str {
+    match db.backend() {
+        Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite => "",
+    }
+}
+
+/// Rows per multi-row insert (two parameters each, well under every engine's limit).
+const INSERT_CHUNK: usize = 400;
+
+/// New pending deliveries of `event_ids` to one endpoint, due at `now`.
+async fn insert_deliveries(
+    conn: &mut AnyConnection,
+    org_id: &str,
+    webhook_id: &str,
+    event_ids: &[&str],
+    now: i64,
+) -> sqlx::Result<()> {
+    for chunk in event_ids.chunks(INSERT_CHUNK) {
+        let values = (0..chunk.len())
+            .map(|i| format!("(${}, $1, $2, ${}, 'pending', 0, $3, $3, $3)", 4 + 2 * i, 5 + 2 * i))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "INSERT INTO webhook_deliveries (id, org_id, webhook_id, event_id, state, attempts, next_attempt_at, \
+             created_at, updated_at) VALUES {values}"
+        );
+        let mut query = sqlx::query(&sql).bind(org_id).bind(webhook_id).bind(now);
+        for event_id in chunk {
+            query = query.bind(ids::new_id("whd")).bind(*event_id);
+        }
+        query.execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// Fans out up to `limit` events not yet fanned out: a delivery for every enabled endpoint of
+/// the event's organisation whose subscription matches, and the events marked done, in one
+/// transaction. Returns how many events it took.
+pub async fn fan_out(db: &Db, limit: i64) -> sqlx::Result<usize> {
+    // A cheap look first, so an idle service does not open a write transaction.
+    let any: Option<AnyRow> =
+        sqlx::query("SELECT id FROM events WHERE webhooks_pending = 1 LIMIT 1").fetch_optional(db.reader()).await?;
+    if any.is_none() {
+        return Ok(0);
+    }
+    let mut tx = db.writer().begin().await?;
+    let sql = format!(
+        "SELECT id, org_id, type, created_at, (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) \
+         FROM events WHERE webhooks_pending = 1 ORDER BY id LIMIT $1{}",
+        skip_locked(db)
+    );
+    let rows = sqlx::query(&sql).bind(limit).fetch_all(&mut *tx).await?;
+    if rows.is_empty() {
+        tx.rollback().await?;
+        return Ok(0);
+    }
+    struct Pending {
+        id: String,
+        org_id: String,
+        kind: String,
+        created_at: i64,
+        line_id: Option<String>,
+    }
+    let events = rows
+        .iter()
+        .map(|r| {
+            Ok(Pending {
+                id: r.try_get(0)?,
+                org_id: r.try_get(1)?,
+                kind: r.try_get(2)?,
+                created_at: r.try_get(3)?,
+                line_id: r.try_get(4)?,
+            })
+        })
+        .collect::<sqlx::Result<Vec<_>>>()?;
+    let orgs: BTreeSet<&str> = events.iter().map(|e| e.org_id.as_str()).collect();
+    let endpoints = webhooks::enabled_for_orgs(&mut tx, &orgs.into_iter().collect::<Vec<_>>()).await?;
+    let mut per_endpoint: BTreeMap<&str, (&Webhook, Vec<&str>)> = BTreeMap::new();
+    for event in &events {
+        for endpoint in endpoints.iter().filter(|w| w.org_id == event.org_id) {
+            if endpoint.wants(&event.kind, event.line_id.as_deref(), event.created_at) {
+                per_endpoint.entry(&endpoint.id).or_insert((endpoint, Vec::new())).1.push(&event.id);
+            }
+        }
+    }
+    let now = clock::now_ms();
+    for (endpoint, event_ids) in per_endpoint.values() {
+        insert_deliveries(&mut tx, &endpoint.org_id, &endpoint.id, event_ids, now).await?;
+    }
+    for chunk in events.chunks(INSERT_CHUNK) {
+        let placeholders = (1..=chunk.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        let sql = format!("UPDATE events SET webhooks_pending = 0 WHERE id IN ({placeholders})");
+        let mut query = sqlx::query(&sql);
+        for event in chunk {
+            query = query.bind(&event.id);
+        }
+        query.execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(events.len())
+}
+
+/// Whether any delivery is due or has a claim that ran out (a cheap read before a claim).
+pub async fn any_due(db: &Db, now: i64) -> sqlx::Result<bool> {
+    let row = sqlx::query(
+        "SELECT id FROM webhook_deliveries WHERE (state = 'pending' AND next_attempt_at <= $1) \
+         OR (state = 'claimed' AND claimed_until < $1) LIMIT 1",
+    )
+    .bind(now)
+    .fetch_optional(db.reader())
+    .await?;
+    Ok(row.is_some())
+}
+
+/// A delivery a worker holds, with the number of the attempt it is about to make.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub id: String,
+    pub org_id: String,
+    pub webhook_id: String,
+    pub event_id: String,
+    pub attempt: i64,
+}
+
+/// Claims up to `limit` deliveries that are due, and those whose claim ran out (the instance that
+/// held them stopped mid-call), for `lease_ms`. The claim is committed before anything is posted.
+pub async fn claim_due(db: &Db, now: i64, lease_ms: i64, limit: i64) -> sqlx::Result<Vec<Claimed>> {
+    let sql = format!(
+        "UPDATE webhook_deliveries SET state = 'claimed', claimed_until = $1, attempts = attempts + 1, updated_at = $2 \
+         WHERE id IN (SELECT id FROM webhook_deliveries WHERE (state = 'pending' AND next_attempt_at <= $2) \
+         OR (state = 'claimed' AND claimed_until < $2) ORDER BY next_attempt_at LIMIT $3{}) \
+         RETURNING id, org_id, webhook_id, event_id, attempts",
+        skip_locked(db)
+    );
+    let rows = sqlx::query(&sql).bind(now + lease_ms).bind(now).bind(limit).fetch_all(db.writer()).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Claimed {
+                id: r.try_get(0)?,
+                org_id: r.try_get(1)?,
+                webhook_id: r.try_get(2)?,
+                event_id: r.try_get(3)?,
+                attempt: r.try_get(4)?,
+            })
+        })
+        .collect()
+}
+
+/// An event as it is delivered.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub id: String,
+    pub kind: String,
+    pub data: String,
+    pub created_at: i64,
+}
+
+pub async fn event(db: &Db, id: &str) -> sqlx::Result<Option<StoredEvent>> {
+    let row = sqlx::query("SELECT id, type, data, created_at FROM events WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
+    row.map(|r| {
+        Ok(StoredEvent { id: r.try_get(0)?, kind: r.try_get(1)?, data: r.try_get(2)?, created_at: r.try_get(3)? })
+    })
+    .transpose()
+}
+
+/// What became of a claimed delivery after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    Delivered,
+    RetryAt(i64),
+    Failed,
+}
+
+/// Moves a claimed delivery on after its attempt. Returns `false` when the claim is no longer
+/// this worker's (the endpoint was deleted, or the claim ran out and was taken again).
+pub async fn settle(
+    conn: &mut AnyConnection,
+    claimed: &Claimed,
+    outcome: Settle,
+    status: Option<u16>,
+    now: i64,
+) -> sqlx::Result<bool> {
+    let (state, next) = match outcome {
+        Settle::Delivered => ("delivered", None),
+        Settle::RetryAt(at) => ("pending", Some(at)),
+        Settle::Failed => ("failed", None),
+    };
+    let updated = sqlx::query(
+        "UPDATE webhook_deliveries SET state = $1, next_attempt_at = $2, claimed_until = NULL, last_status = $3, \
+         updated_at = $4 WHERE id = $5 AND state = 'claimed' AND attempts = $6",
+    )
+    .bind(state)
+    .bind(next)
+    .bind(status.map(i64::from))
+    .bind(now)
+    .bind(&claimed.id)
+    .bind(claimed.attempt)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(updated == 1)
+}
+
+/// One call to an endpoint, as `GET /webhooks/{id}/deliveries` shows it.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub id: String,
+    pub webhook_id: String,
+    pub event_id: String,
+    pub event_type: String,
+    pub attempt: i64,
+    pub status_code: Option<i64>,
+    pub succeeded: bool,
+    pub latency_ms: i64,
+    pub response_body: Option<String>,
+    pub error: Option<String>,
+    pub next_attempt_at: Option<i64>,
+    pub created_at: i64,
+}
+
+const ATTEMPT_COLUMNS: &str = "id, webhook_id, event_id, event_type, attempt, status_code, succeeded, latency_ms, \
+     response_body, error, next_attempt_at, created_at";
+
+fn attempt_from_row(row: &AnyRow) -> sqlx::Result<Attempt> {
+    Ok(Attempt {
+        id: row.try_get(0)?,
+        webhook_id: row.try_get(1)?,
+        event_id: row.try_get(2)?,
+        event_type: row.try_get(3)?,
+        attempt: row.try_get(4)?,
+        status_code: row.try_get(5)?,
+        succeeded: row.try_get::<i64, _>(6)? != 0,
+        latency_ms: row.try_get(7)?,
+        response_body: row.try_get(8)?,
+        error: row.try_get(9)?,
+        next_attempt_at: row.try_get(10)?,
+        created_at: row.try_get(11)?,
+    })
+}
+
+pub async fn insert_attempt(
+    conn: &mut AnyConnection,
+    org_id: &str,
+    delivery_id: &str,
+    attempt: &Attempt,
+) -> sqlx::Result<()> {
+    sqlx::query(&format!(
+        "INSERT INTO webhook_attempts (org_id, delivery_id, {ATTEMPT_COLUMNS}) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+    ))
+    .bind(org_id)
+    .bind(delivery_id)
+    .bind(&attempt.id)
+    .bind(&attempt.webhook_id)
+    .bind(&attempt.event_id)
+    .bind(&attempt.event_type)
+    .bind(attempt.attempt)
+    .bind(attempt.status_code)
+    .bind(attempt.succeeded as i64)
+    .bind(attempt.latency_ms)
+    .bind(&attempt.response_body)
+    .bind(&attempt.error)
+    .bind(attempt.next_attempt_at)
+    .bind(attempt.created_at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// An endpoint's attempts, newest first, optionally for one event.
+pub async fn list_attempts(
+    db: &Db,
+    webhook_id: &str,
+    event_id: Option<&str>,
+    page: &Page,
+) -> sqlx::Result<Paged<Attempt>> {
+    let mut sql = format!("SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE webhook_id = $1");
+    let mut binds = vec![webhook_id.to_string()];
+    if let Some(event_id) = event_id {
+        binds.push(event_id.to_string());
+        sql.push_str(&format!(" AND event_id = ${}", binds.len()));
+    }
+    if let Some(before) = &page.before {
+        binds.push(before.clone());
+        sql.push_str(&format!(" AND id < ${}", binds.len()));
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+    let mut query = sqlx::query(&sql);
+    for bind in &binds {
+        query = query.bind(bind);
+    }
+    let rows = query.fetch_all(db.reader()).await?;
+    let attempts = rows.iter().map(attempt_from_row).collect::<sqlx::Result<Vec<_>>>()?;
+    Ok(Paged::from_overfetch(attempts, page.limit, |a| &a.id))
+}
+
+/// Why a replay was refused.
+#[derive(Debug)]
+pub enum ReplayError {
+    TooMany(usize),
+    Db(sqlx::Error),
+}
+
+impl From<sqlx::Error> for ReplayError {
+    fn from(error: sqlx::Error) -> Self {
+        ReplayError::Db(error)
+    }
+}
+
+/// Queues again, for one endpoint, every event of its subscription created at or after `since`
+/// (and not before the endpoint itself), except those it already has waiting; enables the
+/// endpoint if it was disabled. Returns how many it queued; more than `max` is refused.
+pub async fn replay(db: &Db, webhook: &Webhook, since: i64, max: usize) -> Result<usize, ReplayError> {
+    let types: Vec<&str> = EVENT_TYPES.into_iter().filter(|t| webhook.events.matches(t)).collect();
+    let type_list = (0..types.len()).map(|i| format!("${}", 4 + i)).collect::<Vec<_>>().join(", ");
+    let mut sql = format!(
+        "SELECT id FROM events WHERE org_id = $1 AND created_at >= $2 AND NOT EXISTS (SELECT 1 FROM \
+         webhook_deliveries d WHERE d.webhook_id = $3 AND d.event_id = events.id AND d.state IN ('pending', 'claimed')) \
+         AND type IN ({type_list})"
+    );
+    if webhook.line_id.is_some() {
+        sql.push_str(&format!(" AND message_id IN (SELECT id FROM messages WHERE line_id = ${})", 4 + types.len()));
+    }
+    sql.push_str(&format!(" ORDER BY id LIMIT {}", max + 1));
+
+    let mut tx = db.writer().begin().await?;
+    let mut query = sqlx::query(&sql).bind(&webhook.org_id).bind(since.max(webhook.created_at)).bind(&webhook.id);
+    for kind in &types {
+        query = query.bind(*kind);
+    }
+    if let Some(line_id) = &webhook.line_id {
+        query = query.bind(line_id);
+    }
+    let event_ids: Vec<String> =
+        query.fetch_all(&mut *tx).await?.iter().map(|r| r.try_get(0)).collect::<sqlx::Result<_>>()?;
+    if event_ids.len() > max {
+        return Err(ReplayError::TooMany(max));
+    }
+    let now = clock::now_ms();
+    webhooks::enable(&mut tx, &webhook.id, now).await?;
+    let refs: Vec<&str> = event_ids.iter().map(String::as_str).collect();
+    insert_deliveries(&mut tx, &webhook.org_id, &webhook.id, &refs, now).await?;
+    tx.commit().await?;
+    Ok(event_ids.len())
+}
+
+/// Deletes attempts and settled deliveries last touched before `before`, up to `limit` rows of
+/// each; returns how many rows went.
+pub async fn prune(db: &Db, before: i64, limit: i64) -> sqlx::Result<u64> {
+    let attempts = sqlx::query(
+        "DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE created_at < $1 LIMIT $2)",
+    )
+    .bind(before)
+    .bind(limit)
+    .execute(db.writer())
+    .await?
+    .rows_affected();
+    // A delivery settled before `before` had all its attempts before then too: none are left.
+    let deliveries = sqlx::query(
+        "DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE state IN \
+         ('delivered', 'failed') AND updated_at < $1 LIMIT $2)",
+    )
+    .bind(before)
+    .bind(limit)
+    .execute(db.writer())
+    .await?
+    .rows_affected();
+    Ok(attempts + deliveries)
+}
+
+/// Events not yet fanned out plus deliveries not yet settled (for tests and diagnostics).
+pub async fn outstanding(db: &Db) -> sqlx::Result<i64> {
+    let events: i64 = sqlx::query("SELECT COUNT(*) FROM events WHERE webhooks_pending = 1")
+        .fetch_one(db.writer())
+        .await?
+        .try_get(0)?;
+    let deliveries: i64 = sqlx::query("SELECT COUNT(*) FROM webhook_deliveries WHERE state IN ('pending', 'claimed')")
+        .fetch_one(db.writer())
+        .await?
+        .try_get(0)?;
+    Ok(events + deliveries)
+}

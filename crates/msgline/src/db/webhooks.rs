@@ -1,0 +1,294 @@
+//! Webhook endpoints. The signing secret is kept as minted (the service signs with it) and is
+//! shown to the customer only when it is created or rotated.
+
+use sqlx::{AnyConnection, Row, any::AnyRow};
+
+use super::{Db, Page, Paged};
+use crate::{
+    clock,
+    domain::webhook::{Subscriptions, new_secret},
+    ids,
+};
+
+#[derive(Clone)]
+pub struct Webhook {
+    pub id: String,
+    pub org_id: String,
+    pub line_id: Option<String>,
+    pub url: String,
+    pub description: Option<String>,
+    pub events: Subscriptions,
+    pub secret: String,
+    pub previous_secret: Option<String>,
+    pub previous_secret_expires_at: Option<i64>,
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    pub disabled_at: Option<i64>,
+    pub failing_since: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl std::fmt::Debug for Webhook {
+    // Secrets never reach a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook")
+            .field("id", &self.id)
+            .field("org_id", &self.org_id)
+            .field("url", &self.url)
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Webhook {
+    /// The secrets that sign at `now`: the current one, then the previous one during its grace.
+    pub fn signing_secrets(&self, now: i64) -> Vec<&str> {
+        let mut secrets = vec![self.secret.as_str()];
+        if let (Some(previous), Some(until)) = (&self.previous_secret, self.previous_secret_expires_at)
+            && until > now
+        {
+            secrets.push(previous);
+        }
+        secrets
+    }
+
+    /// Whether an event of this type (about a message on `line_id`, if any) goes here.
+    pub fn wants(&self, event_type: &str, line_id: Option<&str>, event_created_at: i64) -> bool {
+        self.enabled
+            && self.created_at <= event_created_at
+            && self.events.matches(event_type)
+            && (self.line_id.is_none() || self.line_id.as_deref() == line_id)
+    }
+}
+
+pub const COLUMNS: &str = "id, org_id, line_id, url, description, event_types, secret, previous_secret, \
+     previous_secret_expires_at, enabled, disabled_reason, disabled_at, failing_since, created_at, updated_at";
+
+pub fn from_row(row: &AnyRow) -> sqlx::Result<Webhook> {
+    Ok(Webhook {
+        id: row.try_get(0)?,
+        org_id: row.try_get(1)?,
+        line_id: row.try_get(2)?,
+        url: row.try_get(3)?,
+        description: row.try_get(4)?,
+        events: Subscriptions::from_stored(&row.try_get::<String, _>(5)?),
+        secret: row.try_get(6)?,
+        previous_secret: row.try_get(7)?,
+        previous_secret_expires_at: row.try_get(8)?,
+        enabled: row.try_get::<i64, _>(9)? != 0,
+        disabled_reason: row.try_get(10)?,
+        disabled_at: row.try_get(11)?,
+        failing_since: row.try_get(12)?,
+        created_at: row.try_get(13)?,
+        updated_at: row.try_get(14)?,
+    })
+}
+
+pub struct NewWebhook<'a> {
+    pub org_id: &'a str,
+    pub line_id: Option<&'a str>,
+    pub url: &'a str,
+    pub description: Option<&'a str>,
+    pub events: &'a Subscriptions,
+}
+
+/// Stores an endpoint with a new secret.
+pub async fn create(db: &Db, new: NewWebhook<'_>) -> sqlx::Result<Webhook> {
+    let now = clock::now_ms();
+    let webhook = Webhook {
+        id: ids::new_id("wh"),
+        org_id: new.org_id.to_string(),
+        line_id: new.line_id.map(str::to_string),
+        url: new.url.to_string(),
+        description: new.description.map(str::to_string),
+        events: new.events.clone(),
+        secret: new_secret(),
+        previous_secret: None,
+        previous_secret_expires_at: None,
+        enabled: true,
+        disabled_reason: None,
+        disabled_at: None,
+        failing_since: None,
+        created_at: now,
+        updated_at: now,
+    };
+    sqlx::query(&format!(
+        "INSERT INTO webhooks ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, NULL, 1, NULL, NULL, NULL, $8, $8)"
+    ))
+    .bind(&webhook.id)
+    .bind(&webhook.org_id)
+    .bind(&webhook.line_id)
+    .bind(&webhook.url)
+    .bind(&webhook.description)
+    .bind(webhook.events.to_stored())
+    .bind(&webhook.secret)
+    .bind(now)
+    .execute(db.writer())
+    .await?;
+    Ok(webhook)
+}
+
+/// One of the organisation's endpoints. Read from the writer, so a change just made is seen.
+pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Webhook>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM webhooks WHERE org_id = $1 AND id = $2"))
+        .bind(org_id)
+        .bind(id)
+        .fetch_optional(db.writer())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// An endpoint by id alone, inside a transaction (the webhook worker).
+pub async fn get_any(conn: &mut AnyConnection, id: &str) -> sqlx::Result<Option<Webhook>> {
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM webhooks WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// The organisation's endpoints, newest first; only those bound to `line_id` when it is given.
+pub async fn list(db: &Db, org_id: &str, line_id: Option<&str>, page: &Page) -> sqlx::Result<Paged<Webhook>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM webhooks WHERE org_id = $1");
+    let mut binds = vec![org_id.to_string()];
+    if let Some(line_id) = line_id {
+        binds.push(line_id.to_string());
+        sql.push_str(&format!(" AND line_id = ${}", binds.len()));
+    }
+    if let Some(before) = &page.before {
+        binds.push(before.clone());
+        sql.push_str(&format!(" AND id < ${}", binds.len()));
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+    let mut query = sqlx::query(&sql);
+    for bind in &binds {
+        query = query.bind(bind);
+    }
+    let rows = query.fetch_all(db.reader()).await?;
+    let webhooks = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
+    Ok(Paged::from_overfetch(webhooks, page.limit, |w| &w.id))
+}
+
+/// The enabled endpoints of these organisations (the fan-out's candidates).
+pub async fn enabled_for_orgs(conn: &mut AnyConnection, org_ids: &[&str]) -> sqlx::Result<Vec<Webhook>> {
+    if org_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders = (1..=org_ids.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+    let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE enabled = 1 AND org_id IN ({placeholders})");
+    let mut query = sqlx::query(&sql);
+    for org_id in org_ids {
+        query = query.bind(*org_id);
+    }
+    query.fetch_all(&mut *conn).await?.iter().map(from_row).collect()
+}
+
+/// Deletes an endpoint with its deliveries and attempts. Returns whether it existed.
+pub async fn delete(db: &Db, org_id: &str, id: &str) -> sqlx::Result<bool> {
+    let mut tx = db.writer().begin().await?;
+    for table in ["webhook_attempts", "webhook_deliveries"] {
+        sqlx::query(&format!("DELETE FROM {table} WHERE webhook_id = $1 AND org_id = $2"))
+            .bind(id)
+            .bind(org_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let deleted = sqlx::query("DELETE FROM webhooks WHERE id = $1 AND org_id = $2")
+        .bind(id)
+        .bind(org_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    tx.commit().await?;
+    Ok(deleted == 1)
+}
+
+/// Gives an endpoint a new secret; the current one keeps signing until `now + grace_ms` (not at
+/// all when 0). A secret still in its grace from an earlier rotation stops signing now.
+pub async fn rotate_secret(db: &Db, org_id: &str, id: &str, grace_ms: i64) -> sqlx::Result<Option<Webhook>> {
+    let mut tx = db.writer().begin().await?;
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM webhooks WHERE org_id = $1 AND id = $2"))
+        .bind(org_id)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(mut webhook) = row.as_ref().map(from_row).transpose()? else { return Ok(None) };
+    let now = clock::now_ms();
+    let secret = new_secret();
+    let (previous, until) =
+        if grace_ms > 0 { (Some(webhook.secret.clone()), Some(now + grace_ms)) } else { (None, None) };
+    sqlx::query(
+        "UPDATE webhooks SET secret = $1, previous_secret = $2, previous_secret_expires_at = $3, updated_at = $4 \
+         WHERE id = $5",
+    )
+    .bind(&secret)
+    .bind(&previous)
+    .bind(until)
+    .bind(now)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    webhook.secret = secret;
+    webhook.previous_secret = previous;
+    webhook.previous_secret_expires_at = until;
+    webhook.updated_at = now;
+    Ok(Some(webhook))
+}
+
+/// Disables an endpoint and gives up its outstanding deliveries, inside the caller's transaction.
+pub async fn disable(conn: &mut AnyConnection, id: &str, reason: &str, now: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE webhooks SET enabled = 0, disabled_reason = $1, disabled_at = $2, updated_at = $2 \
+         WHERE id = $3 AND enabled = 1",
+    )
+    .bind(reason)
+    .bind(now)
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE webhook_deliveries SET state = 'failed', next_attempt_at = NULL, claimed_until = NULL, updated_at = $1 \
+         WHERE webhook_id = $2 AND state = 'pending'",
+    )
+    .bind(now)
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Enables an endpoint again (a replay), with a clean failure record.
+pub async fn enable(conn: &mut AnyConnection, id: &str, now: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE webhooks SET enabled = 1, disabled_reason = NULL, disabled_at = NULL, failing_since = NULL, \
+         updated_at = $1 WHERE id = $2 AND enabled = 0",
+    )
+    .bind(now)
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Notes a failed attempt; returns since when the endpoint has failed without a success between.
+pub async fn note_failure(conn: &mut AnyConnection, id: &str, now: i64) -> sqlx::Result<i64> {
+    let row = sqlx::query(
+        "UPDATE webhooks SET failing_since = COALESCE(failing_since, $1) WHERE id = $2 RETURNING failing_since",
+    )
+    .bind(now)
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.map(|r| r.try_get::<Option<i64>, _>(0)).transpose()?.flatten().unwrap_or(now))
+}
+
+/// Notes a success: the endpoint is healthy again.
+pub async fn note_success(conn: &mut AnyConnection, id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! The webhook worker: fans new events out to one delivery per matching endpoint, claims the
+//! deliveries that are due (the claim is committed first), signs and posts each through the
+//! egress client, then records the attempt and what comes next in one transaction: done, a
+//! retry by the schedule (or the receiver's `Retry-After`), or given up. An endpoint that
+//! answers 410, or whose every attempt has failed for `MSGLINE_WEBHOOK_DISABLE_AFTER`, is
+//! disabled.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, watch};
+
+use crate::{
+    api::AppState,
+    clock,
+    config::Config,
+    db::{
+        self,
+        webhook_deliveries::{Attempt, Claimed, Settle, StoredEvent},
+    },
+    domain::webhook::{RetrySchedule, jittered, parse_duration, parse_retry_after, signature_header},
+    ids,
+};
+
+/// How long a receiver has to answer.
+pub const TIMEOUT: Duration = Duration::from_secs(15);
+/// A claim outlives the call it covers; one that runs out (a crash) is taken again.
+const LEASE_MS: i64 = TIMEOUT.as_millis() as i64 + 10_000;
+/// Most posts in flight at once from one instance.
+const MAX_IN_FLIGHT: usize = 64;
+const CLAIM_BATCH: usize = 32;
+const FAN_OUT_BATCH: i64 = 500;
+/// How much of a receiver's answer is kept for the deliveries list.
+pub const KEPT_RESPONSE_BYTES: usize = 1024;
+const IDLE: Duration = Duration::from_millis(200);
+/// Attempts and settled deliveries are kept this long.
+const RETENTION_MS: i64 = 30 * 86_400_000;
+const PRUNE_EVERY: Duration = Duration::from_secs(300);
+
+/// The worker's configuration, parsed once.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub schedule: RetrySchedule,
+    pub disable_after_ms: i64,
+}
+
+impl Settings {
+    pub fn from_config(config: &Config) -> anyhow::Result<Self> {
+        let schedule = RetrySchedule::parse(&config.webhook_retry_schedule).map_err(anyhow::Error::msg)?;
+        let disable_after = parse_duration(&config.webhook_disable_after).map_err(anyhow::Error::msg)?;
+        Ok(Settings { schedule, disable_after_ms: disable_after.as_millis() as i64 })
+    }
+}
+
+pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+    let settings = match Settings::from_config(&state.config) {
+        Ok(settings) => Arc::new(settings),
+        Err(error) => {
+            tracing::error!(error = %error, "webhook delivery is off: its configuration is invalid");
+            return;
+        }
+    };
+    let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut pruned_at: Option<Instant> = None;
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        let worked = match step(&state, &settings, &permits).await {
+            Ok(n) => n,
+            Err(error) => {
+                tracing::error!(error = %error, "webhook worker step failed");
+                0
+            }
+        };
+        if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            pruned_at = Some(Instant::now());
+            if let Err(error) = prune(&state).await {
+                tracing::error!(error = %error, "could not prune old webhook attempts");
+            }
+        }
+        if worked == 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(IDLE) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+    // Let posts in flight finish and record their outcome.
+    let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), permits.acquire_many(MAX_IN_FLIGHT as u32)).await;
+}
+
+/// Fans out new events, then claims what is due (as many as there are free slots) and starts
+/// posting each; returns how many events and deliveries it took.
+pub async fn step(state: &AppState, settings: &Arc<Settings>, permits: &Arc<Semaphore>) -> anyhow::Result<usize> {
+    let fanned = db::webhook_deliveries::fan_out(&state.db, FAN_OUT_BATCH).await?;
+    let free = permits.available_permits().min(CLAIM_BATCH);
+    let now = clock::now_ms();
+    if free == 0 || !db::webhook_deliveries::any_due(&state.db, now).await? {
+        return Ok(fanned);
+    }
+    let claimed = db::webhook_deliveries::claim_due(&state.db, now, LEASE_MS, free as i64).await?;
+    let count = claimed.len();
+    for delivery in claimed {
+        let permit = permits.clone().acquire_owned().await.expect("semaphore stays open");
+        let (state, settings) = (state.clone(), settings.clone());
+        tokio::spawn(async move {
+            if let Err(error) = deliver(&state, &settings, &delivery).await {
+                // The claim runs out and the delivery is taken again: nothing is lost.
+                tracing::error!(delivery = %delivery.id, error = %error, "could not record a webhook attempt");
+            }
+            drop(permit);
+        });
+    }
+    Ok(fanned + count)
+}
+
+async fn prune(state: &AppState) -> sqlx::Result<()> {
+    let before = clock::now_ms() - RETENTION_MS;
+    while db::webhook_deliveries::prune(&state.db, before, 1000).await? > 0 {}
+    Ok(())
+}
+
+/// The body every attempt of an event carries: `{id, type, created_at, data}`.
+pub fn payload(event: &StoredEvent) -> Vec<u8> {
+    let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
+    let body =
+        json!({"id": event.id, "type": event.kind, "created_at": clock::rfc3339(event.created_at), "data": data});
+    serde_json::to_vec(&body).expect("JSON values serialise")
+}
+
+/// What one attempt came to.
+enum Outcome {
+    Delivered,
+    Gone,
+    Failed { retry_after: Option<Duration> },
+}
+
+async fn deliver(state: &AppState, settings: &Settings, claimed: &Claimed) -> anyhow::Result<()> {
+    let webhook = db::webhooks::get(&state.db, &claimed.org_id, &claimed.webhook_id).await?;
+    let event = db::webhook_deliveries::event(&state.db, &claimed.event_id).await?;
+    let (Some(webhook), Some(event)) = (webhook, event) else {
+        // The endpoint was deleted (its deliveries went with it).
+        return Ok(());
+    };
+    if !webhook.enabled {
+        let mut conn = state.db.writer().acquire().await?;
+        db::webhook_deliveries::settle(&mut conn, claimed, Settle::Failed, None, clock::now_ms()).await?;
+        return Ok(());
+    }
+
+    let body = payload(&event);
+    let timestamp = clock::now_ms() / 1000;
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(HeaderName::from_static("webhook-id"), HeaderValue::from_str(&event.id)?);
+    headers.insert(HeaderName::from_static("webhook-timestamp"), HeaderValue::from(timestamp));
+    let signature = signature_header(webhook.signing_secrets(clock::now_ms()), &event.id, timestamp, &body);
+    headers.insert(HeaderName::from_static("webhook-signature"), HeaderValue::from_str(&signature)?);
+
+    let started = Instant::now();
+    let result = state.egress.post_keeping_status(&webhook.url, headers, body, KEPT_RESPONSE_BYTES, TIMEOUT).await;
+    let latency_ms = started.elapsed().as_millis() as i64;
+    let now = clock::now_ms();
+
+    let (status, response_body, error, outcome) = match result {
+        Ok(answer) => {
+            let text = String::from_utf8_lossy(&answer.body).into_owned();
+            let outcome = match answer.status {
+                200..=299 => Outcome::Delivered,
+                410 => Outcome::Gone,
+                429 | 503 => Outcome::Failed {
+                    retry_after: answer
+                        .headers
+                        .get(header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| parse_retry_after(v, time::OffsetDateTime::now_utc())),
+                },
+                _ => Outcome::Failed { retry_after: None },
+            };
+            (Some(answer.status), Some(text), None, outcome)
+        }
+        Err(error) => (None, None, Some(error.to_string()), Outcome::Failed { retry_after: None }),
+    };
+
+    let mut tx = state.db.writer().begin().await?;
+    let mut disable = None;
+    let settle = match outcome {
+        Outcome::Delivered => Settle::Delivered,
+        Outcome::Gone => {
+            disable = Some("gone");
+            Settle::Failed
+        }
+        Outcome::Failed { retry_after } => {
+            let failing_since = db::webhooks::note_failure(&mut tx, &webhook.id, now).await?;
+            if now - failing_since >= settings.disable_after_ms {
+                disable = Some("failing");
+                Settle::Failed
+            } else {
+                match settings.schedule.delay_after(claimed.attempt) {
+                    // The receiver's own Retry-After wins over the schedule; it still counts as an attempt.
+                    Some(delay) => {
+                        let wait = retry_after.unwrap_or_else(|| jittered(delay, &mut rand::rng()));
+                        Settle::RetryAt(now + wait.as_millis() as i64)
+                    }
+                    None => Settle::Failed,
+                }
+            }
+        }
+    };
+    if !db::webhook_deliveries::settle(&mut tx, claimed, settle, status, now).await? {
+        tx.rollback().await?;
+        tracing::warn!(delivery = %claimed.id, "a webhook claim ran out before its attempt was recorded");
+        return Ok(());
+    }
+    let attempt = Attempt {
+        id: ids::new_id("att"),
+        webhook_id: webhook.id.clone(),
+        event_id: event.id.clone(),
+        event_type: event.kind.clone(),
+        attempt: claimed.attempt,
+        status_code: status.map(i64::from),
+        succeeded: settle == Settle::Delivered,
+        latency_ms,
+        response_body,
+        error,
+        next_attempt_at: match settle {
+            Settle::RetryAt(at) => Some(at),
+            _ => None,
+        },
+        created_at: now,
+    };
+    db::webhook_deliveries::insert_attempt(&mut tx, &claimed.org_id, &claimed.id, &attempt).await?;
+    match (settle, disable) {
+        (Settle::Delivered, _) => db::webhooks::note_success(&mut tx, &webhook.id).await?,
+        (_, Some(reason)) => db::webhooks::disable(&mut tx, &webhook.id, reason, now).await?,
+        _ => {}
+    }
+    tx.commit().await?;
+
+    match (settle, disable) {
+        (Settle::Delivered, _) => {}
+        (_, Some(reason)) => {
+            tracing::warn!(webhook = %webhook.id, event = %event.id, status, reason, "disabled a webhook endpoint")
+        }
+        _ => tracing::info!(
+            webhook = %webhook.id,
+            event = %event.id,
+            attempt = claimed.attempt,
+            status,
+            error = attempt.error.as_deref(),
+            next_attempt_at = attempt.next_attempt_at.map(clock::rfc3339),
+            "webhook attempt failed"
+        ),
+    }
+    Ok(())
+}
