@@ -333,6 +333,110 @@ async fn scenario_e2e(h: &Harness, from: i64, to: i64) -> anyhow::Result<Value> 
     Ok(summary("e2e", samples, span, "messages"))
 }
 
+/// Deliveries the bench receiver got: with a valid signature, and without.
+#[derive(Default)]
+struct Received {
+    good: AtomicU64,
+    bad: AtomicU64,
+    first_us: AtomicU64,
+    last_us: AtomicU64,
+}
+
+/// A receiver that checks every delivery's signature (with the secret set once the endpoint is
+/// registered) and counts what it got.
+async fn receiver(secret: Arc<std::sync::RwLock<String>>, clock: Instant) -> anyhow::Result<(String, Arc<Received>)> {
+    use axum::{body::Bytes, http::HeaderMap, routing::post};
+    let received = Arc::new(Received::default());
+    let counts = received.clone();
+    let router = axum::Router::new().route(
+        "/hook",
+        post(move |headers: HeaderMap, body: Bytes| {
+            let (counts, secret) = (counts.clone(), secret.clone());
+            async move {
+                let header =
+                    |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+                let timestamp = header("webhook-timestamp").parse::<i64>().unwrap_or_default();
+                let secret = secret.read().expect("secret lock").clone();
+                let expected = crate::domain::webhook::sign(&secret, &header("webhook-id"), timestamp, &body);
+                if header("webhook-signature").split(' ').any(|s| s == expected) {
+                    counts.good.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    counts.bad.fetch_add(1, Ordering::Relaxed);
+                }
+                let now = clock.elapsed().as_micros() as u64;
+                let _ = counts.first_us.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+                counts.last_us.fetch_max(now, Ordering::Relaxed);
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/hook", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Ok((url, received))
+}
+
+/// Events delivered per second to a local receiver that verifies each signature. A send load
+/// produces the events (queued, submitted, sent, delivered: four per message); the rate is
+/// counted from the first delivery to the last, once every event is delivered.
+async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
+    let http = client(args.connections);
+    let secret = Arc::new(std::sync::RwLock::new(String::new()));
+    let clock = Instant::now();
+    let (url, received) = receiver(secret.clone(), clock).await?;
+    let registration: Value = http
+        .post(format!("{}/api/v1/messaging/webhooks", h.base))
+        .bearer_auth(&h.keys[0])
+        .json(&json!({"url": url, "events": ["*"]}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let key = registration["secret"].as_str().ok_or_else(|| anyhow::anyhow!("registration failed: {registration}"))?;
+    *secret.write().expect("secret lock") = key.to_string();
+    let since = crate::clock::now_ms();
+    scenario_send(h, args).await;
+    // Every event written from here on is for the endpoint; wait until all have arrived.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut expected = 0;
+    while Instant::now() < deadline {
+        expected = sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1")
+            .bind(since)
+            .fetch_one(h.db.writer())
+            .await?
+            .try_get::<i64, _>(0)? as u64;
+        let got = received.good.load(Ordering::Relaxed) + received.bad.load(Ordering::Relaxed);
+        if got >= expected && expected > 0 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let settled: u64 = sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1")
+                .bind(since)
+                .fetch_one(h.db.writer())
+                .await?
+                .try_get::<i64, _>(0)? as u64;
+            if settled == expected {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let good = received.good.load(Ordering::Relaxed);
+    let bad = received.bad.load(Ordering::Relaxed);
+    let span = received.last_us.load(Ordering::Relaxed).saturating_sub(received.first_us.load(Ordering::Relaxed));
+    let seconds = (span as f64 / 1e6).max(1e-3);
+    Ok(json!({
+        "scenario": "webhooks",
+        "unit": "events",
+        "count": good,
+        "errors": bad + expected.saturating_sub(good + bad),
+        "expected": expected,
+        "seconds": seconds,
+        "per_second": good as f64 / seconds,
+        "p50_ms": Value::Null, "p99_ms": Value::Null, "p999_ms": Value::Null,
+    }))
+}
+
 async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
     // A million messages over many conversations; the one read is an ordinary thread.
     let seeded = crate::db::seed_messages(&h.db, args.read_rows).await?;
@@ -379,7 +483,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 };
                 scenario_e2e(&harness, from, to).await?
             }
-            "webhooks" => json!({"scenario": "webhooks", "skipped": "webhook delivery is not built in this version"}),
+            "webhooks" => scenario_webhooks(&harness, &args).await?,
             _ => scenario_read(&harness, &args).await?,
         };
         results.push(result);
@@ -438,14 +542,14 @@ fn print_table(report: &Value) {
             continue;
         }
         println!(
-            "{:<10} {:>10} {:>8} {:>12.0} {:>9.2} {:>9.2} {:>9.2}",
+            "{:<10} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9}",
             result["scenario"].as_str().unwrap_or_default(),
             result["count"],
             result["errors"],
             result["per_second"].as_f64().unwrap_or(0.0),
-            result["p50_ms"].as_f64().unwrap_or(0.0),
-            result["p99_ms"].as_f64().unwrap_or(0.0),
-            result["p999_ms"].as_f64().unwrap_or(0.0),
+            ms(&result["p50_ms"]),
+            ms(&result["p99_ms"]),
+            ms(&result["p999_ms"]),
         );
     }
     let rss = &report["server_rss_mib"];
@@ -454,4 +558,8 @@ fn print_table(report: &Value) {
         rss["idle"].as_f64().unwrap_or(0.0),
         rss["peak"].as_f64().unwrap_or(0.0)
     );
+}
+
+fn ms(value: &Value) -> String {
+    value.as_f64().map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())
 }
