@@ -23,9 +23,12 @@ CREATE TABLE messages (
     delivered_at      BIGINT,
     read_at           BIGINT
 );
+-- Every list is one organisation's, newest first: the organisation leads each index so that
+-- a filtered list reads only its own rows in order.
 CREATE INDEX messages_by_org ON messages (org_id, id);
-CREATE INDEX messages_by_conversation ON messages (conversation_id, id);
-CREATE INDEX messages_by_contact ON messages (contact_id, id);
+CREATE INDEX messages_by_conversation ON messages (org_id, conversation_id, id);
+CREATE INDEX messages_by_contact ON messages (org_id, contact_id, id);
+-- Routing inbound messages on a shared line: who last wrote to this number from this line.
 CREATE INDEX messages_by_line_contact ON messages (line_id, contact_id, id);
 
 -- One row per outbound message not yet settled with its line.

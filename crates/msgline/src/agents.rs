@@ -79,7 +79,7 @@ pub async fn execute(state: &AppState, run: &Run) -> anyhow::Result<Outcome> {
     let Some(agent) = agent.filter(|a| a.enabled) else {
         return Ok(Outcome::ModelError("the agent was disabled or deleted".into()));
     };
-    let history = db::agents::recent_messages(&state.db, &run.conversation_id, HISTORY).await?;
+    let history = db::agents::recent_messages(&state.db, &run.org_id, &run.conversation_id, HISTORY).await?;
     let mut messages = vec![json!({"role": "system", "content": system_prompt(&agent)})];
     for (direction, body) in history {
         let role = if direction == "inbound" { "user" } else { "assistant" };

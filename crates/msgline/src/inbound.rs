@@ -392,12 +392,14 @@ async fn group_settled(
     if !matches!(state, "created" | "failed") {
         return Ok(());
     }
-    let opening: Option<String> = sqlx::query("SELECT id FROM messages WHERE conversation_id = $1 ORDER BY id LIMIT 1")
-        .bind(&group.id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .map(|r| r.try_get(0))
-        .transpose()?;
+    let opening: Option<String> =
+        sqlx::query("SELECT id FROM messages WHERE org_id = $1 AND conversation_id = $2 ORDER BY id LIMIT 1")
+            .bind(&group.org_id)
+            .bind(&group.id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()?;
     if let Some(message_id) = opening {
         crate::send::groups::settle(conn, &group.id, &message_id, state, reason).await?;
         if state == "failed" {

@@ -396,10 +396,16 @@ pub async fn record_tool_call(db: &Db, run_id: &str, call: &ToolCall) -> sqlx::R
 }
 
 /// The conversation's last `n` messages, oldest first, as (direction, body).
-pub async fn recent_messages(db: &Db, conversation_id: &str, n: i64) -> sqlx::Result<Vec<(String, String)>> {
+pub async fn recent_messages(
+    db: &Db,
+    org_id: &str,
+    conversation_id: &str,
+    n: i64,
+) -> sqlx::Result<Vec<(String, String)>> {
     let rows = sqlx::query(&format!(
-        "SELECT direction, body FROM messages WHERE conversation_id = $1 ORDER BY id DESC LIMIT {n}"
+        "SELECT direction, body FROM messages WHERE org_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT {n}"
     ))
+    .bind(org_id)
     .bind(conversation_id)
     .fetch_all(db.writer())
     .await?;

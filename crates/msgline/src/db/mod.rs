@@ -56,7 +56,9 @@ pub struct Db {
 
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
      PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;";
-const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
+// Readers open the file read-write (a read-only open of a WAL database can stall in the busy
+// handler) and refuse writes with query_only.
+const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA query_only = ON;";
 
 impl Db {
     /// Connects to `sqlite://PATH` (creating the file) or `postgres://...`.
@@ -88,7 +90,7 @@ impl Db {
                         Ok(())
                     })
                 })
-                .connect_lazy(&with_mode(url, "ro"))?;
+                .connect_lazy(&with_mode(url, "rw"))?;
             let group = Some(GroupWriter::start(writer.clone()));
             Ok(Db { writer, reader, backend: Backend::Sqlite, group })
         } else {
