@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
-use super::{Backend, Db, Page, Paged};
+use super::{Backend, Db, ListQuery, Page, Paged};
 use crate::{clock, ids};
 
 pub const TOOLS: [&str; 3] = ["messaging_send", "send_contact_card", "send_poll"];
@@ -143,18 +143,9 @@ pub async fn get_any(conn: &mut AnyConnection, id: &str) -> sqlx::Result<Option<
 }
 
 pub async fn list(db: &Db, org_id: &str, page: &Page) -> sqlx::Result<Paged<Agent>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM agents WHERE org_id = $1 AND deleted_at IS NULL");
-    if page.before.is_some() {
-        sql.push_str(" AND id < $2");
-    }
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
-    let mut query = sqlx::query(&sql).bind(org_id);
-    if let Some(before) = &page.before {
-        query = query.bind(before);
-    }
-    let rows = query.fetch_all(db.reader()).await?;
-    let agents = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    Ok(Paged::from_overfetch(agents, page.limit, |a| &a.id))
+    ListQuery::new(format!("SELECT {COLUMNS} FROM agents WHERE org_id = $1 AND deleted_at IS NULL"), org_id)
+        .fetch(db, page, from_row, |a| &a.id)
+        .await
 }
 
 /// The enabled agent of an organisation on a line, other than `except`.
@@ -307,18 +298,9 @@ pub async fn finish(db: &Db, run_id: &str, state: &str, outcome: &str, error: Op
 }
 
 pub async fn list_runs(db: &Db, agent_id: &str, page: &Page) -> sqlx::Result<Paged<Run>> {
-    let mut sql = format!("SELECT {RUN_COLUMNS} FROM agent_runs WHERE agent_id = $1");
-    if page.before.is_some() {
-        sql.push_str(" AND id < $2");
-    }
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
-    let mut query = sqlx::query(&sql).bind(agent_id);
-    if let Some(before) = &page.before {
-        query = query.bind(before);
-    }
-    let rows = query.fetch_all(db.reader()).await?;
-    let runs = rows.iter().map(run_from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    Ok(Paged::from_overfetch(runs, page.limit, |r| &r.id))
+    ListQuery::new(format!("SELECT {RUN_COLUMNS} FROM agent_runs WHERE agent_id = $1"), agent_id)
+        .fetch(db, page, run_from_row, |r| &r.id)
+        .await
 }
 
 // --- tool calls ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
-use super::{Batch, Db, Page, Paged};
+use super::{Batch, Db, ListQuery, Page, Paged};
 use crate::{clock, ids};
 
 #[derive(Debug, Clone)]
@@ -76,22 +76,8 @@ pub fn stage_insert(batch: &mut Batch, attempt: NewAttempt<'_>) {
 
 /// The organisation's attempts, newest first, optionally for one message.
 pub async fn list(db: &Db, org_id: &str, message_id: Option<&str>, page: &Page) -> sqlx::Result<Paged<Attempt>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM delivery_attempts WHERE org_id = $1");
-    let mut binds = vec![org_id.to_string()];
-    if let Some(message_id) = message_id {
-        binds.push(message_id.to_string());
-        sql.push_str(&format!(" AND message_id = ${}", binds.len()));
-    }
-    if let Some(before) = &page.before {
-        binds.push(before.clone());
-        sql.push_str(&format!(" AND id < ${}", binds.len()));
-    }
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
-    let mut query = sqlx::query(&sql);
-    for bind in &binds {
-        query = query.bind(bind);
-    }
-    let rows = query.fetch_all(db.reader()).await?;
-    let attempts = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    Ok(Paged::from_overfetch(attempts, page.limit, |a| &a.id))
+    ListQuery::new(format!("SELECT {COLUMNS} FROM delivery_attempts WHERE org_id = $1"), org_id)
+        .eq("message_id", message_id)
+        .fetch(db, page, from_row, |a| &a.id)
+        .await
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::{Row, any::AnyRow};
 
-use super::{Db, Page, Paged};
+use super::{Db, ListQuery, Page, Paged};
 use crate::{clock, domain::apikey, ids};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,18 +130,9 @@ pub async fn list_all(db: &Db) -> sqlx::Result<Vec<Line>> {
 
 /// The lines an organisation may use: its dedicated lines and every shared line.
 pub async fn list_for_org(db: &Db, org_id: &str, page: &Page) -> sqlx::Result<Paged<Line>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM lines WHERE (org_id = $1 OR org_id IS NULL)");
-    if page.before.is_some() {
-        sql.push_str(" AND id < $2");
-    }
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
-    let mut query = sqlx::query(&sql).bind(org_id);
-    if let Some(before) = &page.before {
-        query = query.bind(before);
-    }
-    let rows = query.fetch_all(db.reader()).await?;
-    let lines = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    Ok(Paged::from_overfetch(lines, page.limit, |l| &l.id))
+    ListQuery::new(format!("SELECT {COLUMNS} FROM lines WHERE (org_id = $1 OR org_id IS NULL)"), org_id)
+        .fetch(db, page, from_row, |l| &l.id)
+        .await
 }
 
 /// A line by id, whoever owns it.

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
-use super::{Batch, Db, Page, Paged, events};
+use super::{Batch, Db, ListQuery, Page, Paged, events};
 use crate::{clock, ids};
 
 #[derive(Debug, Clone)]
@@ -234,32 +234,14 @@ pub struct MessageFilter {
 
 /// The organisation's messages, newest first.
 pub async fn list(db: &Db, org_id: &str, filter: &MessageFilter, page: &Page) -> sqlx::Result<Paged<Message>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM messages WHERE org_id = $1");
-    let mut binds = vec![org_id.to_string()];
-    for (column, value) in [
-        ("conversation_id", &filter.conversation_id),
-        ("contact_id", &filter.contact_id),
-        ("direction", &filter.direction),
-        ("status", &filter.status),
-        ("line_id", &filter.line_id),
-    ] {
-        if let Some(value) = value {
-            binds.push(value.clone());
-            sql.push_str(&format!(" AND {column} = ${}", binds.len()));
-        }
-    }
-    if let Some(before) = &page.before {
-        binds.push(before.clone());
-        sql.push_str(&format!(" AND id < ${}", binds.len()));
-    }
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
-    let mut query = sqlx::query(&sql);
-    for bind in &binds {
-        query = query.bind(bind);
-    }
-    let rows = query.fetch_all(db.reader()).await?;
-    let messages = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    Ok(Paged::from_overfetch(messages, page.limit, |m| &m.id))
+    ListQuery::new(format!("SELECT {COLUMNS} FROM messages WHERE org_id = $1"), org_id)
+        .eq("conversation_id", filter.conversation_id.as_deref())
+        .eq("contact_id", filter.contact_id.as_deref())
+        .eq("direction", filter.direction.as_deref())
+        .eq("status", filter.status.as_deref())
+        .eq("line_id", filter.line_id.as_deref())
+        .fetch(db, page, from_row, |m| &m.id)
+        .await
 }
 
 /// The statuses a message may move to `to` from.

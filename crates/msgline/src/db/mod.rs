@@ -25,7 +25,7 @@ pub mod webhooks;
 
 pub use batch::{Arg, Batch};
 pub use group_commit::GroupWriter;
-pub use page::{Page, Paged};
+pub use page::{ListQuery, Page, Paged};
 
 use std::time::Duration;
 

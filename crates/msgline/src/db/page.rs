@@ -24,3 +24,47 @@ impl<T> Paged<T> {
         Paged { rows, next }
     }
 }
+
+/// A newest-first list query: a base `SELECT ... WHERE <condition on $1>`, optional equality
+/// filters added when a value is given, then the cursor, the order and the limit of one page.
+pub struct ListQuery {
+    sql: String,
+    binds: Vec<String>,
+}
+
+impl ListQuery {
+    /// `base` ends in a condition on `$1`, bound to `first`.
+    pub fn new(base: impl Into<String>, first: &str) -> Self {
+        Self { sql: base.into(), binds: vec![first.to_string()] }
+    }
+
+    /// `AND column = value`, when there is a value.
+    pub fn eq(mut self, column: &str, value: Option<&str>) -> Self {
+        if let Some(value) = value {
+            self.binds.push(value.to_string());
+            self.sql.push_str(&format!(" AND {column} = ${}", self.binds.len()));
+        }
+        self
+    }
+
+    pub async fn fetch<T>(
+        mut self,
+        db: &super::Db,
+        page: &Page,
+        map: impl Fn(&sqlx::any::AnyRow) -> sqlx::Result<T>,
+        id_of: impl Fn(&T) -> &str,
+    ) -> sqlx::Result<Paged<T>> {
+        if let Some(before) = &page.before {
+            self.binds.push(before.clone());
+            self.sql.push_str(&format!(" AND id < ${}", self.binds.len()));
+        }
+        self.sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+        let mut query = sqlx::query(&self.sql);
+        for bind in &self.binds {
+            query = query.bind(bind);
+        }
+        let rows = query.fetch_all(db.reader()).await?;
+        let items = rows.iter().map(map).collect::<sqlx::Result<Vec<_>>>()?;
+        Ok(Paged::from_overfetch(items, page.limit, id_of))
+    }
+}

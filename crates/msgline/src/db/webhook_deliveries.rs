@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
+use super::ListQuery;
 use super::{
     Backend, Db, Page, Paged,
     webhooks::{self, Webhook},
@@ -292,24 +293,10 @@ pub async fn list_attempts(
     event_id: Option<&str>,
     page: &Page,
 ) -> sqlx::Result<Paged<Attempt>> {
-    let mut sql = format!("SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE webhook_id = $1");
-    let mut binds = vec![webhook_id.to_string()];
-    if let Some(event_id) = event_id {
-        binds.push(event_id.to_string());
-        sql.push_str(&format!(" AND event_id = ${}", binds.len()));
-    }
-    if let Some(before) = &page.before {
-        binds.push(before.clone());
-        sql.push_str(&format!(" AND id < ${}", binds.len()));
-    }
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
-    let mut query = sqlx::query(&sql);
-    for bind in &binds {
-        query = query.bind(bind);
-    }
-    let rows = query.fetch_all(db.reader()).await?;
-    let attempts = rows.iter().map(attempt_from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    Ok(Paged::from_overfetch(attempts, page.limit, |a| &a.id))
+    ListQuery::new(format!("SELECT {ATTEMPT_COLUMNS} FROM webhook_attempts WHERE webhook_id = $1"), webhook_id)
+        .eq("event_id", event_id)
+        .fetch(db, page, attempt_from_row, |a| &a.id)
+        .await
 }
 
 /// Why a replay was refused.

@@ -3,7 +3,7 @@
 
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
-use super::{Db, Page, Paged};
+use super::{Db, ListQuery, Page, Paged};
 use crate::{
     clock,
     domain::webhook::{Subscriptions, new_secret},
@@ -150,24 +150,10 @@ pub async fn get_any(conn: &mut AnyConnection, id: &str) -> sqlx::Result<Option<
 
 /// The organisation's endpoints, newest first; only those bound to `line_id` when it is given.
 pub async fn list(db: &Db, org_id: &str, line_id: Option<&str>, page: &Page) -> sqlx::Result<Paged<Webhook>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM webhooks WHERE org_id = $1");
-    let mut binds = vec![org_id.to_string()];
-    if let Some(line_id) = line_id {
-        binds.push(line_id.to_string());
-        sql.push_str(&format!(" AND line_id = ${}", binds.len()));
-    }
-    if let Some(before) = &page.before {
-        binds.push(before.clone());
-        sql.push_str(&format!(" AND id < ${}", binds.len()));
-    }
-    sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
-    let mut query = sqlx::query(&sql);
-    for bind in &binds {
-        query = query.bind(bind);
-    }
-    let rows = query.fetch_all(db.reader()).await?;
-    let webhooks = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    Ok(Paged::from_overfetch(webhooks, page.limit, |w| &w.id))
+    ListQuery::new(format!("SELECT {COLUMNS} FROM webhooks WHERE org_id = $1"), org_id)
+        .eq("line_id", line_id)
+        .fetch(db, page, from_row, |w| &w.id)
+        .await
 }
 
 /// The enabled endpoints of these organisations (the fan-out's candidates).
