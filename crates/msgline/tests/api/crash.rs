@@ -11,7 +11,7 @@ use tokio::{
 };
 
 use crate::{
-    helpers::{TestDb, eventually},
+    helpers::{TestDb, cli_value, eventually, serve_process},
     simline::free_port,
 };
 
@@ -19,14 +19,7 @@ const TOTAL: usize = 500;
 const LINE: &str = "+12015550100";
 
 async fn cli(db_url: &str, args: &[&str]) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_msgline"))
-        .args(args)
-        .env("MSGLINE_DATABASE_URL", db_url)
-        .output()
-        .await
-        .expect("msgline runs");
-    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("JSON")
+    cli_value(db_url, args).await
 }
 
 async fn serve(db_url: &str, port: u16) -> Child {
@@ -34,26 +27,9 @@ async fn serve(db_url: &str, port: u16) -> Child {
 }
 
 async fn serve_with(db_url: &str, port: u16, env: &[(&str, &str)]) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_msgline"))
-        .arg("serve")
-        .envs(env.iter().copied())
-        .env("MSGLINE_DATABASE_URL", db_url)
-        .env("MSGLINE_LISTEN", format!("127.0.0.1:{port}"))
-        .env("MSGLINE_RATE_LIMIT_PER_MINUTE", "1000000")
-        .env("MSGLINE_SEND_RATE_LIMIT_PER_MINUTE", "1000000")
-        .env("MSGLINE_BRIDGE_TIMEOUT_MS", "1000")
-        .env("MSGLINE_LOG", "warn")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("serve starts");
-    let client = reqwest::Client::new();
-    eventually(30, "serve to answer /readyz", || async {
-        let answer = client.get(format!("http://127.0.0.1:{port}/readyz")).send().await.ok()?;
-        answer.status().is_success().then_some(())
-    })
-    .await;
-    child
+    let mut all = vec![("MSGLINE_BRIDGE_TIMEOUT_MS", "1000")];
+    all.extend_from_slice(env);
+    serve_process(db_url, port, &all).await
 }
 
 #[tokio::test]

@@ -342,3 +342,33 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+/// Runs an admin command of the real binary and returns the JSON it printed.
+pub async fn cli_value(database_url: &str, args: &[&str]) -> Value {
+    cli_json(&run_cli(database_url, args).await)
+}
+
+/// `msgline serve` as its own process on `port` (limits raised, quiet logs, plus `env`), once it
+/// answers `/readyz`. Killed when dropped.
+pub async fn serve_process(database_url: &str, port: u16, env: &[(&str, &str)]) -> tokio::process::Child {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
+        .arg("serve")
+        .env("MSGLINE_DATABASE_URL", database_url)
+        .env("MSGLINE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("MSGLINE_RATE_LIMIT_PER_MINUTE", "1000000")
+        .env("MSGLINE_SEND_RATE_LIMIT_PER_MINUTE", "1000000")
+        .env("MSGLINE_LOG", "warn")
+        .env_remove("MSGLINE_CONFIG")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve starts");
+    let client = reqwest::Client::new();
+    eventually(30, "serve to answer /readyz", || async {
+        let answer = client.get(format!("http://127.0.0.1:{port}/readyz")).send().await.ok()?;
+        answer.status().is_success().then_some(())
+    })
+    .await;
+    child
+}

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
 use crate::{
-    helpers::{TestApp, TestDb, eventually, spawn_app, spawn_app_with},
+    helpers::{TestApp, TestDb, cli_value, eventually, serve_process, spawn_app, spawn_app_with},
     receiver::{Received, Receiver},
     simline::{LineSpec, free_port},
 };
@@ -507,39 +507,11 @@ async fn an_endpoint_registered_with_a_line_bound_key_gets_only_that_line_s_even
 
 /// `msgline serve` as its own process on `port`, with the test's settings.
 async fn serve(db_url: &str, port: u16) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_msgline"))
-        .arg("serve")
-        .env("MSGLINE_DATABASE_URL", db_url)
-        .env("MSGLINE_LISTEN", format!("127.0.0.1:{port}"))
-        .env("MSGLINE_RATE_LIMIT_PER_MINUTE", "1000000")
-        .env("MSGLINE_SEND_RATE_LIMIT_PER_MINUTE", "1000000")
-        .env("MSGLINE_ALLOW_PRIVATE_TARGETS", "true")
-        .env("MSGLINE_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s,1s,1s,1s,1s,1s,1s,1s")
-        .env("MSGLINE_LOG", "warn")
-        .env_remove("MSGLINE_CONFIG")
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("serve starts");
-    let client = reqwest::Client::new();
-    eventually(30, "serve to answer /readyz", || async {
-        let answer = client.get(format!("http://127.0.0.1:{port}/readyz")).send().await.ok()?;
-        answer.status().is_success().then_some(())
-    })
-    .await;
-    child
-}
-
-async fn cli(db_url: &str, args: &[&str]) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_msgline"))
-        .args(args)
-        .env("MSGLINE_DATABASE_URL", db_url)
-        .env_remove("MSGLINE_CONFIG")
-        .output()
-        .await
-        .expect("msgline runs");
-    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("JSON")
+    let env = [
+        ("MSGLINE_ALLOW_PRIVATE_TARGETS", "true"),
+        ("MSGLINE_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s,1s,1s,1s,1s,1s,1s,1s"),
+    ];
+    serve_process(db_url, port, &env).await
 }
 
 #[tokio::test]
@@ -547,10 +519,10 @@ async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_
     const MESSAGES: usize = 30;
     let db = TestDb::new().await;
     let url = db.url().to_string();
-    let org = cli(&url, &["admin", "org", "create", "--name", "Crash"]).await;
+    let org = cli_value(&url, &["admin", "org", "create", "--name", "Crash"]).await;
     let key = org["api_key"].as_str().unwrap().to_string();
     let (port, sim_port) = (free_port(), free_port());
-    let line = cli(
+    let line = cli_value(
         &url,
         &[
             "admin",
