@@ -113,7 +113,7 @@ async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyho
         let mut current = current.clone();
         for step in db::messages::steps_to(&current.status, status) {
             let reason = if step == "failed" { reason.as_deref() } else { None };
-            if let Some(after) = db::messages::stage_advance_sqlite(&mut batch, &current, step, reason) {
+            if let Some(after) = db::messages::stage_advance(&mut batch, db.backend(), &current, step, reason) {
                 current = after;
             }
         }

@@ -56,7 +56,7 @@ impl From<Option<i64>> for Arg {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Batch {
     statements: Vec<(String, Vec<Arg>)>,
 }

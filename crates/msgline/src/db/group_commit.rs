@@ -1,4 +1,4 @@
-//! Group commit for SQLite: writes that need nothing read back are queued to one task that
+//! Group commit: writes that need nothing read back are queued to one task that
 //! commits many of them in a single transaction, run as one multi-statement query. On a single
 //! SQLite writer every round trip to the connection's thread costs about as much as a whole
 //! small transaction, so sharing one round trip among many requests multiplies throughput.
@@ -9,7 +9,7 @@
 use sqlx::{AnyPool, Executor};
 use tokio::sync::{mpsc, oneshot};
 
-use super::Batch;
+use super::{Backend, Batch};
 
 /// Most requests one commit carries.
 const MAX_GROUP: usize = 256;
@@ -19,22 +19,31 @@ struct Job {
     done: oneshot::Sender<sqlx::Result<()>>,
 }
 
+/// Committers working side by side (`lanes`: one on SQLite's single writer, several on
+/// PostgreSQL), each taking whatever has queued for it since its last commit.
 #[derive(Clone)]
 pub struct GroupWriter {
-    jobs: mpsc::Sender<Job>,
+    lanes: std::sync::Arc<Vec<mpsc::Sender<Job>>>,
+    next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl GroupWriter {
-    pub fn start(writer: AnyPool) -> Self {
-        let (jobs, rx) = mpsc::channel(4096);
-        tokio::spawn(run(writer, rx));
-        Self { jobs }
+    pub fn start(writer: AnyPool, lanes: usize) -> Self {
+        let lanes = (0..lanes.max(1))
+            .map(|_| {
+                let (jobs, rx) = mpsc::channel(4096);
+                tokio::spawn(run(writer.clone(), rx));
+                jobs
+            })
+            .collect();
+        Self { lanes: std::sync::Arc::new(lanes), next: Default::default() }
     }
 
     /// Commits the batch (with others); returns when it is durable.
     pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
         let (done, answer) = oneshot::channel();
-        self.jobs.send(Job { batch, done }).await.map_err(|_| sqlx::Error::PoolClosed)?;
+        let lane = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.lanes.len();
+        self.lanes[lane].send(Job { batch, done }).await.map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
     }
 }
@@ -51,6 +60,9 @@ async fn run(writer: AnyPool, mut rx: mpsc::Receiver<Job>) {
 
 async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
     let mut conn = writer.acquire().await?;
+    if Backend::of(&conn) == Backend::Postgres {
+        return commit_group_postgres(&mut conn, jobs).await;
+    }
     let mut combined = Batch::new();
     combined.push("BEGIN IMMEDIATE", Vec::new());
     for job in &jobs {
@@ -82,6 +94,36 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
                 let _ = job.done.send(result);
             }
         }
+    }
+    Ok(())
+}
+
+/// PostgreSQL runs statements one at a time, but many requests still share one transaction
+/// and one commit; a failure aborts the transaction, so each request is then retried alone.
+async fn commit_group_postgres(conn: &mut sqlx::AnyConnection, jobs: Vec<Job>) -> sqlx::Result<()> {
+    use sqlx::Connection;
+    let shared = async {
+        let mut tx = conn.begin().await?;
+        for job in &jobs {
+            job.batch.clone().execute(&mut tx).await?;
+        }
+        tx.commit().await
+    }
+    .await;
+    if shared.is_ok() {
+        for job in jobs {
+            let _ = job.done.send(Ok(()));
+        }
+        return Ok(());
+    }
+    for job in jobs {
+        let result = async {
+            let mut tx = conn.begin().await?;
+            job.batch.execute(&mut tx).await?;
+            tx.commit().await
+        }
+        .await;
+        let _ = job.done.send(result);
     }
     Ok(())
 }

@@ -271,12 +271,14 @@ pub async fn advance(
     Ok(moved)
 }
 
-/// Stages a move from the status `before` was read in, for a shared commit on SQLite: the
-/// update applies only if the message still stands where a move to `status` is allowed, and the
-/// event is written only if the update did (`changes()` is SQLite's count of rows the previous
-/// statement changed). Returns the message as it will be if the move applies.
-pub fn stage_advance_sqlite(
+/// Stages a move from the status `before` was read in, for a shared commit: the update applies
+/// only if the message still stands where a move to `status` is allowed, and the event is
+/// written only if the update did — on SQLite by `changes()` (the rows the previous statement
+/// changed), on PostgreSQL by one statement whose update feeds the insert. Returns the message
+/// as it will be if the move applies.
+pub fn stage_advance(
     batch: &mut Batch,
+    backend: super::Backend,
     before: &Message,
     status: &str,
     reason: Option<&str>,
@@ -294,13 +296,12 @@ pub fn stage_advance_sqlite(
         _ => "",
     };
     let allowed = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
-    batch.push(
-        format!(
-            "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
-             WHERE id = $5 AND status IN ({allowed})"
-        ),
-        vec![status.into(), reason.into(), ((status == "unknown") as i64).into(), now.into(), (&before.id).into()],
+    let update = format!(
+        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
+         WHERE id = $5 AND status IN ({allowed})"
     );
+    let update_args: Vec<super::Arg> =
+        vec![status.into(), reason.into(), ((status == "unknown") as i64).into(), now.into(), (&before.id).into()];
     let mut after = before.clone();
     after.status = status.to_string();
     if reason.is_some() {
@@ -315,18 +316,36 @@ pub fn stage_advance_sqlite(
         "read" => after.read_at = Some(now),
         _ => {}
     }
-    batch.push(
-        "INSERT INTO events (id, org_id, type, message_id, data, created_at) \
-         SELECT $1, $2, $3, $4, $5, $6 WHERE changes() > 0",
-        vec![
-            crate::ids::new_id("evt").into(),
-            (&after.org_id).into(),
-            format!("messaging.message.{}", after.status).into(),
-            (&after.id).into(),
-            serde_json::json!({"message": after.to_json()}).to_string().into(),
-            now.into(),
-        ],
-    );
+    let event_args: Vec<super::Arg> = vec![
+        crate::ids::new_id("evt").into(),
+        (&after.org_id).into(),
+        format!("messaging.message.{}", after.status).into(),
+        (&after.id).into(),
+        serde_json::json!({"message": after.to_json()}).to_string().into(),
+        now.into(),
+    ];
+    match backend {
+        super::Backend::Sqlite => {
+            batch.push(update, update_args);
+            batch.push(
+                "INSERT INTO events (id, org_id, type, message_id, data, created_at) \
+                 SELECT $1, $2, $3, $4, $5, $6 WHERE changes() > 0",
+                event_args,
+            );
+        }
+        super::Backend::Postgres => {
+            let mut args = update_args;
+            args.extend(event_args);
+            batch.push(
+                format!(
+                    "WITH moved AS ({update} RETURNING id) \
+                     INSERT INTO events (id, org_id, type, message_id, data, created_at) \
+                     SELECT $6, $7, $8, $9, $10, $11 FROM moved"
+                ),
+                args,
+            );
+        }
+    }
     Some(after)
 }
 

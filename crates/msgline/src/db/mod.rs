@@ -50,7 +50,7 @@ pub struct Db {
     writer: AnyPool,
     reader: AnyPool,
     backend: Backend,
-    /// SQLite only: shared commits for writes that read nothing back.
+    /// Shared commits for writes that read nothing back.
     group: Option<GroupWriter>,
 }
 
@@ -91,7 +91,7 @@ impl Db {
                     })
                 })
                 .connect_lazy(&with_mode(url, "rw"))?;
-            let group = Some(GroupWriter::start(writer.clone()));
+            let group = Some(GroupWriter::start(writer.clone(), 1));
             Ok(Db { writer, reader, backend: Backend::Sqlite, group })
         } else {
             let pool = AnyPoolOptions::new()
@@ -101,7 +101,8 @@ impl Db {
                 .connect(url)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;
-            Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres, group: None })
+            let group = Some(GroupWriter::start(pool.clone(), 4));
+            Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres, group })
         }
     }
 
@@ -119,7 +120,7 @@ impl Db {
         self.backend
     }
 
-    /// The group committer, where the engine gains from one (SQLite).
+    /// The group committer.
     pub fn group(&self) -> Option<&GroupWriter> {
         self.group.as_ref()
     }

@@ -136,7 +136,7 @@ pub async fn submit(
     let target = resolve::resolve(state, principal, &input).await?;
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
 
-    // A send to a known thread reads nothing back: on SQLite it shares a commit with others.
+    // A send to a known thread reads nothing back: it shares a commit with others.
     if let (Some(group), Some((conversation_id, contact_id)), None) =
         (state.db.group(), state.threads.get(&principal.org_id, &target), &input.poll)
     {

@@ -145,10 +145,10 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
         SendOutcome::Unreachable(_) | SendOutcome::RetryLater => None,
     };
     match state.db.group() {
-        // SQLite: the whole outcome is one staged write, committed together with others.
+        // The whole outcome is one staged write, committed together with others.
         Some(group) => {
             if let Some((status, reason)) = next {
-                db::messages::stage_advance_sqlite(&mut batch, &message, status, reason);
+                db::messages::stage_advance(&mut batch, state.db.backend(), &message, status, reason);
             }
             stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
             group.commit(batch).await?;
