@@ -1,26 +1,14 @@
 //! Crash safety: `kill -9` of `msgline serve` in the middle of 500 sends loses nothing and
 //! sends nothing twice.
 
-use std::{collections::HashSet, process::Stdio, sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use serde_json::{Value, json};
-use tokio::{
-    io::{AsyncBufReadExt, BufReader},
-    process::{Child, Command},
-    sync::Mutex,
-};
+use tokio::{process::Child, sync::Mutex};
 
-use crate::{
-    helpers::{TestDb, cli_value, eventually, serve_process},
-    simline::free_port,
-};
+use crate::helpers::{ProcessLine, TestDb, eventually, process_line, serve_process};
 
 const TOTAL: usize = 500;
-const LINE: &str = "+12015550100";
-
-async fn cli(db_url: &str, args: &[&str]) -> Value {
-    cli_value(db_url, args).await
-}
 
 async fn serve(db_url: &str, port: u16) -> Child {
     serve_with(db_url, port, &[]).await
@@ -36,39 +24,7 @@ async fn serve_with(db_url: &str, port: u16, env: &[(&str, &str)]) -> Child {
 async fn kill_9_in_the_middle_of_500_sends_loses_nothing_and_sends_nothing_twice() {
     let db = TestDb::new().await;
     let url = db.url().to_string();
-    let org = cli(&url, &["admin", "org", "create", "--name", "Crash"]).await;
-    let key = org["api_key"].as_str().unwrap().to_string();
-    let (port, sim_port) = (free_port(), free_port());
-    let line = cli(
-        &url,
-        &[
-            "admin",
-            "line",
-            "create",
-            "--e164",
-            LINE,
-            "--kind",
-            "dedicated",
-            "--org",
-            org["org_id"].as_str().unwrap(),
-            "--bridge-url",
-            &format!("http://127.0.0.1:{sim_port}"),
-            "--bridge-token",
-            "t",
-        ],
-    )
-    .await;
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_msgline"))
-        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", LINE, "--token", "t", "--step-ms", "5"])
-        .args(["--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
-        .args(["--callback-secret", line["bridge_secret"].as_str().unwrap()])
-        .env("MSGLINE_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut sim_out = BufReader::new(sim.stdout.take().unwrap()).lines();
-    sim_out.next_line().await.unwrap().expect("sim prints its address");
+    let ProcessLine { key, port, sim_port, sim: _sim, .. } = process_line(&url, "Crash").await;
 
     let mut server = serve(&url, port).await;
     let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
@@ -173,37 +129,7 @@ async fn kill_9_during_an_agent_run_still_gives_the_inbound_one_run_and_no_tool_
     .await;
     let db = TestDb::new().await;
     let url = db.url().to_string();
-    let org = cli(&url, &["admin", "org", "create", "--name", "Agents"]).await;
-    let key = org["api_key"].as_str().unwrap().to_string();
-    let (port, sim_port) = (free_port(), free_port());
-    let line = cli(
-        &url,
-        &[
-            "admin",
-            "line",
-            "create",
-            "--e164",
-            LINE,
-            "--kind",
-            "dedicated",
-            "--org",
-            org["org_id"].as_str().unwrap(),
-            "--bridge-url",
-            &format!("http://127.0.0.1:{sim_port}"),
-        ],
-    )
-    .await;
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_msgline"))
-        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", LINE, "--step-ms", "5"])
-        .args(["--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
-        .args(["--callback-secret", line["bridge_secret"].as_str().unwrap()])
-        .env("MSGLINE_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut sim_out = BufReader::new(sim.stdout.take().unwrap()).lines();
-    sim_out.next_line().await.unwrap().expect("sim prints its address");
+    let ProcessLine { key, line, port, sim_port, sim: _sim, .. } = process_line(&url, "Agents").await;
     let env = [("MSGLINE_AGENT_MODEL_URL", model.url.as_str()), ("MSGLINE_AGENT_TIMEOUT_MS", "2000")];
     let mut server = serve_with(&url, port, &env).await;
     let client = reqwest::Client::new();

@@ -372,3 +372,54 @@ pub async fn serve_process(database_url: &str, port: u16, env: &[(&str, &str)]) 
     .await;
     child
 }
+
+/// An organisation and a dedicated line made with the admin commands, and `msgline sim` as the
+/// line's bridge in its own process, reporting to a server that is to listen on `port`.
+pub struct ProcessLine {
+    pub key: String,
+    pub line: Value,
+    pub port: u16,
+    pub sim_port: u16,
+    /// The simulator; killed when dropped.
+    pub sim: tokio::process::Child,
+}
+
+pub async fn process_line(database_url: &str, org_name: &str) -> ProcessLine {
+    use tokio::io::AsyncBufReadExt;
+    let org = cli_value(database_url, &["admin", "org", "create", "--name", org_name]).await;
+    let key = org["api_key"].as_str().expect("api_key").to_string();
+    let (port, sim_port) = (crate::simline::free_port(), crate::simline::free_port());
+    let bridge = format!("http://127.0.0.1:{sim_port}");
+    let org_id = org["org_id"].as_str().expect("org_id");
+    let line = cli_value(
+        database_url,
+        &[
+            "admin",
+            "line",
+            "create",
+            "--e164",
+            "+12015550100",
+            "--kind",
+            "dedicated",
+            "--org",
+            org_id,
+            "--bridge-url",
+            &bridge,
+            "--bridge-token",
+            "t",
+        ],
+    )
+    .await;
+    let mut sim = tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
+        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", "+12015550100", "--token", "t"])
+        .args(["--step-ms", "5", "--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
+        .args(["--callback-secret", line["bridge_secret"].as_str().expect("bridge_secret")])
+        .env("MSGLINE_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("msgline sim starts");
+    let mut out = tokio::io::BufReader::new(sim.stdout.take().expect("piped")).lines();
+    out.next_line().await.expect("sim stdout").expect("sim prints its address");
+    ProcessLine { key, line, port, sim_port, sim }
+}

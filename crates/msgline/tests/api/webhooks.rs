@@ -2,15 +2,15 @@
 //! verifier, retries, Retry-After, disabling, replay and kill -9 — against a real receiver
 //! process on a loopback port.
 
-use std::{collections::HashSet, process::Stdio, time::Duration};
+use std::{collections::HashSet, time::Duration};
 
 use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use crate::{
-    helpers::{TestApp, TestDb, cli_value, eventually, serve_process, spawn_app, spawn_app_with},
+    helpers::{ProcessLine, TestApp, TestDb, eventually, process_line, serve_process, spawn_app, spawn_app_with},
     receiver::{Received, Receiver},
-    simline::{LineSpec, free_port},
+    simline::LineSpec,
 };
 
 const FRIEND: &str = "+12015550123";
@@ -519,39 +519,7 @@ async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_
     const MESSAGES: usize = 30;
     let db = TestDb::new().await;
     let url = db.url().to_string();
-    let org = cli_value(&url, &["admin", "org", "create", "--name", "Crash"]).await;
-    let key = org["api_key"].as_str().unwrap().to_string();
-    let (port, sim_port) = (free_port(), free_port());
-    let line = cli_value(
-        &url,
-        &[
-            "admin",
-            "line",
-            "create",
-            "--e164",
-            "+12015550100",
-            "--kind",
-            "dedicated",
-            "--org",
-            org["org_id"].as_str().unwrap(),
-            "--bridge-url",
-            &format!("http://127.0.0.1:{sim_port}"),
-            "--bridge-token",
-            "t",
-        ],
-    )
-    .await;
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_msgline"))
-        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--token", "t", "--step-ms", "5"])
-        .args(["--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
-        .args(["--callback-secret", line["bridge_secret"].as_str().unwrap()])
-        .env("MSGLINE_LOG", "warn")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut sim_out = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(sim.stdout.take().unwrap()));
-    sim_out.next_line().await.unwrap().expect("sim prints its address");
+    let ProcessLine { key, port, sim: _sim, .. } = process_line(&url, "Crash").await;
 
     // The receiver fails the first 80 deliveries, so retries are pending when serve dies, and
     // answers the last 40 of those slowly, so some posts are in flight (claimed) when it dies.
