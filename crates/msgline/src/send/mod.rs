@@ -107,6 +107,30 @@ pub fn envelope(message: &Message, extra: &Map<String, Value>) -> Value {
     body
 }
 
+/// The stored form of an accepted outbound message, queued.
+fn outbound(
+    principal: &Principal,
+    target: &Target,
+    input: &SendInput,
+    conversation_id: String,
+    contact_id: Option<String>,
+) -> NewMessage {
+    NewMessage {
+        org_id: principal.org_id.clone(),
+        conversation_id,
+        contact_id,
+        line_id: target.line.id.clone(),
+        direction: "outbound",
+        channel: target.channel.clone(),
+        kind: input.kind.to_string(),
+        body: input.body.clone(),
+        payload: input.payload.clone(),
+        status: "queued",
+        agent_id: input.agent_id.clone(),
+        attachment: input.attachment.clone(),
+    }
+}
+
 /// The answer of an earlier request with the same key, if there is one: lets a handler skip
 /// expensive work (fetching a photo) for a replay.
 pub async fn prior(
@@ -141,23 +165,8 @@ pub async fn submit(
         (state.db.group(), state.threads.get(&principal.org_id, &target), &input.poll)
     {
         let mut batch = db::Batch::new();
-        let message = db::messages::stage_insert(
-            &mut batch,
-            NewMessage {
-                org_id: principal.org_id.clone(),
-                conversation_id,
-                contact_id,
-                line_id: target.line.id.clone(),
-                direction: "outbound",
-                channel: target.channel.clone(),
-                kind: input.kind.to_string(),
-                body: input.body.clone(),
-                payload: input.payload.clone(),
-                status: "queued",
-                agent_id: input.agent_id.clone(),
-                attachment: input.attachment.clone(),
-            },
-        );
+        let message =
+            db::messages::stage_insert(&mut batch, outbound(principal, &target, &input, conversation_id, contact_id));
         db::outbox::stage_insert(&mut batch, &message.id, &message.line_id, message.created_at);
         let body = envelope(&message, &extra);
         if let Some(idem) = &idempotency {
@@ -199,23 +208,8 @@ pub async fn submit(
         None => target.materialise(&mut tx, &principal.org_id).await?,
     };
     let mut batch = db::Batch::new();
-    let message = db::messages::stage_insert(
-        &mut batch,
-        NewMessage {
-            org_id: principal.org_id.clone(),
-            conversation_id,
-            contact_id,
-            line_id: target.line.id.clone(),
-            direction: "outbound",
-            channel: target.channel.clone(),
-            kind: input.kind.to_string(),
-            body: input.body,
-            payload: input.payload,
-            status: "queued",
-            agent_id: input.agent_id,
-            attachment: input.attachment,
-        },
-    );
+    let message =
+        db::messages::stage_insert(&mut batch, outbound(principal, &target, &input, conversation_id, contact_id));
     if let Some(poll) = input.poll {
         let poll = db::polls::Poll {
             id: poll.id,
