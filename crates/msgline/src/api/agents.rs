@@ -15,7 +15,7 @@ use super::{
     AppState,
     auth::Principal,
     contact_cards::photo,
-    extract::{ApiJson, ApiQuery, bounded, list, page},
+    extract::{ApiJson, PageQuery, bounded, list},
     messages::required_text,
 };
 use crate::{
@@ -173,19 +173,13 @@ async fn update_agent(
     Ok(Json(agent.to_json()))
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
 async fn list_agents(
     State(state): State<AppState>,
     caller: Principal,
-    ApiQuery(query): ApiQuery<ListQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Agents)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let mut paged = db::agents::list(&state.db, &caller.org_id, &page).await?;
     paged.rows.retain(|a| caller.line_id.as_ref().is_none_or(|bound| bound == &a.line_id));
     Ok(Json(list(paged, Agent::to_json)))
@@ -211,11 +205,11 @@ async fn list_runs(
     State(state): State<AppState>,
     caller: Principal,
     Path(id): Path<String>,
-    ApiQuery(query): ApiQuery<ListQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Agents)?;
     let agent = find(&state, &caller, &id).await?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let paged = db::agents::list_runs(&state.db, &agent.id, &page).await?;
     let mut data = Vec::with_capacity(paged.rows.len());
     for run in &paged.rows {

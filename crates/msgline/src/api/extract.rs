@@ -99,6 +99,25 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
+/// `?limit=` and `?cursor=` of a list with no other filters, read as a [`Page`]. A bad value is
+/// kept as its error, for the handler to answer after its scope check.
+pub struct PageQuery(pub Result<Page, ApiError>);
+
+#[derive(serde::Deserialize)]
+struct PageParams {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for PageQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let read = ApiQuery::<PageParams>::from_request_parts(parts, state).await;
+        Ok(PageQuery(read.and_then(|ApiQuery(params)| page(params.limit.as_deref(), params.cursor.as_deref()))))
+    }
+}
+
 /// Reads `?limit=` (default 50, 1 to 200) and `?cursor=`.
 pub fn page(limit: Option<&str>, cursor: Option<&str>) -> Result<Page, ApiError> {
     let limit = match limit {

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::{
     AppState,
     auth::Principal,
-    extract::{ApiJson, ApiQuery, bounded, list, page},
+    extract::{ApiJson, PageQuery, bounded, list},
 };
 use crate::{
     clock,
@@ -63,19 +63,13 @@ fn may_manage(caller: &Principal, key: &KeyRecord) -> ApiResult<bool> {
     Ok(true)
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
 async fn list_keys(
     State(state): State<AppState>,
     caller: Principal,
-    ApiQuery(query): ApiQuery<ListQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Keys)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let paged = db::keys::list_active(&state.db, &caller.org_id, caller.line_id.as_deref(), &page).await?;
     Ok(Json(list(paged, |k| view(k, None))))
 }

@@ -5,13 +5,12 @@ use axum::{
     extract::{Path, State},
     routing::get,
 };
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
     AppState,
     auth::Principal,
-    extract::{ApiQuery, list, page},
+    extract::{PageQuery, list},
 };
 use crate::{
     clock,
@@ -37,19 +36,13 @@ pub fn view(line: &Line) -> Value {
     })
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
 async fn list_lines(
     State(state): State<AppState>,
     caller: Principal,
-    ApiQuery(query): ApiQuery<ListQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     // A line-bound key sees its own line only.
     let paged = match &caller.line_id {
         Some(bound) => {

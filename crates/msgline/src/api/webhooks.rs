@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::{
     AppState,
     auth::Principal,
-    extract::{ApiJson, ApiQuery, bounded, list, page},
+    extract::{ApiJson, ApiQuery, PageQuery, bounded, list, page},
 };
 use crate::{
     clock,
@@ -139,19 +139,13 @@ async fn create_webhook(
     Ok((StatusCode::CREATED, Json(view(&webhook, Some(&webhook.secret)))))
 }
 
-#[derive(Deserialize)]
-struct ListQuery {
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
 async fn list_webhooks(
     State(state): State<AppState>,
     caller: Principal,
-    ApiQuery(query): ApiQuery<ListQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Webhooks)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let paged = db::webhooks::list(&state.db, &caller.org_id, caller.line_id.as_deref(), &page).await?;
     Ok(Json(list(paged, |w| view(w, None))))
 }
