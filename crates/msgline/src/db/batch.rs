@@ -115,6 +115,11 @@ impl Batch {
         self.statements.is_empty()
     }
 
+    /// The statements, each with its arguments in `$1..$n` order.
+    pub(super) fn statements(&self) -> &[(String, Vec<Arg>)] {
+        &self.statements
+    }
+
     pub async fn execute(self, conn: &mut AnyConnection) -> sqlx::Result<()> {
         match Backend::of(conn) {
             Backend::Sqlite => {

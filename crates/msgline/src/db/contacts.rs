@@ -177,6 +177,34 @@ where
     from_row(&row)
 }
 
+/// Stages a new contact with nothing but its phone (and what a bridge said of its iMessage
+/// reachability); returns its id. The commit fails with a unique violation if the organisation
+/// already has a contact with this phone.
+pub fn stage_create(batch: &mut super::Batch, org_id: &str, phone: &str, reachable: Option<bool>, now: i64) -> String {
+    let id = ids::new_id("ct");
+    batch.push(
+        "INSERT INTO contacts (id, org_id, phone, imessage_reachable, imessage_checked_at, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6)",
+        vec![
+            (&id).into(),
+            org_id.into(),
+            phone.into(),
+            reachable.map(i64::from).into(),
+            reachable.map(|_| now).into(),
+            now.into(),
+        ],
+    );
+    id
+}
+
+/// [`record_reachability`], staged.
+pub fn stage_reachability(batch: &mut super::Batch, contact_id: &str, reachable: bool, now: i64) {
+    batch.push(
+        "UPDATE contacts SET imessage_reachable = $1, imessage_checked_at = $2 WHERE id = $3",
+        vec![i64::from(reachable).into(), now.into(), contact_id.into()],
+    );
+}
+
 /// Whether the organisation's contact with this phone was last seen reachable over iMessage.
 pub async fn reachability_by_phone(db: &Db, org_id: &str, phone: &str) -> sqlx::Result<Option<bool>> {
     let row = sqlx::query("SELECT imessage_reachable FROM contacts WHERE org_id = $1 AND phone = $2")

@@ -46,6 +46,52 @@ fn from_row(row: &AnyRow) -> sqlx::Result<Conversation> {
     })
 }
 
+/// The organisation's contact with this phone and its direct conversation on the line, each
+/// if it exists (contact id, conversation id); read without the writer.
+pub async fn find_direct(
+    db: &Db,
+    org_id: &str,
+    line_id: &str,
+    phone: &str,
+) -> sqlx::Result<(Option<String>, Option<String>)> {
+    let row = sqlx::query(
+        "SELECT ct.id, c.id FROM contacts ct LEFT JOIN conversations c ON c.org_id = ct.org_id \
+         AND c.line_id = $2 AND c.contact_id = ct.id AND c.kind = 'direct' WHERE ct.org_id = $1 AND ct.phone = $3",
+    )
+    .bind(org_id)
+    .bind(line_id)
+    .bind(phone)
+    .fetch_optional(db.reader())
+    .await?;
+    match row {
+        Some(row) => Ok((row.try_get(0)?, row.try_get(1)?)),
+        None => Ok((None, None)),
+    }
+}
+
+/// Stages a new direct conversation and its participant; returns its id. The commit fails with
+/// a unique violation if the line and contact already have one.
+pub fn stage_create_direct(
+    batch: &mut super::Batch,
+    org_id: &str,
+    line_id: &str,
+    contact_id: &str,
+    phone: &str,
+    now: i64,
+) -> String {
+    let id = ids::new_id("conv");
+    batch.push(
+        "INSERT INTO conversations (id, org_id, line_id, kind, contact_id, created_at) \
+         VALUES ($1, $2, $3, 'direct', $4, $5)",
+        vec![(&id).into(), org_id.into(), line_id.into(), contact_id.into(), now.into()],
+    );
+    batch.push(
+        "INSERT INTO conversation_participants (conversation_id, phone, contact_id) VALUES ($1, $2, $3)",
+        vec![(&id).into(), phone.into(), contact_id.into()],
+    );
+    id
+}
+
 /// The direct conversation between a line and a contact, created if it does not exist yet.
 pub async fn find_or_create_direct(
     conn: &mut sqlx::AnyConnection,

@@ -12,11 +12,11 @@ use tokio::sync::{mpsc, oneshot};
 use super::{Backend, Batch};
 
 /// Most requests one commit carries.
-const MAX_GROUP: usize = 256;
+pub(super) const MAX_GROUP: usize = 256;
 
-struct Job {
-    batch: Batch,
-    done: oneshot::Sender<sqlx::Result<()>>,
+pub(super) struct Job {
+    pub(super) batch: Batch,
+    pub(super) done: oneshot::Sender<sqlx::Result<()>>,
 }
 
 /// Committers working side by side (`lanes`: one on SQLite's single writer, several on
@@ -28,6 +28,13 @@ pub struct GroupWriter {
 }
 
 impl GroupWriter {
+    /// One lane on SQLite's single writer, its statements run by a thread with its own
+    /// connection to `file` (see [`super::native`]).
+    pub fn start_sqlite(writer: AnyPool, file: &std::path::Path) -> anyhow::Result<Self> {
+        let lane = super::native::start(writer, file, 4096)?;
+        Ok(Self { lanes: std::sync::Arc::new(vec![lane]), next: Default::default() })
+    }
+
     pub fn start(writer: AnyPool, lanes: usize) -> Self {
         let lanes = (0..lanes.max(1))
             .map(|_| {

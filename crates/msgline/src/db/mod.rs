@@ -16,6 +16,7 @@ pub mod keys;
 pub mod lines;
 pub mod messages;
 mod migrate;
+mod native;
 pub mod orgs;
 pub mod outbox;
 mod page;
@@ -65,15 +66,23 @@ impl Db {
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
         install_default_drivers();
         if url.starts_with("sqlite:") {
+            let file = native::file_of(url);
+            // With a file, the committer's checkpointer copies the log back; in memory, SQLite does.
+            let pragmas = if file.is_some() {
+                format!("PRAGMA journal_mode = WAL; {}", native::WRITER_PRAGMAS)
+            } else {
+                SQLITE_WRITER_PRAGMAS.to_string()
+            };
             let writer = AnyPoolOptions::new()
                 .max_connections(1)
                 .min_connections(1)
                 // A ping before every use costs a round trip to the connection's thread.
                 .test_before_acquire(false)
                 .acquire_timeout(Duration::from_secs(30))
-                .after_connect(|conn, _| {
+                .after_connect(move |conn, _| {
+                    let pragmas = pragmas.clone();
                     Box::pin(async move {
-                        conn.execute(sqlx::raw_sql(SQLITE_WRITER_PRAGMAS)).await?;
+                        conn.execute(sqlx::raw_sql(&pragmas)).await?;
                         Ok(())
                     })
                 })
@@ -91,7 +100,10 @@ impl Db {
                     })
                 })
                 .connect_lazy(&with_mode(url, "rw"))?;
-            let group = Some(GroupWriter::start(writer.clone(), 1));
+            let group = Some(match file {
+                Some(file) => GroupWriter::start_sqlite(writer.clone(), &file)?,
+                None => GroupWriter::start(writer.clone(), 1),
+            });
             Ok(Db { writer, reader, backend: Backend::Sqlite, group })
         } else {
             let pool = AnyPoolOptions::new()

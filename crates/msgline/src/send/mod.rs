@@ -160,11 +160,15 @@ pub async fn submit(
     let target = resolve::resolve(state, principal, &input).await?;
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
 
-    // A send to a known thread reads nothing back: it shares a commit with others.
-    if let (Some(group), Some((conversation_id, contact_id)), None) =
-        (state.db.group(), state.threads.get(&principal.org_id, &target), &input.poll)
-    {
+    // A send without a poll reads nothing back from the writer: it shares a commit with others.
+    // Its contact and conversation come from the cache, or are read and, if missing, created in
+    // the same commit.
+    if let (Some(group), None) = (state.db.group(), &input.poll) {
         let mut batch = db::Batch::new();
+        let (conversation_id, contact_id) = match state.threads.get(&principal.org_id, &target) {
+            Some(known) => known,
+            None => target.stage_thread(&state.db, &mut batch, &principal.org_id).await?,
+        };
         let message =
             db::messages::stage_insert(&mut batch, outbound(principal, &target, &input, conversation_id, contact_id));
         db::outbox::stage_insert(&mut batch, &message.id, &message.line_id, message.created_at);
@@ -182,11 +186,13 @@ pub async fn submit(
         }
         match group.commit(batch).await {
             Ok(()) => {
+                state.threads.remember(&principal.org_id, &target, &message);
                 state.dispatch.notify_one();
                 return Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) });
             }
-            // Another request holds the key: answer from what it left.
-            Err(error) if idempotency.is_some() && db::is_unique_violation(&error) => {
+            // Another request holds the key, or created the contact or conversation first: answer
+            // from what it left, or take the transaction path, which finds them.
+            Err(error) if db::is_unique_violation(&error) => {
                 if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {
                     return Ok(sent);
                 }

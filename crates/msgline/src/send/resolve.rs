@@ -76,6 +76,43 @@ impl ThreadCache {
 }
 
 impl Target {
+    /// The thread of a send that shares a commit: (conversation id, contact id) as they stand,
+    /// read without the writer, with whichever of the two is missing staged into `batch`. If
+    /// another request creates the same contact or conversation first, the commit fails with a
+    /// unique violation and the send takes the transaction path.
+    pub async fn stage_thread(
+        &self,
+        db: &db::Db,
+        batch: &mut db::Batch,
+        org_id: &str,
+    ) -> ApiResult<(String, Option<String>)> {
+        let (phone, contact_id, conversation_id) = match &self.destination {
+            Destination::Group { conversation } => return Ok((conversation.id.clone(), None)),
+            Destination::Direct { phone, contact_id, conversation_id } => (phone, contact_id, conversation_id),
+        };
+        let now = crate::clock::now_ms();
+        let (found_contact, found_conversation) = match (contact_id, conversation_id) {
+            (Some(contact), Some(conversation)) => (Some(contact.clone()), Some(conversation.clone())),
+            _ => db::conversations::find_direct(db, org_id, &self.line.id, phone.as_str()).await?,
+        };
+        let contact_id = match found_contact {
+            Some(id) => {
+                if let Some(reachable) = self.learned_reachability {
+                    db::contacts::stage_reachability(batch, &id, reachable, now);
+                }
+                id
+            }
+            None => db::contacts::stage_create(batch, org_id, phone.as_str(), self.learned_reachability, now),
+        };
+        let conversation_id = match found_conversation {
+            Some(id) => id,
+            None => {
+                db::conversations::stage_create_direct(batch, org_id, &self.line.id, &contact_id, phone.as_str(), now)
+            }
+        };
+        Ok((conversation_id, Some(contact_id)))
+    }
+
     /// Finds or creates the contact and conversation inside the send's transaction; returns
     /// (conversation id, contact id).
     pub async fn materialise(&self, conn: &mut AnyConnection, org_id: &str) -> ApiResult<(String, Option<String>)> {

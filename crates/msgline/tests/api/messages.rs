@@ -449,3 +449,44 @@ async fn twenty_concurrent_requests_with_one_key_to_a_known_recipient_send_exact
     assert_eq!(line.sent_with_id(&id).await.len(), 1);
     assert_eq!(line.sent().await.len(), 2);
 }
+
+#[tokio::test]
+async fn concurrent_first_sends_to_a_new_recipient_share_one_contact_and_one_conversation() {
+    let app = spawn_app().await;
+    let line = app.default_line().await;
+    // No key and a recipient never seen: each request creates the contact and the conversation
+    // if nobody has, and the ones that lose the race find the winner's.
+    let requests: Vec<_> = (0..20)
+        .map(|i| {
+            app.client
+                .post(app.url("/messages"))
+                .bearer_auth(&app.org.key)
+                .json(&json!({"to": "+12015550177", "body": format!("first {i}")}))
+                .send()
+        })
+        .collect();
+    let mut conversations = std::collections::HashSet::new();
+    let mut contacts = std::collections::HashSet::new();
+    let mut ids = Vec::new();
+    for response in futures_util::future::join_all(requests).await {
+        let response = response.unwrap();
+        assert_eq!(response.status().as_u16(), 202);
+        let body: Value = response.json().await.unwrap();
+        conversations.insert(body["message"]["conversation_id"].as_str().unwrap().to_string());
+        contacts.insert(body["message"]["contact_id"].as_str().unwrap().to_string());
+        ids.push(body["message"]["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(conversations.len(), 1, "{conversations:?}");
+    assert_eq!(contacts.len(), 1, "{contacts:?}");
+    let listed = app.get("/contacts", &app.org.key).await.expect(200);
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    let listed = app.get("/conversations", &app.org.key).await.expect(200);
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    let conversation = conversations.into_iter().next().unwrap();
+    let listed = app.get(&format!("/messages?conversation_id={conversation}&limit=100"), &app.org.key).await.expect(200);
+    assert_eq!(listed["data"].as_array().unwrap().len(), 20);
+    for id in &ids {
+        app.wait_for_message(&app.org.key, id, "delivered", |m| m["status"] == "delivered").await;
+    }
+    assert_eq!(line.sent().await.len(), 20);
+}
