@@ -31,7 +31,7 @@ pub async fn handle_all(
     agent_runs_per_minute: u32,
 ) -> anyhow::Result<Vec<Handled>> {
     let statuses_only = events.iter().all(|e| matches!(e.payload, BridgeEventPayload::MessageStatus { .. }));
-    if events.len() > 1 && statuses_only && db.backend() == db::Backend::Sqlite {
+    if events.len() > 1 && statuses_only {
         match statuses_in_bulk(db, line, events).await {
             Ok(handled) => return Ok(handled),
             Err(error) => tracing::debug!(error = %error, "bulk status callbacks failed; applying them one by one"),
@@ -64,8 +64,10 @@ pub async fn handle_all(
     Ok(handled)
 }
 
-/// Status reports in bulk, on SQLite's single writer: one statement records the callback ids,
-/// one reads the messages, one batch moves them — five round trips for a request of any size.
+/// Status reports in bulk: one statement records the callback ids, one reads the messages, one
+/// batch moves them. Every move is conditional on the status the message stands at when it is
+/// written (see [`db::messages::stage_advance`]), so a move made meanwhile by the dispatcher or
+/// by another callback is never undone or repeated.
 async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyhow::Result<Vec<Handled>> {
     use std::collections::{HashMap, HashSet};
     let mut tx = db.writer().begin().await?;

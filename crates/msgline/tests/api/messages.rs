@@ -483,7 +483,8 @@ async fn concurrent_first_sends_to_a_new_recipient_share_one_contact_and_one_con
     let listed = app.get("/conversations", &app.org.key).await.expect(200);
     assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
     let conversation = conversations.into_iter().next().unwrap();
-    let listed = app.get(&format!("/messages?conversation_id={conversation}&limit=100"), &app.org.key).await.expect(200);
+    let listed =
+        app.get(&format!("/messages?conversation_id={conversation}&limit=100"), &app.org.key).await.expect(200);
     assert_eq!(listed["data"].as_array().unwrap().len(), 20);
     for id in &ids {
         app.wait_for_message(&app.org.key, id, "delivered", |m| m["status"] == "delivered").await;
