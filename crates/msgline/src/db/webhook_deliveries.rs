@@ -220,6 +220,65 @@ pub async fn settle(
     Ok(updated == 1)
 }
 
+/// A delivered attempt, staged for a shared commit: the delivery is settled if the claim is still
+/// this one, and the attempt is recorded only if it was (on SQLite by `changes()`, on PostgreSQL
+/// by one statement whose update feeds the insert); the endpoint's failure streak ends.
+pub fn stage_delivered(
+    batch: &mut super::Batch,
+    backend: super::Backend,
+    claimed: &Claimed,
+    status: Option<u16>,
+    attempt: &Attempt,
+) {
+    let settle = "UPDATE webhook_deliveries SET state = 'delivered', next_attempt_at = NULL, claimed_until = NULL, \
+         last_status = $1, updated_at = $2 WHERE id = $3 AND state = 'claimed' AND attempts = $4";
+    let settle_args: Vec<super::Arg> =
+        vec![status.map(i64::from).into(), attempt.created_at.into(), (&claimed.id).into(), claimed.attempt.into()];
+    let attempt_args: Vec<super::Arg> = vec![
+        (&claimed.org_id).into(),
+        (&claimed.id).into(),
+        (&attempt.id).into(),
+        (&attempt.webhook_id).into(),
+        (&attempt.event_id).into(),
+        (&attempt.event_type).into(),
+        attempt.attempt.into(),
+        attempt.status_code.into(),
+        (attempt.succeeded as i64).into(),
+        attempt.latency_ms.into(),
+        attempt.response_body.clone().into(),
+        attempt.error.clone().into(),
+        attempt.next_attempt_at.into(),
+        attempt.created_at.into(),
+    ];
+    match backend {
+        super::Backend::Sqlite => {
+            batch.push(settle, settle_args);
+            batch.push(
+                format!(
+                    "INSERT INTO webhook_attempts (org_id, delivery_id, {ATTEMPT_COLUMNS}) \
+                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 WHERE changes() > 0"
+                ),
+                attempt_args,
+            );
+        }
+        super::Backend::Postgres => {
+            let mut args = settle_args;
+            args.extend(attempt_args);
+            batch.push(
+                format!(
+                    "WITH settled AS ({settle} RETURNING id) INSERT INTO webhook_attempts (org_id, delivery_id, \
+                     {ATTEMPT_COLUMNS}) SELECT $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 FROM settled"
+                ),
+                args,
+            );
+        }
+    }
+    batch.push(
+        "UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
+        vec![(&attempt.webhook_id).into()],
+    );
+}
+
 /// One call to an endpoint, as `GET /webhooks/{id}/deliveries` shows it.
 #[derive(Debug, Clone)]
 pub struct Attempt {

@@ -187,6 +187,28 @@ async fn deliver(state: &AppState, settings: &Settings, claimed: &Claimed) -> an
         Err(error) => (None, None, Some(error.to_string()), Outcome::Failed { retry_after: None }),
     };
 
+    // The common case, a delivery, reads nothing back: it shares a commit with other writes.
+    if let (Outcome::Delivered, Some(group)) = (&outcome, state.db.group()) {
+        let attempt = Attempt {
+            id: ids::new_id("att"),
+            webhook_id: webhook.id.clone(),
+            event_id: event.id.clone(),
+            event_type: event.kind.clone(),
+            attempt: claimed.attempt,
+            status_code: status.map(i64::from),
+            succeeded: true,
+            latency_ms,
+            response_body,
+            error,
+            next_attempt_at: None,
+            created_at: now,
+        };
+        let mut batch = db::Batch::new();
+        db::webhook_deliveries::stage_delivered(&mut batch, state.db.backend(), claimed, status, &attempt);
+        group.commit(batch).await?;
+        return Ok(());
+    }
+
     let mut tx = state.db.writer().begin().await?;
     let mut disable = None;
     let settle = match outcome {
