@@ -64,67 +64,22 @@ pub async fn handle_all(
     Ok(handled)
 }
 
-/// Status reports in bulk: one statement records the callback ids, one reads the messages, one
-/// batch moves them. Every move is conditional on the status the message stands at when it is
-/// written (see [`db::messages::stage_advance`]), so a move made meanwhile by the dispatcher or
-/// by another callback is never undone or repeated.
+/// Status reports in bulk, in one transaction (on SQLite, one unit of a shared commit).
 async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyhow::Result<Vec<Handled>> {
-    use std::collections::{HashMap, HashSet};
-    let mut tx = db.writer().begin().await?;
-    let now = clock::now_ms();
-    let values: Vec<String> =
-        (0..events.len()).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect();
-    let sql = format!(
-        "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES {} ON CONFLICT (line_id, event_id) DO NOTHING RETURNING event_id",
-        values.join(", ")
-    );
-    let mut query = sqlx::query(&sql);
-    for event in events {
-        query = query.bind(&line.id).bind(&event.id).bind(now);
-    }
-    let fresh: HashSet<String> = query
-        .persistent(false)
-        .fetch_all(&mut *tx)
-        .await?
-        .iter()
-        .map(|row| sqlx::Row::try_get::<String, _>(row, 0))
-        .collect::<Result<_, _>>()?;
-    let ids: Vec<&str> = events
+    let reports = events
         .iter()
         .filter_map(|e| match &e.payload {
-            BridgeEventPayload::MessageStatus { message_id, .. } => Some(message_id.as_str()),
+            BridgeEventPayload::MessageStatus { message_id, status, reason } => Some(db::messages::StatusReport {
+                event_id: e.id.clone(),
+                message_id: message_id.clone(),
+                status: status.clone(),
+                reason: reason.clone(),
+            }),
             _ => None,
         })
         .collect();
-    let mut messages: HashMap<String, db::messages::Message> =
-        db::messages::get_many(&mut tx, &ids).await?.into_iter().map(|m| (m.id.clone(), m)).collect();
-    let mut batch = db::Batch::new();
-    let mut handled = Vec::with_capacity(events.len());
-    for event in events {
-        if !fresh.contains(&event.id) {
-            handled.push(Handled::Duplicate);
-            continue;
-        }
-        handled.push(Handled::Applied);
-        let BridgeEventPayload::MessageStatus { message_id, status, reason } = &event.payload else { continue };
-        let Some(current) = messages.get(message_id).filter(|m| m.line_id == line.id && m.direction == "outbound")
-        else {
-            tracing::warn!(line = %line.id, message = %message_id, "status for a message this line did not send; ignored");
-            continue;
-        };
-        let mut current = current.clone();
-        for step in db::messages::steps_to(&current.status, status) {
-            let reason = if step == "failed" { reason.as_deref() } else { None };
-            if let Some(after) = db::messages::stage_advance(&mut batch, db.backend(), &current, step, reason) {
-                current = after;
-            }
-        }
-        db::outbox::stage_complete(&mut batch, message_id);
-        messages.insert(message_id.clone(), current);
-    }
-    batch.execute(&mut tx).await?;
-    tx.commit().await?;
-    Ok(handled)
+    let fresh = db::messages::apply_reports(db, &line.id, reports).await?;
+    Ok(fresh.into_iter().map(|fresh| if fresh { Handled::Applied } else { Handled::Duplicate }).collect())
 }
 
 /// Applies one callback in its own transaction.

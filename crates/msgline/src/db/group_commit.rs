@@ -14,9 +14,9 @@ use super::{Backend, Batch};
 /// Most requests one commit carries.
 pub(super) const MAX_GROUP: usize = 256;
 
-pub(super) struct Job {
-    pub(super) batch: Batch,
-    pub(super) done: oneshot::Sender<sqlx::Result<()>>,
+struct Job {
+    batch: Batch,
+    done: oneshot::Sender<sqlx::Result<()>>,
 }
 
 /// Committers working side by side (`lanes`: one on SQLite's single writer, several on
@@ -25,6 +25,8 @@ pub(super) struct Job {
 pub struct GroupWriter {
     lanes: std::sync::Arc<Vec<mpsc::Sender<Job>>>,
     next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// On a SQLite file: the committer thread's queue of units of work.
+    native: Option<mpsc::Sender<Box<dyn super::native::Unit>>>,
 }
 
 impl GroupWriter {
@@ -32,7 +34,7 @@ impl GroupWriter {
     /// connection to `file` (see [`super::native`]).
     pub fn start_sqlite(writer: AnyPool, file: &std::path::Path) -> anyhow::Result<Self> {
         let lane = super::native::start(writer, file, 4096)?;
-        Ok(Self { lanes: std::sync::Arc::new(vec![lane]), next: Default::default() })
+        Ok(Self { lanes: Default::default(), next: Default::default(), native: Some(lane) })
     }
 
     pub fn start(writer: AnyPool, lanes: usize) -> Self {
@@ -43,11 +45,19 @@ impl GroupWriter {
                 jobs
             })
             .collect();
-        Self { lanes: std::sync::Arc::new(lanes), next: Default::default() }
+        Self { lanes: std::sync::Arc::new(lanes), next: Default::default(), native: None }
+    }
+
+    /// The committer thread that [`GroupWriter::native`] runs units of work on: a SQLite file's.
+    pub(super) fn native_lane(&self) -> Option<NativeLane<'_>> {
+        self.native.as_ref().map(NativeLane)
     }
 
     /// Commits the batch (with others); returns when it is durable.
     pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
+        if let Some(lane) = self.native_lane() {
+            return lane.run(move |conn| super::native::run_batch(conn, &batch)).await;
+        }
         let (done, answer) = oneshot::channel();
         let lane = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.lanes.len();
         self.lanes[lane].send(Job { batch, done }).await.map_err(|_| sqlx::Error::PoolClosed)?;
@@ -133,4 +143,21 @@ async fn commit_group_postgres(conn: &mut sqlx::AnyConnection, jobs: Vec<Job>) -
         let _ = job.done.send(result);
     }
     Ok(())
+}
+
+/// SQLite's committer thread.
+pub(super) struct NativeLane<'a>(&'a mpsc::Sender<Box<dyn super::native::Unit>>);
+
+impl NativeLane<'_> {
+    /// Runs `work` on the committer thread inside a shared commit, and returns its result once
+    /// that commit is durable. A unit that fails is rolled back alone (to a savepoint), not with
+    /// the others.
+    pub(super) async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> sqlx::Result<T> {
+        let (unit, answer) = super::native::unit(work);
+        self.0.send(unit).await.map_err(|_| sqlx::Error::PoolClosed)?;
+        answer.await.unwrap_or(Err(sqlx::Error::PoolClosed))
+    }
 }

@@ -2,7 +2,9 @@
 //! event in the same transaction.
 
 use serde_json::{Value, json};
-use sqlx::{AnyConnection, Row, any::AnyRow};
+use std::collections::HashMap;
+
+use sqlx::{AnyConnection, Row};
 
 use super::{Batch, Db, ListQuery, Page, Paged, events};
 use crate::{clock, ids};
@@ -95,30 +97,30 @@ const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, directi
      status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at, \
      attachment";
 
-fn from_row(row: &AnyRow) -> sqlx::Result<Message> {
-    let payload: Option<String> = row.try_get(9)?;
+fn from_row(row: &impl super::Columns) -> sqlx::Result<Message> {
+    let payload = row.opt_text(9)?;
     Ok(Message {
-        id: row.try_get(0)?,
-        org_id: row.try_get(1)?,
-        conversation_id: row.try_get(2)?,
-        contact_id: row.try_get(3)?,
-        line_id: row.try_get(4)?,
-        direction: row.try_get(5)?,
-        channel: row.try_get(6)?,
-        kind: row.try_get(7)?,
-        body: row.try_get(8)?,
+        id: row.text(0)?,
+        org_id: row.text(1)?,
+        conversation_id: row.text(2)?,
+        contact_id: row.opt_text(3)?,
+        line_id: row.text(4)?,
+        direction: row.text(5)?,
+        channel: row.text(6)?,
+        kind: row.text(7)?,
+        body: row.text(8)?,
         payload: payload.and_then(|p| serde_json::from_str(&p).ok()),
-        status: row.try_get(10)?,
-        error: row.try_get(11)?,
-        delivery_unknown: row.try_get::<i64, _>(12)? != 0,
-        agent_id: row.try_get(13)?,
-        created_at: row.try_get(14)?,
-        updated_at: row.try_get(15)?,
-        submitted_at: row.try_get(16)?,
-        sent_at: row.try_get(17)?,
-        delivered_at: row.try_get(18)?,
-        read_at: row.try_get(19)?,
-        attachment: row.try_get(20)?,
+        status: row.text(10)?,
+        error: row.opt_text(11)?,
+        delivery_unknown: row.int(12)? != 0,
+        agent_id: row.opt_text(13)?,
+        created_at: row.int(14)?,
+        updated_at: row.int(15)?,
+        submitted_at: row.opt_int(16)?,
+        sent_at: row.opt_int(17)?,
+        delivered_at: row.opt_int(18)?,
+        read_at: row.opt_int(19)?,
+        attachment: row.opt_text(20)?,
     })
 }
 
@@ -498,4 +500,99 @@ pub async fn recipients(conn: &mut AnyConnection, conversation_id: &str) -> sqlx
         .fetch_all(&mut *conn)
         .await?;
     rows.iter().map(|r| r.try_get(0)).collect()
+}
+
+/// A line's report that one of its outbound messages moved.
+#[derive(Debug, Clone)]
+pub struct StatusReport {
+    /// The callback's id, recorded so that a repeat changes nothing.
+    pub event_id: String,
+    pub message_id: String,
+    pub status: String,
+    pub reason: Option<String>,
+}
+
+/// Applies a line's status reports in one transaction: records each callback id, reads the
+/// messages, and moves each forward one status at a time (an event per status passed). Every
+/// move is conditional on the status the message stands at when it is written (see
+/// [`stage_advance`]), so a move made meanwhile by the dispatcher or another callback is never
+/// undone or repeated. Returns, per report, whether it was new.
+pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -> sqlx::Result<Vec<bool>> {
+    let backend = db.backend();
+    if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
+        let line = line_id.to_string();
+        return lane
+            .run(move |conn| {
+                let now = clock::now_ms();
+                let mut fresh = Vec::with_capacity(reports.len());
+                for report in &reports {
+                    let args = [(&line).into(), (&report.event_id).into(), now.into()];
+                    fresh.push(super::native::bound(conn, RECORD_CALLBACK, &args)?.raw_execute()? == 1);
+                }
+                let mut messages = HashMap::new();
+                let sql = format!("SELECT {COLUMNS} FROM messages WHERE id = $1");
+                for report in &reports {
+                    if messages.contains_key(&report.message_id) {
+                        continue;
+                    }
+                    let mut statement = super::native::bound(conn, &sql, &[(&report.message_id).into()])?;
+                    let mut rows = statement.raw_query();
+                    if let Some(row) = rows.next()? {
+                        let message = from_row(row).map_err(|e| {
+                            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Null, Box::new(e))
+                        })?;
+                        messages.insert(message.id.clone(), message);
+                    }
+                }
+                super::native::run_batch(conn, &plan_reports(backend, &line, &reports, &fresh, messages))?;
+                Ok(fresh)
+            })
+            .await;
+    }
+    let mut tx = db.writer().begin().await?;
+    let now = clock::now_ms();
+    let mut fresh = Vec::with_capacity(reports.len());
+    for report in &reports {
+        let recorded =
+            sqlx::query(RECORD_CALLBACK).bind(line_id).bind(&report.event_id).bind(now).execute(&mut *tx).await?;
+        fresh.push(recorded.rows_affected() == 1);
+    }
+    let ids: Vec<&str> = reports.iter().map(|r| r.message_id.as_str()).collect();
+    let messages = get_many(&mut tx, &ids).await?.into_iter().map(|m| (m.id.clone(), m)).collect();
+    plan_reports(backend, line_id, &reports, &fresh, messages).execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(fresh)
+}
+
+const RECORD_CALLBACK: &str = "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) \
+     ON CONFLICT (line_id, event_id) DO NOTHING";
+
+/// The moves that new reports make, from the messages as read.
+fn plan_reports(
+    backend: super::Backend,
+    line_id: &str,
+    reports: &[StatusReport],
+    fresh: &[bool],
+    mut messages: HashMap<String, Message>,
+) -> Batch {
+    let mut batch = Batch::new();
+    for (report, _) in reports.iter().zip(fresh).filter(|(_, fresh)| **fresh) {
+        let Some(current) =
+            messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == "outbound")
+        else {
+            tracing::warn!(line = line_id, message = %report.message_id, "status for a message this line did not send; ignored");
+            continue;
+        };
+        let mut current = current.clone();
+        for step in steps_to(&current.status, &report.status) {
+            let reason = if step == "failed" { report.reason.as_deref() } else { None };
+            if let Some(after) = stage_advance(&mut batch, backend, &current, step, reason) {
+                current = after;
+            }
+        }
+        // The line has told: nothing left to send or ask.
+        super::outbox::stage_complete(&mut batch, &report.message_id);
+        messages.insert(report.message_id.clone(), current);
+    }
+    batch
 }

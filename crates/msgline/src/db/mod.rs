@@ -163,6 +163,44 @@ fn with_mode(url: &str, mode: &str) -> String {
     }
 }
 
+/// A row's columns by position, whether it was read through sqlx or on the committer thread.
+pub trait Columns {
+    fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>>;
+    fn opt_int(&self, index: usize) -> sqlx::Result<Option<i64>>;
+
+    fn text(&self, index: usize) -> sqlx::Result<String> {
+        self.opt_text(index)?.ok_or_else(|| null_column(index))
+    }
+
+    fn int(&self, index: usize) -> sqlx::Result<i64> {
+        self.opt_int(index)?.ok_or_else(|| null_column(index))
+    }
+}
+
+fn null_column(index: usize) -> sqlx::Error {
+    sqlx::Error::ColumnDecode { index: index.to_string(), source: "unexpected NULL".into() }
+}
+
+impl Columns for sqlx::any::AnyRow {
+    fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>> {
+        sqlx::Row::try_get(self, index)
+    }
+
+    fn opt_int(&self, index: usize) -> sqlx::Result<Option<i64>> {
+        sqlx::Row::try_get(self, index)
+    }
+}
+
+impl Columns for rusqlite::Row<'_> {
+    fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>> {
+        self.get(index).map_err(|e| sqlx::Error::ColumnDecode { index: index.to_string(), source: Box::new(e) })
+    }
+
+    fn opt_int(&self, index: usize) -> sqlx::Result<Option<i64>> {
+        self.get(index).map_err(|e| sqlx::Error::ColumnDecode { index: index.to_string(), source: Box::new(e) })
+    }
+}
+
 /// Escapes `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
 pub fn like_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

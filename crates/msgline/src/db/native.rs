@@ -19,7 +19,7 @@ use rusqlite::{Connection, ffi};
 use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Arg, group_commit::Job};
+use super::Arg;
 
 /// What every connection that writes to the file sets. Checkpoints (copying the write-ahead
 /// log back into the database file, with an fsync) run on a thread of their own instead of
@@ -38,8 +38,46 @@ pub fn file_of(url: &str) -> Option<PathBuf> {
     (!path.is_empty() && !path.contains(":memory:")).then(|| PathBuf::from(path))
 }
 
+/// One request's work in a shared commit: it runs on the committer thread, and is answered
+/// once the commit is durable (or has failed).
+pub trait Unit: Send {
+    fn run(&mut self, conn: &Connection) -> rusqlite::Result<()>;
+    fn answer(self: Box<Self>, result: sqlx::Result<()>);
+}
+
+struct Typed<F, T> {
+    work: Option<F>,
+    output: Option<T>,
+    done: oneshot::Sender<sqlx::Result<T>>,
+}
+
+impl<F, T> Unit for Typed<F, T>
+where
+    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send,
+    T: Send,
+{
+    fn run(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        let work = self.work.take().expect("a unit runs once");
+        self.output = Some(work(conn)?);
+        Ok(())
+    }
+
+    fn answer(self: Box<Self>, result: sqlx::Result<()>) {
+        let Typed { output, done, .. } = *self;
+        let _ = done.send(result.and_then(|()| output.ok_or(sqlx::Error::WorkerCrashed)));
+    }
+}
+
+/// A unit of work and where its answer arrives.
+pub fn unit<T: Send + 'static>(
+    work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+) -> (Box<dyn Unit>, oneshot::Receiver<sqlx::Result<T>>) {
+    let (done, answer) = oneshot::channel();
+    (Box::new(Typed { work: Some(work), output: None, done }), answer)
+}
+
 /// Opens the committer's connection and starts its thread; returns the lane's queue.
-pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::Result<mpsc::Sender<Job>> {
+pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::Result<mpsc::Sender<Box<dyn Unit>>> {
     let conn = Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
         .map_err(|e| anyhow::anyhow!("cannot open the SQLite database for shared commits: {e}"))?;
     conn.execute_batch(WRITER_PRAGMAS)?;
@@ -48,11 +86,11 @@ pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::R
     checkpoints.execute_batch("PRAGMA busy_timeout = 5000;")?;
     let alive = std::sync::Arc::new(());
     let watched = std::sync::Arc::downgrade(&alive);
-    let (work, groups) = std::sync::mpsc::channel::<(Vec<Job>, oneshot::Sender<()>)>();
+    let (work, groups) = std::sync::mpsc::channel::<(Vec<Box<dyn Unit>>, oneshot::Sender<()>)>();
     std::thread::Builder::new().name("msgline-commit".into()).spawn(move || {
         let _alive = alive;
-        while let Ok((jobs, finished)) = groups.recv() {
-            commit_group(&conn, jobs);
+        while let Ok((units, finished)) = groups.recv() {
+            commit_group(&conn, units);
             let _ = finished.send(());
         }
     })?;
@@ -64,32 +102,32 @@ pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::R
             }
         }
     })?;
-    let (jobs, rx) = mpsc::channel(depth);
+    let (units, rx) = mpsc::channel(depth);
     tokio::spawn(lane(writer, rx, work));
-    Ok(jobs)
+    Ok(units)
 }
 
 async fn lane(
     writer: AnyPool,
-    mut rx: mpsc::Receiver<Job>,
-    work: std::sync::mpsc::Sender<(Vec<Job>, oneshot::Sender<()>)>,
+    mut rx: mpsc::Receiver<Box<dyn Unit>>,
+    work: std::sync::mpsc::Sender<(Vec<Box<dyn Unit>>, oneshot::Sender<()>)>,
 ) {
-    let mut group = Vec::with_capacity(super::group_commit::MAX_GROUP);
-    while rx.recv_many(&mut group, super::group_commit::MAX_GROUP).await > 0 {
-        let jobs: Vec<Job> = std::mem::take(&mut group);
+    let mut group = Vec::with_capacity(MAX_GROUP);
+    while rx.recv_many(&mut group, MAX_GROUP).await > 0 {
+        let units: Vec<Box<dyn Unit>> = std::mem::take(&mut group);
         // The write lock: no sqlx write runs while the committer's thread writes.
         let held = match writer.acquire().await {
             Ok(conn) => conn,
             Err(error) => {
                 tracing::error!(error = %error, "group commit could not take the writer");
-                for job in jobs {
-                    let _ = job.done.send(Err(sqlx::Error::PoolTimedOut));
+                for unit in units {
+                    unit.answer(Err(sqlx::Error::PoolTimedOut));
                 }
                 continue;
             }
         };
         let (finished, wait) = oneshot::channel();
-        if work.send((jobs, finished)).is_err() {
+        if work.send((units, finished)).is_err() {
             break;
         }
         let _ = wait.await;
@@ -97,50 +135,72 @@ async fn lane(
     }
 }
 
-fn commit_group(conn: &Connection, jobs: Vec<Job>) {
-    let shared = (|| {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
-        for job in &jobs {
-            run(conn, job)?;
+/// Most units one commit carries.
+const MAX_GROUP: usize = 256;
+
+/// Runs every unit in one transaction, each within a savepoint so that a failing unit is rolled
+/// back alone; answers each once the commit is durable.
+fn commit_group(conn: &Connection, units: Vec<Box<dyn Unit>>) {
+    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let error = into_sqlx(error).to_string();
+        for unit in units {
+            unit.answer(Err(sqlx::Error::Protocol(error.clone())));
         }
-        conn.execute_batch("COMMIT")
-    })();
-    match shared {
-        Ok(()) => {
-            for job in jobs {
-                let _ = job.done.send(Ok(()));
+        return;
+    }
+    let mut outcomes = Vec::with_capacity(units.len());
+    for mut unit in units {
+        let outcome = conn.execute_batch("SAVEPOINT unit").and_then(|()| match unit.run(conn) {
+            Ok(()) => conn.execute_batch("RELEASE unit").map(|()| Ok(())),
+            Err(error) => conn.execute_batch("ROLLBACK TO unit; RELEASE unit").map(|()| Err(into_sqlx(error))),
+        });
+        match outcome {
+            Ok(result) => outcomes.push((unit, result)),
+            Err(error) => {
+                // The transaction itself is broken: nothing of it is kept.
+                let _ = conn.execute_batch("ROLLBACK");
+                let error = into_sqlx(error).to_string();
+                unit.answer(Err(sqlx::Error::Protocol(error.clone())));
+                for (unit, _) in outcomes {
+                    unit.answer(Err(sqlx::Error::Protocol(error.clone())));
+                }
+                return;
             }
         }
-        Err(_) => {
+    }
+    match conn.execute_batch("COMMIT") {
+        Ok(()) => {
+            for (unit, result) in outcomes {
+                unit.answer(result);
+            }
+        }
+        Err(error) => {
             let _ = conn.execute_batch("ROLLBACK");
-            // One at a time, each in its own transaction, so that each request gets its answer.
-            for job in jobs {
-                let alone = (|| {
-                    conn.execute_batch("BEGIN IMMEDIATE")?;
-                    run(conn, &job)?;
-                    conn.execute_batch("COMMIT")
-                })();
-                if alone.is_err() {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-                let _ = job.done.send(alone.map_err(into_sqlx));
+            let error = into_sqlx(error).to_string();
+            for (unit, _) in outcomes {
+                unit.answer(Err(sqlx::Error::Protocol(error.clone())));
             }
         }
     }
 }
 
-/// Runs one request's statements, binding `$N` to the N-th argument.
-fn run(conn: &Connection, job: &Job) -> rusqlite::Result<()> {
-    for (sql, args) in job.batch.statements() {
-        let mut statement = conn.prepare_cached(sql)?;
-        for (n, arg) in args.iter().enumerate() {
-            let Some(index) = statement.parameter_index(&format!("${}", n + 1))? else { continue };
-            match arg {
-                Arg::Text(value) => statement.raw_bind_parameter(index, value.as_deref())?,
-                Arg::Int(value) => statement.raw_bind_parameter(index, *value)?,
-            }
+/// A cached statement with `$N` bound to the N-th argument.
+pub fn bound<'c>(conn: &'c Connection, sql: &str, args: &[Arg]) -> rusqlite::Result<rusqlite::CachedStatement<'c>> {
+    let mut statement = conn.prepare_cached(sql)?;
+    for (n, arg) in args.iter().enumerate() {
+        let Some(index) = statement.parameter_index(&format!("${}", n + 1))? else { continue };
+        match arg {
+            Arg::Text(value) => statement.raw_bind_parameter(index, value.as_deref())?,
+            Arg::Int(value) => statement.raw_bind_parameter(index, *value)?,
         }
-        statement.raw_execute()?;
+    }
+    Ok(statement)
+}
+
+/// Runs a batch's statements in order.
+pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()> {
+    for (sql, args) in batch.statements() {
+        bound(conn, sql, args)?.raw_execute()?;
     }
     Ok(())
 }
