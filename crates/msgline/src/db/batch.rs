@@ -81,7 +81,7 @@ fn renumber(sql: &str, offset: usize) -> String {
     out
 }
 
-fn bind<'q>(
+pub(super) fn bind<'q>(
     mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     args: Vec<Arg>,
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {

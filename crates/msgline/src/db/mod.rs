@@ -201,6 +201,32 @@ impl Columns for rusqlite::Row<'_> {
     }
 }
 
+/// Runs a statement that writes and reads back (`UPDATE … RETURNING`): on a SQLite file as a
+/// unit of a shared commit, elsewhere on the writer. Each row is read through `map`.
+pub async fn write_returning<T: Send + 'static>(
+    db: &Db,
+    sql: String,
+    args: Vec<Arg>,
+    map: fn(&dyn Columns) -> sqlx::Result<T>,
+) -> sqlx::Result<Vec<T>> {
+    if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
+        return lane
+            .run(move |conn| {
+                let mut statement = native::bound(conn, &sql, &args)?;
+                let mut rows = statement.raw_query();
+                let mut out = Vec::new();
+                while let Some(row) = rows.next()? {
+                    out.push(map(row).map_err(native::decode_error)?);
+                }
+                Ok(out)
+            })
+            .await;
+    }
+    let mut conn = db.writer().acquire().await?;
+    let rows = batch::bind(sqlx::query(&sql), args).fetch_all(&mut *conn).await?;
+    rows.iter().map(|row| map(row)).collect()
+}
+
 /// Escapes `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
 pub fn like_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -68,6 +68,9 @@ where
     }
 }
 
+/// The units one commit carries, and the signal that the commit is over.
+type Group = (Vec<Box<dyn Unit>>, oneshot::Sender<()>);
+
 /// A unit of work and where its answer arrives.
 pub fn unit<T: Send + 'static>(
     work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -81,12 +84,14 @@ pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::R
     let conn = Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
         .map_err(|e| anyhow::anyhow!("cannot open the SQLite database for shared commits: {e}"))?;
     conn.execute_batch(WRITER_PRAGMAS)?;
+    // Savepoints keep their undo pages in memory, not in a temporary file written page by page.
+    conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;")?;
     conn.set_prepared_statement_cache_capacity(128);
     let checkpoints = Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     checkpoints.execute_batch("PRAGMA busy_timeout = 5000;")?;
     let alive = std::sync::Arc::new(());
     let watched = std::sync::Arc::downgrade(&alive);
-    let (work, groups) = std::sync::mpsc::channel::<(Vec<Box<dyn Unit>>, oneshot::Sender<()>)>();
+    let (work, groups) = std::sync::mpsc::channel::<Group>();
     std::thread::Builder::new().name("msgline-commit".into()).spawn(move || {
         let _alive = alive;
         while let Ok((units, finished)) = groups.recv() {
@@ -107,11 +112,7 @@ pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::R
     Ok(units)
 }
 
-async fn lane(
-    writer: AnyPool,
-    mut rx: mpsc::Receiver<Box<dyn Unit>>,
-    work: std::sync::mpsc::Sender<(Vec<Box<dyn Unit>>, oneshot::Sender<()>)>,
-) {
+async fn lane(writer: AnyPool, mut rx: mpsc::Receiver<Box<dyn Unit>>, work: std::sync::mpsc::Sender<Group>) {
     let mut group = Vec::with_capacity(MAX_GROUP);
     while rx.recv_many(&mut group, MAX_GROUP).await > 0 {
         let units: Vec<Box<dyn Unit>> = std::mem::take(&mut group);
@@ -203,6 +204,11 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
         bound(conn, sql, args)?.raw_execute()?;
     }
     Ok(())
+}
+
+/// A row that could not be read, as the committer thread reports it.
+pub fn decode_error(error: sqlx::Error) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Null, Box::new(error))
 }
 
 /// A failed statement, in the form the rest of the storage layer reads errors in.

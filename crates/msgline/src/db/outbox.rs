@@ -94,25 +94,11 @@ pub async fn claim_pending(db: &Db, now: i64, lease_ms: i64, limit: i64) -> sqlx
          ORDER BY available_at LIMIT $3{}) RETURNING message_id, line_id, attempts",
         skip_locked(db)
     );
-    if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
-        let native_sql = sql.clone();
-        return lane
-            .run(move |conn| {
-                let args = [(now + lease_ms).into(), now.into(), limit.into()];
-                let mut statement = super::native::bound(conn, &native_sql, &args)?;
-                let mut rows = statement.raw_query();
-                let mut jobs = Vec::new();
-                while let Some(row) = rows.next()? {
-                    jobs.push(Job { message_id: row.get(0)?, line_id: row.get(1)?, attempts: row.get(2)? });
-                }
-                Ok(jobs)
-            })
-            .await;
-    }
-    let rows = sqlx::query(&sql).bind(now + lease_ms).bind(now).bind(limit).fetch_all(db.writer()).await?;
-    rows.iter()
-        .map(|r| Ok(Job { message_id: r.try_get(0)?, line_id: r.try_get(1)?, attempts: r.try_get(2)? }))
-        .collect()
+    super::write_returning(db, sql, vec![(now + lease_ms).into(), now.into(), limit.into()], job_from_row).await
+}
+
+fn job_from_row(row: &dyn super::Columns) -> sqlx::Result<Job> {
+    Ok(Job { message_id: row.text(0)?, line_id: row.text(1)?, attempts: row.int(2)? })
 }
 
 /// Claims up to `limit` jobs whose outcome must be asked of the line: those marked unknown and
@@ -126,10 +112,7 @@ pub async fn claim_unsettled(db: &Db, now: i64, next_at: i64, limit: i64) -> sql
          RETURNING message_id, line_id, attempts",
         skip_locked(db)
     );
-    let rows = sqlx::query(&sql).bind(next_at).bind(now).bind(limit).fetch_all(db.writer()).await?;
-    rows.iter()
-        .map(|r| Ok(Job { message_id: r.try_get(0)?, line_id: r.try_get(1)?, attempts: r.try_get(2)? }))
-        .collect()
+    super::write_returning(db, sql, vec![next_at.into(), now.into(), limit.into()], job_from_row).await
 }
 
 /// Back to `pending`, due at `available_at` (the line could not have received it).

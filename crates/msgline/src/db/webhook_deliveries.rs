@@ -23,35 +23,93 @@ fn skip_locked(db: &Db) -> &'static str {
 /// Rows per multi-row insert (two parameters each, well under every engine's limit).
 const INSERT_CHUNK: usize = 400;
 
-/// New pending deliveries of `event_ids` to one endpoint, due at `now`.
-async fn insert_deliveries(
-    conn: &mut AnyConnection,
-    org_id: &str,
-    webhook_id: &str,
-    event_ids: &[&str],
-    now: i64,
-) -> sqlx::Result<()> {
+/// New pending deliveries of `event_ids` to one endpoint, due at `now`, staged.
+fn stage_deliveries(batch: &mut super::Batch, org_id: &str, webhook_id: &str, event_ids: &[&str], now: i64) {
     for chunk in event_ids.chunks(INSERT_CHUNK) {
         let values = (0..chunk.len())
             .map(|i| format!("(${}, $1, $2, ${}, 'pending', 0, $3, $3, $3)", 4 + 2 * i, 5 + 2 * i))
             .collect::<Vec<_>>()
             .join(", ");
-        let sql = format!(
-            "INSERT INTO webhook_deliveries (id, org_id, webhook_id, event_id, state, attempts, next_attempt_at, \
-             created_at, updated_at) VALUES {values}"
-        );
-        let mut query = sqlx::query(&sql).bind(org_id).bind(webhook_id).bind(now);
+        let mut args: Vec<super::Arg> = vec![org_id.into(), webhook_id.into(), now.into()];
         for event_id in chunk {
-            query = query.bind(ids::new_id("whd")).bind(*event_id);
+            args.push(ids::new_id("whd").into());
+            args.push((*event_id).into());
         }
-        query.execute(&mut *conn).await?;
+        batch.push(
+            format!(
+                "INSERT INTO webhook_deliveries (id, org_id, webhook_id, event_id, state, attempts, next_attempt_at, \
+                 created_at, updated_at) VALUES {values}"
+            ),
+            args,
+        );
     }
-    Ok(())
+}
+
+/// An event not yet fanned out.
+struct Pending {
+    id: String,
+    org_id: String,
+    kind: String,
+    created_at: i64,
+    line_id: Option<String>,
+}
+
+fn pending_from_row(row: &impl super::Columns) -> sqlx::Result<Pending> {
+    Ok(Pending {
+        id: row.text(0)?,
+        org_id: row.text(1)?,
+        kind: row.text(2)?,
+        created_at: row.int(3)?,
+        line_id: row.opt_text(4)?,
+    })
+}
+
+fn pending_sql(db: &Db) -> String {
+    format!(
+        "SELECT id, org_id, type, created_at, (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) \
+         FROM events WHERE webhooks_pending = 1 ORDER BY id LIMIT $1{}",
+        skip_locked(db)
+    )
+}
+
+fn enabled_sql(orgs: usize) -> String {
+    let placeholders = (1..=orgs).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+    format!("SELECT {} FROM webhooks WHERE enabled = 1 AND org_id IN ({placeholders})", webhooks::COLUMNS)
+}
+
+/// The organisations of `events`, each once.
+fn orgs_of(events: &[Pending]) -> Vec<String> {
+    let orgs: BTreeSet<&str> = events.iter().map(|e| e.org_id.as_str()).collect();
+    orgs.into_iter().map(str::to_string).collect()
+}
+
+/// The writes of a fan-out: a delivery for every matching endpoint, and the events marked done.
+fn plan_fan_out(events: &[Pending], endpoints: &[Webhook], now: i64) -> super::Batch {
+    let mut per_endpoint: BTreeMap<&str, (&Webhook, Vec<&str>)> = BTreeMap::new();
+    for event in events {
+        for endpoint in endpoints.iter().filter(|w| w.org_id == event.org_id) {
+            if endpoint.wants(&event.kind, event.line_id.as_deref(), event.created_at) {
+                per_endpoint.entry(&endpoint.id).or_insert((endpoint, Vec::new())).1.push(&event.id);
+            }
+        }
+    }
+    let mut batch = super::Batch::new();
+    for (endpoint, event_ids) in per_endpoint.values() {
+        stage_deliveries(&mut batch, &endpoint.org_id, &endpoint.id, event_ids, now);
+    }
+    for chunk in events.chunks(INSERT_CHUNK) {
+        let placeholders = (1..=chunk.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        batch.push(
+            format!("UPDATE events SET webhooks_pending = 0 WHERE id IN ({placeholders})"),
+            chunk.iter().map(|e| super::Arg::from(&e.id)).collect(),
+        );
+    }
+    batch
 }
 
 /// Fans out up to `limit` events not yet fanned out: a delivery for every enabled endpoint of
 /// the event's organisation whose subscription matches, and the events marked done, in one
-/// transaction. Returns how many events it took.
+/// transaction (on SQLite, one unit of a shared commit). Returns how many events it took.
 pub async fn fan_out(db: &Db, limit: i64) -> sqlx::Result<usize> {
     // A cheap look first, so an idle service does not open a write transaction.
     let any: Option<AnyRow> =
@@ -59,59 +117,48 @@ pub async fn fan_out(db: &Db, limit: i64) -> sqlx::Result<usize> {
     if any.is_none() {
         return Ok(0);
     }
+    let sql = pending_sql(db);
+    if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
+        return lane
+            .run(move |conn| {
+                let mut statement = super::native::bound(conn, &sql, &[limit.into()])?;
+                let mut rows = statement.raw_query();
+                let mut events = Vec::new();
+                while let Some(row) = rows.next()? {
+                    events.push(pending_from_row(row).map_err(super::native::decode_error)?);
+                }
+                if events.is_empty() {
+                    return Ok(0);
+                }
+                let orgs = orgs_of(&events);
+                let args: Vec<super::Arg> = orgs.iter().map(super::Arg::from).collect();
+                let mut statement = super::native::bound(conn, &enabled_sql(orgs.len()), &args)?;
+                let mut rows = statement.raw_query();
+                let mut endpoints = Vec::new();
+                while let Some(row) = rows.next()? {
+                    endpoints.push(webhooks::from_row(row).map_err(super::native::decode_error)?);
+                }
+                super::native::run_batch(conn, &plan_fan_out(&events, &endpoints, clock::now_ms()))?;
+                Ok(events.len())
+            })
+            .await;
+    }
     let mut tx = db.writer().begin().await?;
-    let sql = format!(
-        "SELECT id, org_id, type, created_at, (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) \
-         FROM events WHERE webhooks_pending = 1 ORDER BY id LIMIT $1{}",
-        skip_locked(db)
-    );
     let rows = sqlx::query(&sql).bind(limit).fetch_all(&mut *tx).await?;
     if rows.is_empty() {
         tx.rollback().await?;
         return Ok(0);
     }
-    struct Pending {
-        id: String,
-        org_id: String,
-        kind: String,
-        created_at: i64,
-        line_id: Option<String>,
+    let events = rows.iter().map(pending_from_row).collect::<sqlx::Result<Vec<_>>>()?;
+    let orgs = orgs_of(&events);
+    let sql = enabled_sql(orgs.len());
+    let mut query = sqlx::query(&sql);
+    for org_id in &orgs {
+        query = query.bind(org_id);
     }
-    let events = rows
-        .iter()
-        .map(|r| {
-            Ok(Pending {
-                id: r.try_get(0)?,
-                org_id: r.try_get(1)?,
-                kind: r.try_get(2)?,
-                created_at: r.try_get(3)?,
-                line_id: r.try_get(4)?,
-            })
-        })
-        .collect::<sqlx::Result<Vec<_>>>()?;
-    let orgs: BTreeSet<&str> = events.iter().map(|e| e.org_id.as_str()).collect();
-    let endpoints = webhooks::enabled_for_orgs(&mut tx, &orgs.into_iter().collect::<Vec<_>>()).await?;
-    let mut per_endpoint: BTreeMap<&str, (&Webhook, Vec<&str>)> = BTreeMap::new();
-    for event in &events {
-        for endpoint in endpoints.iter().filter(|w| w.org_id == event.org_id) {
-            if endpoint.wants(&event.kind, event.line_id.as_deref(), event.created_at) {
-                per_endpoint.entry(&endpoint.id).or_insert((endpoint, Vec::new())).1.push(&event.id);
-            }
-        }
-    }
-    let now = clock::now_ms();
-    for (endpoint, event_ids) in per_endpoint.values() {
-        insert_deliveries(&mut tx, &endpoint.org_id, &endpoint.id, event_ids, now).await?;
-    }
-    for chunk in events.chunks(INSERT_CHUNK) {
-        let placeholders = (1..=chunk.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
-        let sql = format!("UPDATE events SET webhooks_pending = 0 WHERE id IN ({placeholders})");
-        let mut query = sqlx::query(&sql);
-        for event in chunk {
-            query = query.bind(&event.id);
-        }
-        query.execute(&mut *tx).await?;
-    }
+    let endpoints =
+        query.fetch_all(&mut *tx).await?.iter().map(webhooks::from_row).collect::<sqlx::Result<Vec<_>>>()?;
+    plan_fan_out(&events, &endpoints, clock::now_ms()).execute(&mut tx).await?;
     tx.commit().await?;
     Ok(events.len())
 }
@@ -138,28 +185,29 @@ pub struct Claimed {
     pub attempt: i64,
 }
 
-/// Claims up to `limit` deliveries that are due, and those whose claim ran out (the instance that
-/// held them stopped mid-call), for `lease_ms`. The claim is committed before anything is posted.
+/// Claims up to `limit` deliveries that are due, oldest first, and up to `limit` whose claim ran
+/// out (the instance that held them stopped mid-call), for `lease_ms`. Each half reads one range
+/// of the `(state, next_attempt_at)` index, so a claim costs the same however long the backlog.
+/// The claim is committed before anything is posted.
 pub async fn claim_due(db: &Db, now: i64, lease_ms: i64, limit: i64) -> sqlx::Result<Vec<Claimed>> {
     let sql = format!(
         "UPDATE webhook_deliveries SET state = 'claimed', claimed_until = $1, attempts = attempts + 1, updated_at = $2 \
-         WHERE id IN (SELECT id FROM webhook_deliveries WHERE (state = 'pending' AND next_attempt_at <= $2) \
-         OR (state = 'claimed' AND claimed_until < $2) ORDER BY next_attempt_at LIMIT $3{}) \
-         RETURNING id, org_id, webhook_id, event_id, attempts",
-        skip_locked(db)
+         WHERE id IN (SELECT id FROM (SELECT id FROM webhook_deliveries WHERE state = 'pending' \
+         AND next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT $3{lock}) due UNION ALL \
+         SELECT id FROM (SELECT id FROM webhook_deliveries WHERE state = 'claimed' AND claimed_until < $2 \
+         LIMIT $3{lock}) lapsed) RETURNING id, org_id, webhook_id, event_id, attempts",
+        lock = skip_locked(db)
     );
-    let rows = sqlx::query(&sql).bind(now + lease_ms).bind(now).bind(limit).fetch_all(db.writer()).await?;
-    rows.iter()
-        .map(|r| {
-            Ok(Claimed {
-                id: r.try_get(0)?,
-                org_id: r.try_get(1)?,
-                webhook_id: r.try_get(2)?,
-                event_id: r.try_get(3)?,
-                attempt: r.try_get(4)?,
-            })
+    super::write_returning(db, sql, vec![(now + lease_ms).into(), now.into(), limit.into()], |row| {
+        Ok(Claimed {
+            id: row.text(0)?,
+            org_id: row.text(1)?,
+            webhook_id: row.text(2)?,
+            event_id: row.text(3)?,
+            attempt: row.int(4)?,
         })
-        .collect()
+    })
+    .await
 }
 
 /// An event as it is delivered.
@@ -403,7 +451,9 @@ pub async fn replay(db: &Db, webhook: &Webhook, since: i64, max: usize) -> Resul
     let now = clock::now_ms();
     webhooks::enable(&mut tx, &webhook.id, now).await?;
     let refs: Vec<&str> = event_ids.iter().map(String::as_str).collect();
-    insert_deliveries(&mut tx, &webhook.org_id, &webhook.id, &refs, now).await?;
+    let mut batch = super::Batch::new();
+    stage_deliveries(&mut batch, &webhook.org_id, &webhook.id, &refs, now);
+    batch.execute(&mut tx).await?;
     tx.commit().await?;
     Ok(event_ids.len())
 }

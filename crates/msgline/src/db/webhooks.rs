@@ -1,7 +1,7 @@
 //! Webhook endpoints. The signing secret is kept as minted (the service signs with it) and is
 //! shown to the customer only when it is created or rotated.
 
-use sqlx::{AnyConnection, Row, any::AnyRow};
+use sqlx::{AnyConnection, Row};
 
 use super::{Db, ListQuery, Page, Paged};
 use crate::{
@@ -65,23 +65,23 @@ impl Webhook {
 pub const COLUMNS: &str = "id, org_id, line_id, url, description, event_types, secret, previous_secret, \
      previous_secret_expires_at, enabled, disabled_reason, disabled_at, failing_since, created_at, updated_at";
 
-pub fn from_row(row: &AnyRow) -> sqlx::Result<Webhook> {
+pub fn from_row(row: &impl super::Columns) -> sqlx::Result<Webhook> {
     Ok(Webhook {
-        id: row.try_get(0)?,
-        org_id: row.try_get(1)?,
-        line_id: row.try_get(2)?,
-        url: row.try_get(3)?,
-        description: row.try_get(4)?,
-        events: Subscriptions::from_stored(&row.try_get::<String, _>(5)?),
-        secret: row.try_get(6)?,
-        previous_secret: row.try_get(7)?,
-        previous_secret_expires_at: row.try_get(8)?,
-        enabled: row.try_get::<i64, _>(9)? != 0,
-        disabled_reason: row.try_get(10)?,
-        disabled_at: row.try_get(11)?,
-        failing_since: row.try_get(12)?,
-        created_at: row.try_get(13)?,
-        updated_at: row.try_get(14)?,
+        id: row.text(0)?,
+        org_id: row.text(1)?,
+        line_id: row.opt_text(2)?,
+        url: row.text(3)?,
+        description: row.opt_text(4)?,
+        events: Subscriptions::from_stored(&row.text(5)?),
+        secret: row.text(6)?,
+        previous_secret: row.opt_text(7)?,
+        previous_secret_expires_at: row.opt_int(8)?,
+        enabled: row.int(9)? != 0,
+        disabled_reason: row.opt_text(10)?,
+        disabled_at: row.opt_int(11)?,
+        failing_since: row.opt_int(12)?,
+        created_at: row.int(13)?,
+        updated_at: row.int(14)?,
     })
 }
 
@@ -154,20 +154,6 @@ pub async fn list(db: &Db, org_id: &str, line_id: Option<&str>, page: &Page) -> 
         .eq("line_id", line_id)
         .fetch(db, page, from_row, |w| &w.id)
         .await
-}
-
-/// The enabled endpoints of these organisations (the fan-out's candidates).
-pub async fn enabled_for_orgs(conn: &mut AnyConnection, org_ids: &[&str]) -> sqlx::Result<Vec<Webhook>> {
-    if org_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let placeholders = (1..=org_ids.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
-    let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE enabled = 1 AND org_id IN ({placeholders})");
-    let mut query = sqlx::query(&sql);
-    for org_id in org_ids {
-        query = query.bind(*org_id);
-    }
-    query.fetch_all(&mut *conn).await?.iter().map(from_row).collect()
 }
 
 /// Deletes an endpoint with its deliveries and attempts. Returns whether it existed.

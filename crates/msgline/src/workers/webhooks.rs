@@ -83,7 +83,13 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
                 tracing::error!(error = %error, "could not prune old webhook attempts");
             }
         }
-        if worked == 0 {
+        if permits.available_permits() == 0 {
+            // Every slot is posting: go on as soon as one is free, not after the idle pause.
+            tokio::select! {
+                _ = permits.acquire() => {}
+                _ = shutdown.changed() => {}
+            }
+        } else if worked == 0 {
             tokio::select! {
                 _ = tokio::time::sleep(IDLE) => {}
                 _ = shutdown.changed() => {}
