@@ -16,10 +16,25 @@ const FORMAT: &[FormatItem<'static>] =
 
 /// `1700000000120` → `"2023-11-14T22:13:20.120Z"`.
 pub fn rfc3339(ms: i64) -> String {
-    OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(FORMAT).ok())
-        .unwrap_or_default()
+    use std::fmt::Write;
+    let Ok(at) = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000) else { return String::new() };
+    if !(0..=9999).contains(&at.year()) {
+        return at.format(FORMAT).unwrap_or_default();
+    }
+    // Written by hand: this runs for every timestamp of every message a list returns.
+    let mut text = String::with_capacity(24);
+    let _ = write!(
+        text,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second(),
+        at.millisecond()
+    );
+    text
 }
 
 pub fn rfc3339_opt(ms: Option<i64>) -> Option<String> {
@@ -39,6 +54,8 @@ mod tests {
     fn timestamps_round_trip_through_rfc3339() {
         let ms = 1_700_000_000_120;
         assert_eq!(rfc3339(ms), "2023-11-14T22:13:20.120Z");
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_704_067_199_999), "2023-12-31T23:59:59.999Z");
         assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms));
     }
 }

@@ -7,7 +7,7 @@ use axum::{
 };
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use serde::{Serialize, de::DeserializeOwned};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{
     db::{Page, Paged},
@@ -142,10 +142,34 @@ pub fn page(limit: Option<&str>, cursor: Option<&str>) -> Result<Page, ApiError>
 
 /// `{"data": [...], "next_cursor": ...}` for a page of rows.
 pub fn list<T, V: Serialize>(paged: Paged<T>, view: impl Fn(&T) -> V) -> Value {
-    json!({
-        "data": paged.rows.iter().map(view).collect::<Vec<_>>(),
-        "next_cursor": paged.next.map(|id| URL_SAFE_NO_PAD.encode(id)),
-    })
+    serde_json::to_value(list_body(&paged, view)).expect("a list serialises")
+}
+
+/// [`list`], kept typed so that it is written straight to the response.
+pub fn list_body<'a, T, V: Serialize>(paged: &'a Paged<T>, view: impl Fn(&'a T) -> V) -> ListBody<V> {
+    ListBody {
+        data: paged.rows.iter().map(view).collect(),
+        next_cursor: paged.next.as_ref().map(|id| URL_SAFE_NO_PAD.encode(id)),
+    }
+}
+
+/// A `200` with `value` as JSON, serialised once, straight from typed views.
+pub fn json_response<T: Serialize>(value: &T) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match serde_json::to_vec(value) {
+        Ok(body) => ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(error) => {
+            tracing::error!(error = %error, "a response could not be serialised");
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
+
+/// A page of a list as the API answers it, written straight to the response.
+#[derive(Debug, Serialize)]
+pub struct ListBody<V> {
+    data: Vec<V>,
+    next_cursor: Option<String>,
 }
 
 /// Trims a text field; an over-long one is a 400 naming it.

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::{
     AppState,
     auth::Principal,
-    extract::{ApiJson, ApiQuery, from_value, list, page},
+    extract::{ApiJson, ApiQuery, from_value, json_response, list_body, page},
 };
 use crate::{
     db::{self, messages::MessageFilter},
@@ -202,7 +202,7 @@ async fn list_messages(
     State(state): State<AppState>,
     caller: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<axum::response::Response> {
     caller.require(Scope::Read)?;
     let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
     let direction = query.direction.filter(|d| !d.is_empty());
@@ -221,7 +221,7 @@ async fn list_messages(
         line_id: caller.line_id.clone(),
     };
     let paged = db::messages::list(&state.db, &caller.org_id, &filter, &page).await?;
-    Ok(Json(list(paged, |m| m.to_json())))
+    Ok(json_response(&list_body(&paged, db::messages::Message::view)))
 }
 
 async fn get_message(

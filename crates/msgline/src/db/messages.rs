@@ -1,7 +1,7 @@
 //! Messages and their status lifecycle. Every status move writes its `messaging.message.*`
 //! event in the same transaction.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 
 use sqlx::{AnyConnection, Row};
@@ -38,37 +38,66 @@ pub struct Message {
 impl Message {
     /// The public representation, as the API and webhook events show it.
     pub fn to_json(&self) -> Value {
-        let mut value = json!({
-            "id": self.id,
-            "conversation_id": self.conversation_id,
-            "contact_id": self.contact_id,
-            "line_id": self.line_id,
-            "direction": self.direction,
-            "channel": self.channel,
-            "kind": self.kind,
-            "body": self.body,
-            "status": self.status,
-            "error": self.error,
-            "delivery_unknown": self.delivery_unknown,
-            "agent_id": self.agent_id,
-            "created_at": clock::rfc3339(self.created_at),
-            "updated_at": clock::rfc3339(self.updated_at),
-            "submitted_at": clock::rfc3339_opt(self.submitted_at),
-            "sent_at": clock::rfc3339_opt(self.sent_at),
-            "delivered_at": clock::rfc3339_opt(self.delivered_at),
-            "read_at": clock::rfc3339_opt(self.read_at),
-        });
-        if let Some(Value::Object(payload)) = &self.payload {
-            for (key, item) in payload {
-                value[key] = item.clone();
-            }
+        serde_json::to_value(self.view()).expect("a message view serialises")
+    }
+
+    /// The public representation, written straight to a response.
+    pub fn view(&self) -> MessageView<'_> {
+        MessageView {
+            id: &self.id,
+            conversation_id: &self.conversation_id,
+            contact_id: self.contact_id.as_deref(),
+            line_id: &self.line_id,
+            direction: &self.direction,
+            channel: &self.channel,
+            kind: &self.kind,
+            body: &self.body,
+            status: &self.status,
+            error: self.error.as_deref(),
+            delivery_unknown: self.delivery_unknown,
+            agent_id: self.agent_id.as_deref(),
+            created_at: clock::rfc3339(self.created_at),
+            updated_at: clock::rfc3339(self.updated_at),
+            submitted_at: clock::rfc3339_opt(self.submitted_at),
+            sent_at: clock::rfc3339_opt(self.sent_at),
+            delivered_at: clock::rfc3339_opt(self.delivered_at),
+            read_at: clock::rfc3339_opt(self.read_at),
+            extra: match &self.payload {
+                Some(Value::Object(payload)) => Some(payload),
+                _ => None,
+            },
         }
-        value
     }
 
     pub fn is_final(&self) -> bool {
         matches!(self.status.as_str(), "delivered" | "read" | "failed" | "received")
     }
+}
+
+/// A message as the API shows it: its fields, and those its payload adds (`contact_card`,
+/// `poll`, `poll_vote`).
+#[derive(Debug, serde::Serialize)]
+pub struct MessageView<'a> {
+    id: &'a str,
+    conversation_id: &'a str,
+    contact_id: Option<&'a str>,
+    line_id: &'a str,
+    direction: &'a str,
+    channel: &'a str,
+    kind: &'a str,
+    body: &'a str,
+    status: &'a str,
+    error: Option<&'a str>,
+    delivery_unknown: bool,
+    agent_id: Option<&'a str>,
+    created_at: String,
+    updated_at: String,
+    submitted_at: Option<String>,
+    sent_at: Option<String>,
+    delivered_at: Option<String>,
+    read_at: Option<String>,
+    #[serde(flatten)]
+    extra: Option<&'a serde_json::Map<String, Value>>,
 }
 
 /// Where a status stands in the outbound lifecycle; moves only go forward.
@@ -97,7 +126,7 @@ const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, directi
      status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at, \
      attachment";
 
-fn from_row(row: &impl super::Columns) -> sqlx::Result<Message> {
+fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Message> {
     let payload = row.opt_text(9)?;
     Ok(Message {
         id: row.text(0)?,
@@ -242,7 +271,7 @@ pub async fn list(db: &Db, org_id: &str, filter: &MessageFilter, page: &Page) ->
         .eq("direction", filter.direction.as_deref())
         .eq("status", filter.status.as_deref())
         .eq("line_id", filter.line_id.as_deref())
-        .fetch(db, page, from_row, |m| &m.id)
+        .fetch_rows(db, page, |row| from_row(row), |m| &m.id)
         .await
 }
 

@@ -53,6 +53,8 @@ pub struct Db {
     backend: Backend,
     /// Shared commits for writes that read nothing back.
     group: Option<GroupWriter>,
+    /// On a SQLite file: readers that map rows on their own thread (see [`Db::read_rows`]).
+    native_readers: Option<std::sync::Arc<native::Readers>>,
 }
 
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
@@ -100,11 +102,12 @@ impl Db {
                     })
                 })
                 .connect_lazy(&with_mode(url, "rw"))?;
-            let group = Some(match file {
-                Some(file) => GroupWriter::start_sqlite(writer.clone(), &file)?,
+            let group = Some(match &file {
+                Some(file) => GroupWriter::start_sqlite(writer.clone(), file)?,
                 None => GroupWriter::start(writer.clone(), 1),
             });
-            Ok(Db { writer, reader, backend: Backend::Sqlite, group })
+            let native_readers = file.map(|file| std::sync::Arc::new(native::Readers::new(file)));
+            Ok(Db { writer, reader, backend: Backend::Sqlite, group, native_readers })
         } else {
             let pool = AnyPoolOptions::new()
                 .max_connections(16)
@@ -114,7 +117,7 @@ impl Db {
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;
             let group = Some(GroupWriter::start(pool.clone(), 4));
-            Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres, group })
+            Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres, group, native_readers: None })
         }
     }
 
@@ -130,6 +133,21 @@ impl Db {
 
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The rows of a read, each through `map`: on a SQLite file read and mapped on a thread of
+    /// its own, elsewhere through the reader pool.
+    pub async fn read_rows<T: Send + 'static>(
+        &self,
+        sql: String,
+        args: Vec<Arg>,
+        map: fn(&dyn Columns) -> sqlx::Result<T>,
+    ) -> sqlx::Result<Vec<T>> {
+        if let Some(readers) = &self.native_readers {
+            return readers.query(sql, args, map).await;
+        }
+        let rows = batch::bind(sqlx::query(&sql), args).fetch_all(&self.reader).await?;
+        rows.iter().map(|row| map(row)).collect()
     }
 
     /// The group committer.

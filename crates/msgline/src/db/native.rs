@@ -206,6 +206,62 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
     Ok(())
 }
 
+/// Reads on connections of their own, each query on a blocking thread: one hand-off per query
+/// where sqlx makes one per row, and rows read straight into the caller's type.
+pub struct Readers {
+    file: PathBuf,
+    idle: std::sync::Mutex<Vec<Connection>>,
+}
+
+/// Most reader connections kept open between queries.
+const READERS_KEPT: usize = 8;
+
+impl Readers {
+    pub fn new(file: PathBuf) -> Self {
+        Self { file, idle: Default::default() }
+    }
+
+    fn open(&self) -> rusqlite::Result<Connection> {
+        let conn = Connection::open_with_flags(&self.file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        conn.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = ON; PRAGMA cache_size = -8000;")?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    }
+
+    /// The rows of one query, each read through `map`.
+    pub async fn query<T: Send + 'static>(
+        self: &std::sync::Arc<Self>,
+        sql: String,
+        args: Vec<Arg>,
+        map: fn(&dyn super::Columns) -> sqlx::Result<T>,
+    ) -> sqlx::Result<Vec<T>> {
+        let readers = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let idle = readers.idle.lock().expect("reader pool lock").pop();
+            let conn = match idle {
+                Some(conn) => conn,
+                None => readers.open().map_err(into_sqlx)?,
+            };
+            let result = (|| {
+                let mut statement = bound(&conn, &sql, &args).map_err(into_sqlx)?;
+                let mut rows = statement.raw_query();
+                let mut out = Vec::new();
+                while let Some(row) = rows.next().map_err(into_sqlx)? {
+                    out.push(map(row)?);
+                }
+                Ok(out)
+            })();
+            let mut idle = readers.idle.lock().expect("reader pool lock");
+            if idle.len() < READERS_KEPT {
+                idle.push(conn);
+            }
+            result
+        })
+        .await
+        .map_err(|_| sqlx::Error::WorkerCrashed)?
+    }
+}
+
 /// A row that could not be read, as the committer thread reports it.
 pub fn decode_error(error: sqlx::Error) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Null, Box::new(error))

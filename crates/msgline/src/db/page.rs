@@ -47,6 +47,29 @@ impl ListQuery {
         self
     }
 
+    /// [`ListQuery::fetch`] through [`super::Db::read_rows`].
+    pub async fn fetch_rows<T: Send + 'static>(
+        mut self,
+        db: &super::Db,
+        page: &Page,
+        map: fn(&dyn super::Columns) -> sqlx::Result<T>,
+        id_of: impl Fn(&T) -> &str,
+    ) -> sqlx::Result<Paged<T>> {
+        self.finish(page);
+        let args = self.binds.into_iter().map(super::Arg::from).collect();
+        let items = db.read_rows(self.sql, args, map).await?;
+        Ok(Paged::from_overfetch(items, page.limit, id_of))
+    }
+
+    /// The cursor, the order and the limit.
+    fn finish(&mut self, page: &Page) {
+        if let Some(before) = &page.before {
+            self.binds.push(before.clone());
+            self.sql.push_str(&format!(" AND id < ${}", self.binds.len()));
+        }
+        self.sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+    }
+
     pub async fn fetch<T>(
         mut self,
         db: &super::Db,
@@ -54,11 +77,7 @@ impl ListQuery {
         map: impl Fn(&sqlx::any::AnyRow) -> sqlx::Result<T>,
         id_of: impl Fn(&T) -> &str,
     ) -> sqlx::Result<Paged<T>> {
-        if let Some(before) = &page.before {
-            self.binds.push(before.clone());
-            self.sql.push_str(&format!(" AND id < ${}", self.binds.len()));
-        }
-        self.sql.push_str(&format!(" ORDER BY id DESC LIMIT {}", page.limit + 1));
+        self.finish(page);
         let mut query = sqlx::query(&self.sql);
         for bind in &self.binds {
             query = query.bind(bind);
