@@ -580,12 +580,29 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
     }
     let mut tx = db.writer().begin().await?;
     let now = clock::now_ms();
-    let mut fresh = Vec::with_capacity(reports.len());
+    // One statement records every callback id and returns those not seen before.
+    let values: Vec<String> =
+        (0..reports.len()).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect();
+    let sql = format!(
+        "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES {} \
+         ON CONFLICT (line_id, event_id) DO NOTHING RETURNING event_id",
+        values.join(", ")
+    );
+    let mut query = sqlx::query(&sql);
     for report in &reports {
-        let recorded =
-            sqlx::query(RECORD_CALLBACK).bind(line_id).bind(&report.event_id).bind(now).execute(&mut *tx).await?;
-        fresh.push(recorded.rows_affected() == 1);
+        query = query.bind(line_id).bind(&report.event_id).bind(now);
     }
+    let recorded: std::collections::HashSet<String> = query
+        .persistent(false)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<_, _>>()?;
+    // A callback id repeated within one request counts as new once.
+    let mut seen = std::collections::HashSet::new();
+    let fresh: Vec<bool> =
+        reports.iter().map(|r| recorded.contains(&r.event_id) && seen.insert(r.event_id.as_str())).collect();
     let ids: Vec<&str> = reports.iter().map(|r| r.message_id.as_str()).collect();
     let messages = get_many(&mut tx, &ids).await?.into_iter().map(|m| (m.id.clone(), m)).collect();
     plan_reports(backend, line_id, &reports, &fresh, messages).execute(&mut tx).await?;

@@ -85,7 +85,7 @@ pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::R
         .map_err(|e| anyhow::anyhow!("cannot open the SQLite database for shared commits: {e}"))?;
     conn.execute_batch(WRITER_PRAGMAS)?;
     // Savepoints keep their undo pages in memory, not in a temporary file written page by page.
-    conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;")?;
+    conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -8000;")?;
     conn.set_prepared_statement_cache_capacity(128);
     let checkpoints = Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     checkpoints.execute_batch("PRAGMA busy_timeout = 5000;")?;
@@ -211,19 +211,21 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
 pub struct Readers {
     file: PathBuf,
     idle: std::sync::Mutex<Vec<Connection>>,
+    /// Queries running at once: as many as there are connections, so memory stays bounded.
+    running: tokio::sync::Semaphore,
 }
 
-/// Most reader connections kept open between queries.
-const READERS_KEPT: usize = 8;
+/// Reader connections, and queries at once.
+const READERS: usize = 4;
 
 impl Readers {
     pub fn new(file: PathBuf) -> Self {
-        Self { file, idle: Default::default() }
+        Self { file, idle: Default::default(), running: tokio::sync::Semaphore::new(READERS) }
     }
 
     fn open(&self) -> rusqlite::Result<Connection> {
         let conn = Connection::open_with_flags(&self.file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
-        conn.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = ON; PRAGMA cache_size = -8000;")?;
+        conn.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = ON;")?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
@@ -236,6 +238,7 @@ impl Readers {
         map: fn(&dyn super::Columns) -> sqlx::Result<T>,
     ) -> sqlx::Result<Vec<T>> {
         let readers = self.clone();
+        let _running = self.running.acquire().await.map_err(|_| sqlx::Error::PoolClosed)?;
         tokio::task::spawn_blocking(move || {
             let idle = readers.idle.lock().expect("reader pool lock").pop();
             let conn = match idle {
@@ -252,7 +255,7 @@ impl Readers {
                 Ok(out)
             })();
             let mut idle = readers.idle.lock().expect("reader pool lock");
-            if idle.len() < READERS_KEPT {
+            if idle.len() < READERS {
                 idle.push(conn);
             }
             result
