@@ -93,7 +93,12 @@ impl Target {
         let now = crate::clock::now_ms();
         let (found_contact, found_conversation) = match (contact_id, conversation_id) {
             (Some(contact), Some(conversation)) => (Some(contact.clone()), Some(conversation.clone())),
-            _ => db::conversations::find_direct(db, org_id, &self.line.id, phone.as_str()).await?,
+            _ => {
+                let (found_contact, found_conversation) =
+                    db::conversations::find_direct(db, org_id, &self.line.id, phone.as_str()).await?;
+                // The contact the request named wins over the one read.
+                (contact_id.clone().or(found_contact), conversation_id.clone().or(found_conversation))
+            }
         };
         let contact_id = match found_contact {
             Some(id) => {
