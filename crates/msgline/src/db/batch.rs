@@ -105,6 +105,38 @@ impl Batch {
         self
     }
 
+    /// Stages `update` (parameters `$1..$n` from `update_args`) and, only if it changed a row,
+    /// `insert_into` (`INSERT INTO table (columns)`) with `insert_args` as the values: on SQLite
+    /// by `changes()`, the rows the previous statement changed; on PostgreSQL as one statement
+    /// whose update feeds the insert.
+    pub fn push_if_updated(
+        &mut self,
+        backend: Backend,
+        update: &str,
+        update_args: Vec<Arg>,
+        insert_into: &str,
+        insert_args: Vec<Arg>,
+    ) -> &mut Self {
+        let values =
+            |from: usize| (from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        match backend {
+            Backend::Sqlite => {
+                let insert = format!("{insert_into} SELECT {} WHERE changes() > 0", values(1));
+                self.push(update, update_args);
+                self.push(insert, insert_args)
+            }
+            Backend::Postgres => {
+                let sql = format!(
+                    "WITH moved AS ({update} RETURNING 1) {insert_into} SELECT {} FROM moved",
+                    values(update_args.len() + 1)
+                );
+                let mut args = update_args;
+                args.extend(insert_args);
+                self.push(sql, args)
+            }
+        }
+    }
+
     /// Appends another batch's statements.
     pub fn extend(&mut self, other: &Batch) -> &mut Self {
         self.statements.extend(other.statements.iter().cloned());
@@ -155,5 +187,32 @@ mod tests {
     fn parameters_are_shifted_past_the_earlier_statements() {
         assert_eq!(renumber("INSERT INTO t VALUES ($1, $2, $12)", 3), "INSERT INTO t VALUES ($4, $5, $15)");
         assert_eq!(renumber("SELECT 'a$b'", 3), "SELECT 'a$b'");
+    }
+
+    #[test]
+    fn an_insert_follows_an_update_only_where_it_changed_a_row() {
+        let args = || vec![Arg::from("a"), Arg::from(1)];
+        let mut sqlite = Batch::new();
+        sqlite.push_if_updated(
+            Backend::Sqlite,
+            "UPDATE t SET x = $1 WHERE y = $2",
+            args(),
+            "INSERT INTO u (a, b)",
+            args(),
+        );
+        assert_eq!(sqlite.statements[1].0, "INSERT INTO u (a, b) SELECT $1, $2 WHERE changes() > 0");
+        let mut postgres = Batch::new();
+        postgres.push_if_updated(
+            Backend::Postgres,
+            "UPDATE t SET x = $1 WHERE y = $2",
+            args(),
+            "INSERT INTO u (a, b)",
+            args(),
+        );
+        assert_eq!(
+            postgres.statements[0].0,
+            "WITH moved AS (UPDATE t SET x = $1 WHERE y = $2 RETURNING 1) INSERT INTO u (a, b) SELECT $3, $4 FROM moved"
+        );
+        assert_eq!(postgres.statements[0].1.len(), 4);
     }
 }

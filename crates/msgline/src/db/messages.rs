@@ -355,28 +355,13 @@ pub fn stage_advance(
         serde_json::json!({"message": after.to_json()}).to_string().into(),
         now.into(),
     ];
-    match backend {
-        super::Backend::Sqlite => {
-            batch.push(update, update_args);
-            batch.push(
-                "INSERT INTO events (id, org_id, type, message_id, data, created_at) \
-                 SELECT $1, $2, $3, $4, $5, $6 WHERE changes() > 0",
-                event_args,
-            );
-        }
-        super::Backend::Postgres => {
-            let mut args = update_args;
-            args.extend(event_args);
-            batch.push(
-                format!(
-                    "WITH moved AS ({update} RETURNING id) \
-                     INSERT INTO events (id, org_id, type, message_id, data, created_at) \
-                     SELECT $6, $7, $8, $9, $10, $11 FROM moved"
-                ),
-                args,
-            );
-        }
-    }
+    batch.push_if_updated(
+        backend,
+        &update,
+        update_args,
+        "INSERT INTO events (id, org_id, type, message_id, data, created_at)",
+        event_args,
+    );
     Some(after)
 }
 

@@ -298,29 +298,13 @@ pub fn stage_delivered(
         attempt.next_attempt_at.into(),
         attempt.created_at.into(),
     ];
-    match backend {
-        super::Backend::Sqlite => {
-            batch.push(settle, settle_args);
-            batch.push(
-                format!(
-                    "INSERT INTO webhook_attempts (org_id, delivery_id, {ATTEMPT_COLUMNS}) \
-                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 WHERE changes() > 0"
-                ),
-                attempt_args,
-            );
-        }
-        super::Backend::Postgres => {
-            let mut args = settle_args;
-            args.extend(attempt_args);
-            batch.push(
-                format!(
-                    "WITH settled AS ({settle} RETURNING id) INSERT INTO webhook_attempts (org_id, delivery_id, \
-                     {ATTEMPT_COLUMNS}) SELECT $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 FROM settled"
-                ),
-                args,
-            );
-        }
-    }
+    batch.push_if_updated(
+        backend,
+        settle,
+        settle_args,
+        &format!("INSERT INTO webhook_attempts (org_id, delivery_id, {ATTEMPT_COLUMNS})"),
+        attempt_args,
+    );
     batch.push(
         "UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
         vec![(&attempt.webhook_id).into()],

@@ -193,23 +193,29 @@ async fn deliver(state: &AppState, settings: &Settings, claimed: &Claimed) -> an
         Err(error) => (None, None, Some(error.to_string()), Outcome::Failed { retry_after: None }),
     };
 
+    // What the attempt came to, as the deliveries list shows it.
+    let attempt = |settle: Settle| Attempt {
+        id: ids::new_id("att"),
+        webhook_id: webhook.id.clone(),
+        event_id: event.id.clone(),
+        event_type: event.kind.clone(),
+        attempt: claimed.attempt,
+        status_code: status.map(i64::from),
+        succeeded: settle == Settle::Delivered,
+        latency_ms,
+        response_body,
+        error,
+        next_attempt_at: match settle {
+            Settle::RetryAt(at) => Some(at),
+            _ => None,
+        },
+        created_at: now,
+    };
+
     // The common case, a delivery, reads nothing back: it shares a commit with other writes.
     if let (Outcome::Delivered, Some(group)) = (&outcome, state.db.group()) {
-        let attempt = Attempt {
-            id: ids::new_id("att"),
-            webhook_id: webhook.id.clone(),
-            event_id: event.id.clone(),
-            event_type: event.kind.clone(),
-            attempt: claimed.attempt,
-            status_code: status.map(i64::from),
-            succeeded: true,
-            latency_ms,
-            response_body,
-            error,
-            next_attempt_at: None,
-            created_at: now,
-        };
         let mut batch = db::Batch::new();
+        let attempt = attempt(Settle::Delivered);
         db::webhook_deliveries::stage_delivered(&mut batch, state.db.backend(), claimed, status, &attempt);
         group.commit(batch).await?;
         return Ok(());
@@ -245,23 +251,7 @@ async fn deliver(state: &AppState, settings: &Settings, claimed: &Claimed) -> an
         tracing::warn!(delivery = %claimed.id, "a webhook claim ran out before its attempt was recorded");
         return Ok(());
     }
-    let attempt = Attempt {
-        id: ids::new_id("att"),
-        webhook_id: webhook.id.clone(),
-        event_id: event.id.clone(),
-        event_type: event.kind.clone(),
-        attempt: claimed.attempt,
-        status_code: status.map(i64::from),
-        succeeded: settle == Settle::Delivered,
-        latency_ms,
-        response_body,
-        error,
-        next_attempt_at: match settle {
-            Settle::RetryAt(at) => Some(at),
-            _ => None,
-        },
-        created_at: now,
-    };
+    let attempt = attempt(settle);
     db::webhook_deliveries::insert_attempt(&mut tx, &claimed.org_id, &claimed.id, &attempt).await?;
     match (settle, disable) {
         (Settle::Delivered, _) => db::webhooks::note_success(&mut tx, &webhook.id).await?,
