@@ -30,6 +30,12 @@ pub const WRITER_PRAGMAS: &str = "PRAGMA synchronous = NORMAL; PRAGMA foreign_ke
 /// How often the checkpointer copies the log into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// Each connection here is used by one thread at a time, so SQLite's own per-call mutex is
+/// left out.
+fn open_flags() -> rusqlite::OpenFlags {
+    rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+}
+
 /// The file behind a `sqlite://` URL, or `None` for an in-memory database (which a second
 /// connection could not see).
 pub fn file_of(url: &str) -> Option<PathBuf> {
@@ -81,13 +87,13 @@ pub fn unit<T: Send + 'static>(
 
 /// Opens the committer's connection and starts its thread; returns the lane's queue.
 pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::Result<mpsc::Sender<Box<dyn Unit>>> {
-    let conn = Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+    let conn = Connection::open_with_flags(file, open_flags())
         .map_err(|e| anyhow::anyhow!("cannot open the SQLite database for shared commits: {e}"))?;
     conn.execute_batch(WRITER_PRAGMAS)?;
     // Savepoints keep their undo pages in memory, not in a temporary file written page by page.
     conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -8000;")?;
     conn.set_prepared_statement_cache_capacity(128);
-    let checkpoints = Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+    let checkpoints = Connection::open_with_flags(file, open_flags())?;
     checkpoints.execute_batch("PRAGMA busy_timeout = 5000;")?;
     let alive = std::sync::Arc::new(());
     let watched = std::sync::Arc::downgrade(&alive);
@@ -224,7 +230,7 @@ impl Readers {
     }
 
     fn open(&self) -> rusqlite::Result<Connection> {
-        let conn = Connection::open_with_flags(&self.file, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        let conn = Connection::open_with_flags(&self.file, open_flags())?;
         conn.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = ON;")?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
