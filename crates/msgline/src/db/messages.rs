@@ -549,14 +549,8 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
                     if messages.contains_key(&report.message_id) {
                         continue;
                     }
-                    let mut statement = super::native::bound(conn, &sql, &[(&report.message_id).into()])?;
-                    let mut rows = statement.raw_query();
-                    if let Some(row) = rows.next()? {
-                        let message = from_row(row).map_err(|e| {
-                            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Null, Box::new(e))
-                        })?;
-                        messages.insert(message.id.clone(), message);
-                    }
+                    let found = super::native::rows(conn, &sql, &[(&report.message_id).into()], |row| from_row(row))?;
+                    messages.extend(found.into_iter().map(|m| (m.id.clone(), m)));
                 }
                 super::native::run_batch(conn, &plan_reports(backend, &line, &reports, &fresh, messages))?;
                 Ok(fresh)

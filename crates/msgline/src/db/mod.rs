@@ -228,20 +228,9 @@ pub async fn write_returning<T: Send + 'static>(
     map: fn(&dyn Columns) -> sqlx::Result<T>,
 ) -> sqlx::Result<Vec<T>> {
     if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
-        return lane
-            .run(move |conn| {
-                let mut statement = native::bound(conn, &sql, &args)?;
-                let mut rows = statement.raw_query();
-                let mut out = Vec::new();
-                while let Some(row) = rows.next()? {
-                    out.push(map(row).map_err(native::decode_error)?);
-                }
-                Ok(out)
-            })
-            .await;
+        return lane.run(move |conn| native::rows(conn, &sql, &args, |row| map(row))).await;
     }
-    let mut conn = db.writer().acquire().await?;
-    let rows = batch::bind(sqlx::query(&sql), args).fetch_all(&mut *conn).await?;
+    let rows = batch::bind(sqlx::query(&sql), args).fetch_all(db.writer()).await?;
     rows.iter().map(|row| map(row)).collect()
 }
 

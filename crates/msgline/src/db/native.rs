@@ -19,7 +19,7 @@ use rusqlite::{Connection, ffi};
 use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::Arg;
+use super::{Arg, group_commit::MAX_GROUP};
 
 /// What every connection that writes to the file sets. Checkpoints (copying the write-ahead
 /// log back into the database file, with an fsync) run on a thread of their own instead of
@@ -142,9 +142,6 @@ async fn lane(writer: AnyPool, mut rx: mpsc::Receiver<Box<dyn Unit>>, work: std:
     }
 }
 
-/// Most units one commit carries.
-const MAX_GROUP: usize = 256;
-
 /// Runs every unit in one transaction, each within a savepoint so that a failing unit is rolled
 /// back alone; answers each once the commit is durable.
 fn commit_group(conn: &Connection, units: Vec<Box<dyn Unit>>) {
@@ -204,6 +201,22 @@ pub fn bound<'c>(conn: &'c Connection, sql: &str, args: &[Arg]) -> rusqlite::Res
     Ok(statement)
 }
 
+/// The rows of a query, each read through `map`.
+pub fn rows<T>(
+    conn: &Connection,
+    sql: &str,
+    args: &[Arg],
+    map: impl Fn(&rusqlite::Row<'_>) -> sqlx::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut statement = bound(conn, sql, args)?;
+    let mut rows = statement.raw_query();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(map(row).map_err(decode_error)?);
+    }
+    Ok(out)
+}
+
 /// Runs a batch's statements in order.
 pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()> {
     for (sql, args) in batch.statements() {
@@ -251,15 +264,7 @@ impl Readers {
                 Some(conn) => conn,
                 None => readers.open().map_err(into_sqlx)?,
             };
-            let result = (|| {
-                let mut statement = bound(&conn, &sql, &args).map_err(into_sqlx)?;
-                let mut rows = statement.raw_query();
-                let mut out = Vec::new();
-                while let Some(row) = rows.next().map_err(into_sqlx)? {
-                    out.push(map(row)?);
-                }
-                Ok(out)
-            })();
+            let result = rows(&conn, &sql, &args, |row| map(row)).map_err(into_sqlx);
             let mut idle = readers.idle.lock().expect("reader pool lock");
             if idle.len() < READERS {
                 idle.push(conn);
@@ -272,7 +277,7 @@ impl Readers {
 }
 
 /// A row that could not be read, as the committer thread reports it.
-pub fn decode_error(error: sqlx::Error) -> rusqlite::Error {
+fn decode_error(error: sqlx::Error) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Null, Box::new(error))
 }
 

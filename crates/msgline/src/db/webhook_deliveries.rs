@@ -121,23 +121,14 @@ pub async fn fan_out(db: &Db, limit: i64) -> sqlx::Result<usize> {
     if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
         return lane
             .run(move |conn| {
-                let mut statement = super::native::bound(conn, &sql, &[limit.into()])?;
-                let mut rows = statement.raw_query();
-                let mut events = Vec::new();
-                while let Some(row) = rows.next()? {
-                    events.push(pending_from_row(row).map_err(super::native::decode_error)?);
-                }
+                let events = super::native::rows(conn, &sql, &[limit.into()], |row| pending_from_row(row))?;
                 if events.is_empty() {
                     return Ok(0);
                 }
                 let orgs = orgs_of(&events);
                 let args: Vec<super::Arg> = orgs.iter().map(super::Arg::from).collect();
-                let mut statement = super::native::bound(conn, &enabled_sql(orgs.len()), &args)?;
-                let mut rows = statement.raw_query();
-                let mut endpoints = Vec::new();
-                while let Some(row) = rows.next()? {
-                    endpoints.push(webhooks::from_row(row).map_err(super::native::decode_error)?);
-                }
+                let endpoints =
+                    super::native::rows(conn, &enabled_sql(orgs.len()), &args, |row| webhooks::from_row(row))?;
                 super::native::run_batch(conn, &plan_fan_out(&events, &endpoints, clock::now_ms()))?;
                 Ok(events.len())
             })
