@@ -100,15 +100,13 @@ async fn apply(
     event: &BridgeEvent,
     agent_runs_per_minute: u32,
 ) -> anyhow::Result<Handled> {
-    let fresh = sqlx::query(
-        "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) ON CONFLICT (line_id, event_id) DO NOTHING",
-    )
-    .bind(&line.id)
-    .bind(&event.id)
-    .bind(clock::now_ms())
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
+    let fresh = sqlx::query(db::messages::RECORD_CALLBACK)
+        .bind(&line.id)
+        .bind(&event.id)
+        .bind(clock::now_ms())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
         == 1;
     if !fresh {
         return Ok(Handled::Duplicate);

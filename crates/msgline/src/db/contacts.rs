@@ -221,11 +221,7 @@ pub async fn record_reachability(
     contact_id: &str,
     reachable: bool,
 ) -> sqlx::Result<()> {
-    sqlx::query("UPDATE contacts SET imessage_reachable = $1, imessage_checked_at = $2 WHERE id = $3")
-        .bind(reachable as i64)
-        .bind(clock::now_ms())
-        .bind(contact_id)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
+    let mut batch = super::Batch::new();
+    stage_reachability(&mut batch, contact_id, reachable, clock::now_ms());
+    batch.execute(conn).await
 }

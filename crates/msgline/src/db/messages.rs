@@ -589,7 +589,8 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
     Ok(fresh)
 }
 
-const RECORD_CALLBACK: &str = "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) \
+/// Records a bridge callback's id; changes no row if the line sent it before.
+pub const RECORD_CALLBACK: &str = "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) \
      ON CONFLICT (line_id, event_id) DO NOTHING";
 
 /// The moves that new reports make, from the messages as read.
