@@ -63,6 +63,11 @@ pub struct Batch {
 
 /// `$1`..`$n` in `sql` shifted by `offset`.
 fn renumber(sql: &str, offset: usize) -> String {
+    map_params(sql, |n| format!("${}", n + offset))
+}
+
+/// `sql` with each parameter `$N` replaced by `to(N)`.
+pub(super) fn map_params(sql: &str, mut to: impl FnMut(usize) -> String) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut chars = sql.chars().peekable();
     while let Some(c) = chars.next() {
@@ -72,8 +77,7 @@ fn renumber(sql: &str, offset: usize) -> String {
                 digits.push(d);
                 chars.next();
             }
-            out.push('$');
-            out.push_str(&(digits.parse::<usize>().expect("digits") + offset).to_string());
+            out.push_str(&to(digits.parse::<usize>().expect("digits")));
         } else {
             out.push(c);
         }

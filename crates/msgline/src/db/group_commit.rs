@@ -115,23 +115,29 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
     Ok(())
 }
 
-/// PostgreSQL runs statements one at a time, but many requests still share one transaction
-/// and one commit; a failure aborts the transaction, so each request is then retried alone.
+/// On PostgreSQL many requests share one transaction and one commit, and a statement they all
+/// repeat runs once for all of them (see [`super::merge`]); a failure aborts the transaction, so
+/// each request is then retried alone.
 async fn commit_group_postgres(conn: &mut sqlx::AnyConnection, jobs: Vec<Job>) -> sqlx::Result<()> {
     use sqlx::Connection;
     let shared = async {
         let mut tx = conn.begin().await?;
-        for job in &jobs {
-            job.batch.clone().execute(&mut tx).await?;
-        }
+        let batches: Vec<&Batch> = jobs.iter().map(|job| &job.batch).collect();
+        super::merge::execute(&mut tx, &batches).await?;
         tx.commit().await
     }
     .await;
-    if shared.is_ok() {
-        for job in jobs {
-            let _ = job.done.send(Ok(()));
+    match shared {
+        Ok(()) => {
+            for job in jobs {
+                let _ = job.done.send(Ok(()));
+            }
+            return Ok(());
         }
-        return Ok(());
+        Err(error) if jobs.len() > 1 => {
+            tracing::debug!(error = %error, requests = jobs.len(), "a shared commit failed; its requests run one by one")
+        }
+        Err(_) => {}
     }
     for job in jobs {
         let result = async {

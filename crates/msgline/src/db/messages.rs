@@ -227,8 +227,10 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
             message.attachment.clone().into(),
         ],
     );
+    // Conditional: of two messages committed out of order, the later one still shows.
     batch.push(
-        "UPDATE conversations SET last_message_at = $1 WHERE id = $2",
+        "UPDATE conversations SET last_message_at = $1 WHERE id = $2 \
+         AND (last_message_at IS NULL OR last_message_at < $1)",
         vec![now.into(), (&message.conversation_id).into()],
     );
     events::stage_message_event(batch, &message);
@@ -552,7 +554,9 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
                     let found = super::native::rows(conn, &sql, &[(&report.message_id).into()], |row| from_row(row))?;
                     messages.extend(found.into_iter().map(|m| (m.id.clone(), m)));
                 }
-                super::native::run_batch(conn, &plan_reports(backend, &line, &reports, &fresh, messages))?;
+                for moves in plan_reports(backend, &line, &reports, &fresh, messages) {
+                    super::native::run_batch(conn, &moves)?;
+                }
                 Ok(fresh)
             })
             .await;
@@ -584,7 +588,8 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
         reports.iter().map(|r| recorded.contains(&r.event_id) && seen.insert(r.event_id.as_str())).collect();
     let ids: Vec<&str> = reports.iter().map(|r| r.message_id.as_str()).collect();
     let messages = get_many(&mut tx, &ids).await?.into_iter().map(|m| (m.id.clone(), m)).collect();
-    plan_reports(backend, line_id, &reports, &fresh, messages).execute(&mut tx).await?;
+    let moves = plan_reports(backend, line_id, &reports, &fresh, messages);
+    super::merge::execute(&mut tx, &moves.iter().collect::<Vec<_>>()).await?;
     tx.commit().await?;
     Ok(fresh)
 }
@@ -593,16 +598,23 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
 pub const RECORD_CALLBACK: &str = "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) \
      ON CONFLICT (line_id, event_id) DO NOTHING";
 
-/// The moves that new reports make, from the messages as read.
+/// The moves that new reports make, from the messages as read: a batch per message, its
+/// reports' moves in the order they came.
 fn plan_reports(
     backend: super::Backend,
     line_id: &str,
     reports: &[StatusReport],
     fresh: &[bool],
     mut messages: HashMap<String, Message>,
-) -> Batch {
-    let mut batch = Batch::new();
+) -> Vec<Batch> {
+    let mut batches: Vec<Batch> = Vec::new();
+    let mut of_message: HashMap<&str, usize> = HashMap::new();
     for (report, _) in reports.iter().zip(fresh).filter(|(_, fresh)| **fresh) {
+        let at = *of_message.entry(report.message_id.as_str()).or_insert_with(|| {
+            batches.push(Batch::new());
+            batches.len() - 1
+        });
+        let batch = &mut batches[at];
         let Some(current) =
             messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == "outbound")
         else {
@@ -612,13 +624,13 @@ fn plan_reports(
         let mut current = current.clone();
         for step in steps_to(&current.status, &report.status) {
             let reason = if step == "failed" { report.reason.as_deref() } else { None };
-            if let Some(after) = stage_advance(&mut batch, backend, &current, step, reason) {
+            if let Some(after) = stage_advance(batch, backend, &current, step, reason) {
                 current = after;
             }
         }
         // The line has told: nothing left to send or ask.
-        super::outbox::stage_complete(&mut batch, &report.message_id);
+        super::outbox::stage_complete(batch, &report.message_id);
         messages.insert(report.message_id.clone(), current);
     }
-    batch
+    batches
 }

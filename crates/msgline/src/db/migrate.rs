@@ -29,6 +29,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(3, "0003_webhooks"),
     migration!(4, "0004_cards_and_polls"),
     migration!(5, "0005_agents"),
+    migration!(6, "0006_statement_rows"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

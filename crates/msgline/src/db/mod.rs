@@ -14,6 +14,7 @@ mod group_commit;
 pub mod idempotency;
 pub mod keys;
 pub mod lines;
+mod merge;
 pub mod messages;
 mod migrate;
 mod native;

@@ -161,13 +161,10 @@ pub async fn submit(
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
 
     // A send without a poll reads nothing back from the writer: it shares a commit with others.
-    // Its contact and conversation come from the cache or, on SQLite (where a shared commit's
-    // statements cost microseconds), are read and, if missing, created in the same commit. On
-    // PostgreSQL each statement of a shared commit is a round trip on one of a few connections,
-    // so a first send takes the transaction path, on any connection of the pool.
+    // Its contact and conversation come from the cache or are read and, if missing, created in
+    // the same commit.
     let known = state.threads.get(&principal.org_id, &target);
-    let staged_thread = known.is_some() || state.db.backend() == db::Backend::Sqlite;
-    if let (Some(group), None, true) = (state.db.group(), &input.poll, staged_thread) {
+    if let (Some(group), None) = (state.db.group(), &input.poll) {
         let mut batch = db::Batch::new();
         let (conversation_id, contact_id) = match known {
             Some(known) => known,

@@ -491,3 +491,78 @@ async fn concurrent_first_sends_to_a_new_recipient_share_one_contact_and_one_con
     }
     assert_eq!(line.sent().await.len(), 20);
 }
+
+#[tokio::test]
+async fn a_burst_of_concurrent_sends_gives_each_message_its_own_events_attempt_and_delivery() {
+    // Limits high enough for the burst and for reading each message back.
+    let app = spawn_app_with(|config| {
+        config.rate_limit_per_minute = 10_000;
+        config.send_rate_limit_per_minute = 10_000;
+    })
+    .await;
+    let line = app.default_line().await;
+    // Requests in flight together share commits (and on PostgreSQL, statements): each still
+    // gets its own message, one event per status, one attempt and one delivery.
+    let phone = |i: usize| format!("+120155502{:02}", i % 6);
+    let requests: Vec<_> = (0..48)
+        .map(|i| {
+            let mut request = app.client.post(app.url("/messages")).bearer_auth(&app.org.key);
+            if i % 2 == 0 {
+                request = request.header("Idempotency-Key", format!("burst-{i}"));
+            }
+            request.json(&json!({"to": phone(i), "body": format!("burst {i}")})).send()
+        })
+        .collect();
+    let mut sent = Vec::new();
+    for response in futures_util::future::join_all(requests).await {
+        let response = response.unwrap();
+        assert_eq!(response.status().as_u16(), 202);
+        let body: Value = response.json().await.unwrap();
+        sent.push(body["message"].clone());
+    }
+    let ids: std::collections::HashSet<String> = sent.iter().map(|m| m["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids.len(), 48);
+    for id in &ids {
+        app.wait_for_message(&app.org.key, id, "delivered", |m| m["status"] == "delivered").await;
+        assert_eq!(
+            app.event_types(id).await,
+            [
+                "messaging.message.queued",
+                "messaging.message.submitted",
+                "messaging.message.sent",
+                "messaging.message.delivered"
+            ],
+            "{id}"
+        );
+        let attempts = app.get(&format!("/events?message_id={id}"), &app.org.key).await.expect(200);
+        assert_eq!(attempts["data"].as_array().unwrap().len(), 1, "{attempts}");
+        assert_eq!(line.sent_with_id(id).await.len(), 1, "{id}");
+    }
+    assert_eq!(line.sent().await.len(), 48);
+    // Six conversations, each showing its latest message's time.
+    let listed = app.get("/conversations?limit=100", &app.org.key).await.expect(200);
+    let conversations = listed["data"].as_array().unwrap();
+    assert_eq!(conversations.len(), 6, "{listed}");
+    for conversation in conversations {
+        let latest = sent
+            .iter()
+            .filter(|m| m["conversation_id"] == conversation["id"])
+            .map(|m| m["created_at"].as_str().unwrap())
+            .max()
+            .unwrap();
+        assert_eq!(conversation["last_message_at"], latest, "{conversation}");
+    }
+    // A repeated key answers the first request's message.
+    let again = app
+        .client
+        .post(app.url("/messages"))
+        .bearer_auth(&app.org.key)
+        .header("Idempotency-Key", "burst-4")
+        .json(&json!({"to": phone(4), "body": "burst 4"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status().as_u16(), 200);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["message"]["id"], sent[4]["id"]);
+}

@@ -1,0 +1,326 @@
+//! PostgreSQL answers one statement per round trip, and for the small statements a message is
+//! made of the round trip and the executor's start cost far more than the row. When many
+//! independent sequences of statements run in one transaction (the requests sharing a commit,
+//! the reports of one callback), a statement that every sequence repeats is sent once, with all
+//! its rows as one JSON parameter that is turned back into a table:
+//!
+//! - `INSERT INTO t (..) VALUES (..)` becomes `INSERT INTO t (..) SELECT .. FROM rows`;
+//! - `DELETE FROM t WHERE ..` becomes `DELETE FROM t USING rows WHERE ..`;
+//! - `UPDATE t SET .. WHERE ..` becomes `UPDATE t SET .. FROM rows WHERE ..`, but only where no
+//!   two rows give the WHERE clause the same values (else the rows run one by one, in order);
+//! - a conditional insert ([`super::Batch::push_if_updated`]) merges its update the same way and
+//!   inserts from the rows that update moved.
+//!
+//! Sequences with the same statements in the same order run side by side, statement by
+//! statement; such groups run in the order they first appear. The sequences are concurrent
+//! requests none of which has been answered, so any order among them is one they might have run
+//! in; the order within a sequence is kept. Every write a merged statement makes is one its
+//! sequences would have made, and a statement that fails fails the transaction, which the caller
+//! retries sequence by sequence.
+
+use sqlx::AnyConnection;
+
+use super::{Arg, Batch, batch::bind};
+
+/// The alias of the rows table in a merged statement.
+const ROWS: &str = "_m";
+
+/// Runs `sequences` (each a batch whose order matters) in the open transaction on `conn`.
+pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch]) -> sqlx::Result<()> {
+    // Sequences by shape, in the order each shape first appears.
+    let mut shapes: Vec<Vec<&Batch>> = Vec::new();
+    for sequence in sequences {
+        let same = shapes.iter_mut().find(|group| same_shape(group[0], sequence));
+        match same {
+            Some(group) => group.push(sequence),
+            None => shapes.push(vec![sequence]),
+        }
+    }
+    for group in shapes {
+        let len = group[0].statements().len();
+        for position in 0..len {
+            let rows: Vec<&(String, Vec<Arg>)> = group.iter().map(|s| &s.statements()[position]).collect();
+            let sql = &rows[0].0;
+            match (rows.len() > 1).then(|| merged(sql, &rows)).flatten() {
+                Some((merged_sql, json)) => {
+                    sqlx::query(&merged_sql).bind(json).execute(&mut *conn).await?;
+                }
+                None => {
+                    for (sql, args) in rows {
+                        bind(sqlx::query(sql), args.clone()).execute(&mut *conn).await?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn same_shape(a: &Batch, b: &Batch) -> bool {
+    a.statements().len() == b.statements().len()
+        && a.statements().iter().zip(b.statements()).all(|((x, _), (y, _))| x == y)
+}
+
+/// The merged statement and its one parameter (the rows as JSON), if `sql` has a merged form
+/// and the rows' arguments agree in type.
+fn merged(sql: &str, rows: &[&(String, Vec<Arg>)]) -> Option<(String, String)> {
+    let types: Vec<&'static str> = rows[0].1.iter().map(sql_type).collect();
+    if rows.iter().any(|(_, args)| args.len() != types.len() || args.iter().map(sql_type).ne(types.iter().copied())) {
+        return None;
+    }
+    let form = form(sql, &types)?;
+    let key_of = |args: &[Arg]| form.keys.iter().map(|&n| key(&args[n - 1])).collect::<Vec<_>>();
+    let mut rows: Vec<(Vec<String>, &Vec<Arg>)> = rows.iter().map(|(_, args)| (key_of(args), args)).collect();
+    // In key order, the order every merged statement locks rows in: two transactions never
+    // wait on each other's rows in opposite orders.
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(equalities) = &form.one_row_each {
+        // Some `column = $k` whose values all differ: no target row can match two rows.
+        let all_differ = |k: &usize| {
+            let mut seen = std::collections::HashSet::new();
+            rows.iter().all(|(_, args)| seen.insert(key(&args[k - 1])))
+        };
+        if !equalities.iter().any(all_differ) {
+            return None;
+        }
+    }
+    Some((form.sql, rows_json(rows.into_iter().map(|(_, args)| args))))
+}
+
+fn sql_type(arg: &Arg) -> &'static str {
+    match arg {
+        Arg::Text(_) => "text",
+        Arg::Int(_) => "bigint",
+    }
+}
+
+fn key(arg: &Arg) -> String {
+    match arg {
+        Arg::Text(value) => format!("t{value:?}"),
+        Arg::Int(value) => format!("i{value:?}"),
+    }
+}
+
+/// `[{"a1": .., "a2": ..}, ..]`: the field `aN` is the row's `$N`.
+fn rows_json<'a>(rows: impl Iterator<Item = &'a Vec<Arg>>) -> String {
+    let rows: Vec<serde_json::Value> = rows
+        .map(|args| {
+            let fields = args.iter().enumerate().map(|(i, arg)| {
+                let value = match arg {
+                    Arg::Text(value) => value.clone().map(serde_json::Value::String),
+                    Arg::Int(value) => value.map(serde_json::Value::from),
+                };
+                (format!("a{}", i + 1), value.unwrap_or(serde_json::Value::Null))
+            });
+            serde_json::Value::Object(fields.collect())
+        })
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+/// A statement's merged form.
+#[derive(Debug, PartialEq)]
+struct Form {
+    sql: String,
+    /// The parameters its WHERE clause reads (rows run in their order).
+    keys: Vec<usize>,
+    /// For an update, which PostgreSQL applies once per target row whatever the number of rows
+    /// that match it: the `$k` of its WHERE clause's `column = $k`, one of which must differ
+    /// between all rows for the update to be merged.
+    one_row_each: Option<Vec<usize>>,
+}
+
+/// The rows of `$1` as a table `_m(a1 text, ..)`. `msgline_rows` (a migration's) tells the
+/// planner to expect one row, so that each is looked up by index, in the order given.
+fn rows_table(types: &[&str]) -> String {
+    let columns: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("a{} {t}", i + 1)).collect();
+    format!("msgline_rows($1::json) AS _r(j), json_to_record(_r.j) AS {ROWS}({})", columns.join(", "))
+}
+
+/// `sql` with each `$N` replaced by `prefix.aN`.
+fn from_rows(sql: &str, prefix: &str) -> String {
+    super::batch::map_params(sql, |n| format!("{prefix}.a{n}"))
+}
+
+/// The `$N` that `sql` reads.
+fn params(sql: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    super::batch::map_params(sql, |n| {
+        found.push(n);
+        String::new()
+    });
+    found
+}
+
+fn form(sql: &str, types: &[&str]) -> Option<Form> {
+    if let Some(rest) = sql.strip_prefix("WITH moved AS (")
+        && let Some((update, insert)) = rest.split_once(" RETURNING 1) ")
+    {
+        let (set, condition) = split_update(update)?;
+        let insert = insert.strip_suffix(" FROM moved")?;
+        let sql = format!(
+            "WITH moved AS ({} FROM {} WHERE {} RETURNING {ROWS}.*) {} FROM moved",
+            from_rows(set, ROWS),
+            rows_table(types),
+            from_rows(condition, ROWS),
+            from_rows(insert, "moved"),
+        );
+        return Some(Form { sql, keys: params(condition), one_row_each: Some(equalities(condition)) });
+    }
+    if sql.starts_with("INSERT INTO ") {
+        let open = top_level(sql, " VALUES (")? + " VALUES ".len();
+        let close = closing(sql, open)?;
+        let (head, tuple, tail) = (&sql[..open - " VALUES ".len()], &sql[open + 1..close], &sql[close + 1..]);
+        if tail.trim_start().starts_with(',') || tail.contains('$') {
+            return None;
+        }
+        let sql = format!("{head} SELECT {} FROM {}{tail}", from_rows(tuple, ROWS), rows_table(types));
+        return Some(Form { sql, keys: Vec::new(), one_row_each: None });
+    }
+    if sql.starts_with("DELETE FROM ") {
+        let at = top_level(sql, " WHERE ")?;
+        let condition = &sql[at + 7..];
+        let sql = format!("{} USING {} WHERE {}", &sql[..at], rows_table(types), from_rows(condition, ROWS));
+        return Some(Form { sql, keys: params(condition), one_row_each: None });
+    }
+    if sql.starts_with("UPDATE ") && top_level(sql, " RETURNING ").is_none() {
+        let (set, condition) = split_update(sql)?;
+        let sql = format!("{} FROM {} WHERE {}", from_rows(set, ROWS), rows_table(types), from_rows(condition, ROWS));
+        return Some(Form { sql, keys: params(condition), one_row_each: Some(equalities(condition)) });
+    }
+    None
+}
+
+/// The `$k` that `condition` compares a column with (`column = $k`).
+fn equalities(condition: &str) -> Vec<usize> {
+    condition
+        .match_indices(" = $")
+        .filter_map(|(at, _)| {
+            let at = at + 1;
+            let digits: String = condition[at + 3..].chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
+/// An update's `UPDATE t SET ..` and its condition.
+fn split_update(sql: &str) -> Option<(&str, &str)> {
+    let at = top_level(sql, " WHERE ")?;
+    let set = &sql[..at];
+    (!set.contains(" FROM ")).then_some((set, &sql[at + 7..]))
+}
+
+/// The first `needle` in `sql` outside quotes and parentheses.
+fn top_level(sql: &str, needle: &str) -> Option<usize> {
+    let (mut depth, mut quoted) = (0i32, false);
+    for (i, c) in sql.char_indices() {
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth -= 1,
+            _ if !quoted && depth == 0 && sql[i..].starts_with(needle) => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The `)` that closes the `(` at `open`.
+fn closing(sql: &str, open: usize) -> Option<usize> {
+    let (mut depth, mut quoted) = (0i32, false);
+    for (i, c) in sql[open..].char_indices() {
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_insert_selects_its_values_from_the_rows() {
+        let insert = form(
+            "INSERT INTO outbox (message_id, state, available_at, created_at) VALUES ($1, 'pending', $2, $2)",
+            &["text", "bigint"],
+        )
+        .unwrap();
+        assert_eq!(
+            insert.sql,
+            "INSERT INTO outbox (message_id, state, available_at, created_at) SELECT _m.a1, 'pending', _m.a2, _m.a2 \
+             FROM msgline_rows($1::json) AS _r(j), json_to_record(_r.j) AS _m(a1 text, a2 bigint)"
+        );
+        assert!(insert.keys.is_empty());
+        let conflict = form_of("INSERT INTO b (l, e) VALUES ($1, $2) ON CONFLICT (l, e) DO NOTHING");
+        assert!(conflict.sql.ends_with("AS _m(a1 text, a2 text) ON CONFLICT (l, e) DO NOTHING"));
+        // Several rows already, or parameters after the values: left alone.
+        assert_eq!(form("INSERT INTO t (a) VALUES ($1), ($2)", &["text", "text"]), None);
+        assert_eq!(form("INSERT INTO t (a) VALUES ($1) ON CONFLICT (a) DO UPDATE SET b = $2", &["text", "text"]), None);
+    }
+
+    fn form_of(sql: &str) -> Form {
+        let types = vec!["text"; params(sql).into_iter().max().unwrap_or(0)];
+        form(sql, &types).unwrap()
+    }
+
+    #[test]
+    fn updates_and_deletes_join_the_rows_and_an_update_names_its_keys() {
+        let update = form_of("UPDATE conversations SET last_message_at = $1 WHERE id = $2");
+        assert_eq!(
+            update.sql,
+            "UPDATE conversations SET last_message_at = _m.a1 FROM msgline_rows($1::json) AS _r(j), json_to_record(_r.j) AS _m(a1 text, a2 text) \
+             WHERE id = _m.a2"
+        );
+        assert_eq!((update.keys, update.one_row_each), (vec![2], Some(vec![2])));
+        let delete = form_of("DELETE FROM outbox WHERE message_id = $1");
+        assert_eq!((delete.keys.clone(), delete.one_row_each), (vec![1], None));
+        assert_eq!(
+            delete.sql,
+            "DELETE FROM outbox USING msgline_rows($1::json) AS _r(j), json_to_record(_r.j) AS _m(a1 text) WHERE message_id = _m.a1"
+        );
+        let moved = form_of(
+            "WITH moved AS (UPDATE m SET s = $1 WHERE id = $2 AND s IN ('a', 'b') RETURNING 1) \
+             INSERT INTO e (id, m) SELECT $3, $2 FROM moved",
+        );
+        assert_eq!(
+            moved.sql,
+            "WITH moved AS (UPDATE m SET s = _m.a1 FROM msgline_rows($1::json) AS _r(j), json_to_record(_r.j) AS _m(a1 text, a2 text, a3 text) \
+             WHERE id = _m.a2 AND s IN ('a', 'b') RETURNING _m.*) INSERT INTO e (id, m) SELECT moved.a3, moved.a2 FROM moved"
+        );
+        assert_eq!((moved.keys, moved.one_row_each), (vec![2], Some(vec![2])));
+    }
+
+    #[test]
+    fn updates_that_would_meet_on_a_row_are_not_merged() {
+        let sql = "UPDATE c SET at = $1 WHERE id = $2".to_string();
+        let a = (sql.clone(), vec![Arg::from(1), Arg::from("c1")]);
+        let b = (sql.clone(), vec![Arg::from(2), Arg::from("c2")]);
+        let c = (sql.clone(), vec![Arg::from(3), Arg::from("c1")]);
+        // In key order, whatever order they came in.
+        let (_, json) = merged(&sql, &[&b, &a]).unwrap();
+        assert_eq!(json, r#"[{"a1":1,"a2":"c1"},{"a1":2,"a2":"c2"}]"#);
+        assert_eq!(merged(&sql, &[&a, &b, &c]), None);
+        // Arguments of different types at one position: left alone.
+        let d = (sql.clone(), vec![Arg::from("x"), Arg::from("c3")]);
+        assert_eq!(merged(&sql, &[&a, &d]), None);
+        // The row is named by `id = $2`: a guard on `$1` does not make two rows for one target
+        // row distinct, and an update without an equality is never merged.
+        let guarded = "UPDATE c SET at = $1 WHERE id = $2 AND (at IS NULL OR at < $1)".to_string();
+        let (e, f) = ((guarded.clone(), a.1.clone()), (guarded.clone(), c.1.clone()));
+        assert_eq!(merged(&guarded, &[&e, &f]), None);
+        assert!(merged(&guarded, &[&e, &(guarded.clone(), b.1.clone())]).is_some());
+        let unkeyed = "UPDATE c SET at = $1 WHERE at <= $2".to_string();
+        let (g, h) = ((unkeyed.clone(), a.1.clone()), (unkeyed.clone(), b.1.clone()));
+        assert_eq!(merged(&unkeyed, &[&g, &h]), None);
+    }
+}
