@@ -14,13 +14,24 @@ use super::{Backend, Batch};
 /// Most requests one commit carries.
 pub(super) const MAX_GROUP: usize = 256;
 
+/// What a request asks of a commit.
+enum Work {
+    Batch(Batch),
+    /// A line's status reports (PostgreSQL): recorded, read and moved inside the commit.
+    Reports(String, Vec<super::messages::StatusReport>),
+}
+
 struct Job {
-    batch: Batch,
-    done: oneshot::Sender<sqlx::Result<()>>,
+    work: Work,
+    /// For reports, which were new; for a batch, nothing.
+    done: oneshot::Sender<sqlx::Result<Vec<bool>>>,
 }
 
 /// Committers working side by side (`lanes`: one on SQLite's single writer, several on
-/// PostgreSQL), each taking whatever has queued for it since its last commit.
+/// PostgreSQL), each taking whatever has queued for it since its last commit. On PostgreSQL the
+/// first lane alone moves existing messages (the dispatcher's outcomes, the lines' reports): two
+/// transactions moving the same message would wait on each other's row locks, each through the
+/// other's commit, and could deadlock; one lane runs them one commit after another.
 #[derive(Clone)]
 pub struct GroupWriter {
     lanes: std::sync::Arc<Vec<mpsc::Sender<Job>>>,
@@ -58,9 +69,36 @@ impl GroupWriter {
         if let Some(lane) = self.native_lane() {
             return lane.run(move |conn| super::native::run_batch(conn, &batch)).await;
         }
+        // Any lane but the first, where there are others.
+        let others = self.lanes.len() - 1;
+        let lane = match others {
+            0 => 0,
+            _ => 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % others,
+        };
+        self.send(lane, Work::Batch(batch)).await.map(drop)
+    }
+
+    /// Commits a batch that moves existing messages: on the lane that moves messages.
+    pub async fn commit_moves(&self, batch: Batch) -> sqlx::Result<()> {
+        if let Some(lane) = self.native_lane() {
+            return lane.run(move |conn| super::native::run_batch(conn, &batch)).await;
+        }
+        self.send(0, Work::Batch(batch)).await.map(drop)
+    }
+
+    /// Applies a line's status reports on PostgreSQL's lane that moves messages; returns, per
+    /// report, whether it was new.
+    pub(super) async fn apply_reports(
+        &self,
+        line_id: String,
+        reports: Vec<super::messages::StatusReport>,
+    ) -> sqlx::Result<Vec<bool>> {
+        self.send(0, Work::Reports(line_id, reports)).await
+    }
+
+    async fn send(&self, lane: usize, work: Work) -> sqlx::Result<Vec<bool>> {
         let (done, answer) = oneshot::channel();
-        let lane = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.lanes.len();
-        self.lanes[lane].send(Job { batch, done }).await.map_err(|_| sqlx::Error::PoolClosed)?;
+        self.lanes[lane].send(Job { work, done }).await.map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
     }
 }
@@ -80,16 +118,20 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
     if Backend::of(&conn) == Backend::Postgres {
         return commit_group_postgres(&mut conn, jobs).await;
     }
+    let batch = |job: &Job| match &job.work {
+        Work::Batch(batch) => batch.clone(),
+        Work::Reports(..) => unreachable!("reports are applied on SQLite by their own transaction"),
+    };
     let mut combined = Batch::new();
     combined.push("BEGIN IMMEDIATE", Vec::new());
     for job in &jobs {
-        combined.extend(&job.batch);
+        combined.extend(&batch(job));
     }
     combined.push("COMMIT", Vec::new());
     match combined.execute(&mut conn).await {
         Ok(()) => {
             for job in jobs {
-                let _ = job.done.send(Ok(()));
+                let _ = job.done.send(Ok(Vec::new()));
             }
         }
         Err(_) => {
@@ -99,7 +141,7 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
                 let result = async {
                     let mut alone = Batch::new();
                     alone.push("BEGIN IMMEDIATE", Vec::new());
-                    alone.extend(&job.batch);
+                    alone.extend(&batch(&job));
                     alone.push("COMMIT", Vec::new());
                     let result = alone.execute(&mut conn).await;
                     if result.is_err() {
@@ -108,7 +150,7 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
                     result
                 }
                 .await;
-                let _ = job.done.send(result);
+                let _ = job.done.send(result.map(|()| Vec::new()));
             }
         }
     }
@@ -122,15 +164,15 @@ async fn commit_group_postgres(conn: &mut sqlx::AnyConnection, jobs: Vec<Job>) -
     use sqlx::Connection;
     let shared = async {
         let mut tx = conn.begin().await?;
-        let batches: Vec<&Batch> = jobs.iter().map(|job| &job.batch).collect();
-        super::merge::execute(&mut tx, &batches).await?;
-        tx.commit().await
+        let answers = run_postgres(&mut tx, &jobs).await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(answers)
     }
     .await;
     match shared {
-        Ok(()) => {
-            for job in jobs {
-                let _ = job.done.send(Ok(()));
+        Ok(answers) => {
+            for (job, answer) in jobs.into_iter().zip(answers) {
+                let _ = job.done.send(Ok(answer));
             }
             return Ok(());
         }
@@ -142,13 +184,43 @@ async fn commit_group_postgres(conn: &mut sqlx::AnyConnection, jobs: Vec<Job>) -
     for job in jobs {
         let result = async {
             let mut tx = conn.begin().await?;
-            job.batch.execute(&mut tx).await?;
-            tx.commit().await
+            let mut answers = run_postgres(&mut tx, std::slice::from_ref(&job)).await?;
+            tx.commit().await?;
+            Ok(answers.pop().unwrap_or_default())
         }
         .await;
         let _ = job.done.send(result);
     }
     Ok(())
+}
+
+/// The jobs' work inside one transaction; per job, its answer.
+async fn run_postgres(conn: &mut sqlx::AnyConnection, jobs: &[Job]) -> sqlx::Result<Vec<Vec<bool>>> {
+    let lines: Vec<(&str, &[super::messages::StatusReport])> = jobs
+        .iter()
+        .filter_map(|job| match &job.work {
+            Work::Reports(line, reports) => Some((line.as_str(), reports.as_slice())),
+            Work::Batch(_) => None,
+        })
+        .collect();
+    let (fresh, moves) = super::messages::record_and_plan(conn, Backend::Postgres, &lines).await?;
+    let mut sequences: Vec<&Batch> = jobs
+        .iter()
+        .filter_map(|job| match &job.work {
+            Work::Batch(batch) => Some(batch),
+            Work::Reports(..) => None,
+        })
+        .collect();
+    sequences.extend(&moves);
+    super::merge::execute(conn, &sequences).await?;
+    let mut fresh = fresh.into_iter();
+    Ok(jobs
+        .iter()
+        .map(|job| match job.work {
+            Work::Batch(_) => Vec::new(),
+            Work::Reports(..) => fresh.next().unwrap_or_default(),
+        })
+        .collect())
 }
 
 /// SQLite's committer thread.

@@ -554,44 +554,74 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
                     let found = super::native::rows(conn, &sql, &[(&report.message_id).into()], |row| from_row(row))?;
                     messages.extend(found.into_iter().map(|m| (m.id.clone(), m)));
                 }
-                for moves in plan_reports(backend, &line, &reports, &fresh, messages) {
+                for moves in plan_reports(backend, &line, &reports, &fresh, &mut messages) {
                     super::native::run_batch(conn, &moves)?;
                 }
                 Ok(fresh)
             })
             .await;
     }
+    if let Some(group) = db.group().filter(|_| backend == super::Backend::Postgres) {
+        return group.apply_reports(line_id.to_string(), reports).await;
+    }
     let mut tx = db.writer().begin().await?;
+    let (mut fresh, moves) = record_and_plan(&mut tx, backend, &[(line_id, &reports)]).await?;
+    super::merge::execute(&mut tx, &moves.iter().collect::<Vec<_>>()).await?;
+    tx.commit().await?;
+    Ok(fresh.pop().unwrap_or_default())
+}
+
+/// For several lines' reports at once, inside a transaction: records every callback id in one
+/// statement, reads every message in another, and plans the moves. Returns, per line's reports,
+/// which were new, and the moves (a batch per message).
+pub(super) async fn record_and_plan(
+    conn: &mut AnyConnection,
+    backend: super::Backend,
+    lines: &[(&str, &[StatusReport])],
+) -> sqlx::Result<(Vec<Vec<bool>>, Vec<Batch>)> {
     let now = clock::now_ms();
+    let all = || lines.iter().flat_map(|(line, reports)| reports.iter().map(move |r| (*line, r)));
+    let count = all().count();
+    if count == 0 {
+        return Ok((lines.iter().map(|_| Vec::new()).collect(), Vec::new()));
+    }
     // One statement records every callback id and returns those not seen before.
-    let values: Vec<String> =
-        (0..reports.len()).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect();
+    let values: Vec<String> = (0..count).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect();
     let sql = format!(
         "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES {} \
-         ON CONFLICT (line_id, event_id) DO NOTHING RETURNING event_id",
+         ON CONFLICT (line_id, event_id) DO NOTHING RETURNING line_id, event_id",
         values.join(", ")
     );
     let mut query = sqlx::query(&sql);
-    for report in &reports {
-        query = query.bind(line_id).bind(&report.event_id).bind(now);
+    for (line, report) in all() {
+        query = query.bind(line).bind(&report.event_id).bind(now);
     }
-    let recorded: std::collections::HashSet<String> = query
+    let recorded: std::collections::HashSet<(String, String)> = query
         .persistent(false)
-        .fetch_all(&mut *tx)
+        .fetch_all(&mut *conn)
         .await?
         .iter()
-        .map(|row| row.try_get(0))
-        .collect::<Result<_, _>>()?;
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .collect::<sqlx::Result<_>>()?;
+    let ids: Vec<&str> = all().map(|(_, r)| r.message_id.as_str()).collect();
+    let mut messages: HashMap<String, Message> =
+        get_many(&mut *conn, &ids).await?.into_iter().map(|m| (m.id.clone(), m)).collect();
     // A callback id repeated within one request counts as new once.
     let mut seen = std::collections::HashSet::new();
-    let fresh: Vec<bool> =
-        reports.iter().map(|r| recorded.contains(&r.event_id) && seen.insert(r.event_id.as_str())).collect();
-    let ids: Vec<&str> = reports.iter().map(|r| r.message_id.as_str()).collect();
-    let messages = get_many(&mut tx, &ids).await?.into_iter().map(|m| (m.id.clone(), m)).collect();
-    let moves = plan_reports(backend, line_id, &reports, &fresh, messages);
-    super::merge::execute(&mut tx, &moves.iter().collect::<Vec<_>>()).await?;
-    tx.commit().await?;
-    Ok(fresh)
+    let mut fresh = Vec::with_capacity(lines.len());
+    let mut moves = Vec::new();
+    for (line, reports) in lines {
+        let new: Vec<bool> = reports
+            .iter()
+            .map(|r| {
+                recorded.contains(&(line.to_string(), r.event_id.clone())) && seen.insert((*line, r.event_id.as_str()))
+            })
+            .collect();
+        let planned = plan_reports(backend, line, reports, &new, &mut messages);
+        moves.extend(planned);
+        fresh.push(new);
+    }
+    Ok((fresh, moves))
 }
 
 /// Records a bridge callback's id; changes no row if the line sent it before.
@@ -605,7 +635,7 @@ fn plan_reports(
     line_id: &str,
     reports: &[StatusReport],
     fresh: &[bool],
-    mut messages: HashMap<String, Message>,
+    messages: &mut HashMap<String, Message>,
 ) -> Vec<Batch> {
     let mut batches: Vec<Batch> = Vec::new();
     let mut of_message: HashMap<&str, usize> = HashMap::new();

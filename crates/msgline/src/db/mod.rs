@@ -117,7 +117,10 @@ impl Db {
                 .connect(url)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;
-            let group = Some(GroupWriter::start(pool.clone(), 4));
+            let group = Some(GroupWriter::start(
+                pool.clone(),
+                std::env::var("MSGLINE_PG_LANES").ok().and_then(|v| v.parse().ok()).unwrap_or(4),
+            ));
             Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres, group, native_readers: None })
         }
     }

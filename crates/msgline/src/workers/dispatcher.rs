@@ -151,7 +151,7 @@ async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
                 db::messages::stage_advance(&mut batch, state.db.backend(), &message, status, reason);
             }
             stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
-            group.commit(batch).await?;
+            group.commit_moves(batch).await?;
         }
         None => {
             let mut tx = state.db.writer().begin().await?;
