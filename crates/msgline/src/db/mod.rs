@@ -117,10 +117,8 @@ impl Db {
                 .connect(url)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;
-            let group = Some(GroupWriter::start(
-                pool.clone(),
-                std::env::var("MSGLINE_PG_LANES").ok().and_then(|v| v.parse().ok()).unwrap_or(4),
-            ));
+            // One lane moves messages; three carry the rest (sends, webhook deliveries).
+            let group = Some(GroupWriter::start(pool.clone(), 4));
             Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres, group, native_readers: None })
         }
     }
