@@ -110,9 +110,9 @@ impl Batch {
     }
 
     /// Stages `update` (parameters `$1..$n` from `update_args`) and, only if it changed a row,
-    /// `insert_into` (`INSERT INTO table (columns)`) with `insert_args` as the values: on SQLite
-    /// by `changes()`, the rows the previous statement changed; on PostgreSQL as one statement
-    /// whose update feeds the insert.
+    /// `insert_into` (`INSERT INTO table (columns)`) with the values `select` makes of the
+    /// placeholders of `insert_args`: on SQLite by `changes()`, the rows the previous statement
+    /// changed; on PostgreSQL as one statement whose update feeds the insert.
     pub fn push_if_updated(
         &mut self,
         backend: Backend,
@@ -120,9 +120,10 @@ impl Batch {
         update_args: Vec<Arg>,
         insert_into: &str,
         insert_args: Vec<Arg>,
+        select: fn(&[String]) -> String,
     ) -> &mut Self {
         let values =
-            |from: usize| (from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+            |from: usize| select(&(from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>());
         match backend {
             Backend::Sqlite => {
                 let insert = format!("{insert_into} SELECT {} WHERE changes() > 0", values(1));
@@ -203,6 +204,7 @@ mod tests {
             args(),
             "INSERT INTO u (a, b)",
             args(),
+            |p| p.join(", "),
         );
         assert_eq!(sqlite.statements[1].0, "INSERT INTO u (a, b) SELECT $1, $2 WHERE changes() > 0");
         let mut postgres = Batch::new();
@@ -212,6 +214,7 @@ mod tests {
             args(),
             "INSERT INTO u (a, b)",
             args(),
+            |p| p.join(", "),
         );
         assert_eq!(
             postgres.statements[0].0,

@@ -7,6 +7,26 @@ use sqlx::AnyConnection;
 use super::{Batch, messages::Message};
 use crate::{clock, ids};
 
+/// An event row's insert, its values given by [`values`].
+pub(super) const INSERT: &str = "INSERT INTO events (id, org_id, type, message_id, data, created_at, webhooks_pending)";
+
+/// The values of an event row from the placeholders of its id, organisation, type, message,
+/// data and time. It waits for the webhook fan-out only if the organisation has an enabled
+/// endpoint: an organisation without one writes no fan-out mark to clear. (An endpoint enabled
+/// while the event is being written may or may not get it, as with any fan-out in progress.)
+pub(super) fn values(p: &[String]) -> String {
+    format!(
+        "{}, (SELECT COUNT(*) FROM (SELECT 1 FROM webhooks w WHERE w.org_id = {} AND w.enabled = 1 LIMIT 1) AS w)",
+        p.join(", "),
+        p[1]
+    )
+}
+
+/// `$1`..`$n`.
+fn placeholders(n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("${i}")).collect()
+}
+
 /// Writes an event; `data` is the object webhook receivers get.
 pub async fn insert(
     conn: &mut AnyConnection,
@@ -16,7 +36,7 @@ pub async fn insert(
     data: &Value,
 ) -> sqlx::Result<String> {
     let id = ids::new_id("evt");
-    sqlx::query("INSERT INTO events (id, org_id, type, message_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
+    sqlx::query(&format!("{INSERT} VALUES ({})", values(&placeholders(6))))
         .bind(&id)
         .bind(org_id)
         .bind(kind)
@@ -37,7 +57,7 @@ pub async fn insert_message_event(conn: &mut AnyConnection, message: &Message) -
 /// Stages `messaging.message.<status>` into a batch.
 pub fn stage_message_event(batch: &mut Batch, message: &Message) {
     batch.push(
-        "INSERT INTO events (id, org_id, type, message_id, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+        format!("{INSERT} VALUES ({})", values(&placeholders(6))),
         vec![
             ids::new_id("evt").into(),
             (&message.org_id).into(),

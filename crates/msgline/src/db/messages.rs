@@ -357,13 +357,7 @@ pub fn stage_advance(
         serde_json::json!({"message": after.to_json()}).to_string().into(),
         now.into(),
     ];
-    batch.push_if_updated(
-        backend,
-        &update,
-        update_args,
-        "INSERT INTO events (id, org_id, type, message_id, data, created_at)",
-        event_args,
-    );
+    batch.push_if_updated(backend, &update, update_args, events::INSERT, event_args, events::values);
     Some(after)
 }
 

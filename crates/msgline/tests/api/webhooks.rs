@@ -652,3 +652,50 @@ async fn a_created_group_is_delivered_with_the_group_and_its_opening_message() {
     settled(&app).await;
     assert_eq!(receiver.received().await.len(), 1, "the opening message's own events were not subscribed to");
 }
+
+#[tokio::test]
+async fn an_event_waits_for_the_fan_out_only_where_its_organisation_has_an_enabled_endpoint() {
+    // The database alone, with no worker that could fan the events out meanwhile.
+    let test_db = TestDb::new().await;
+    let db = msgline::db::Db::connect(test_db.url()).await.unwrap();
+    db.migrate().await.unwrap();
+    let org = |value: Value| value["org_id"].as_str().unwrap().to_string();
+    let with = org(msgline::admin::create_org(&db, "With an endpoint").await.unwrap());
+    let disabled = org(msgline::admin::create_org(&db, "With a disabled endpoint").await.unwrap());
+    let without = org(msgline::admin::create_org(&db, "Without").await.unwrap());
+    let events = msgline::domain::webhook::Subscriptions::parse(["*"]).unwrap();
+    for org_id in [&with, &disabled] {
+        let endpoint = msgline::db::webhooks::create(
+            &db,
+            msgline::db::webhooks::NewWebhook {
+                org_id,
+                line_id: None,
+                url: "https://receiver.example/hooks",
+                description: None,
+                events: &events,
+            },
+        )
+        .await
+        .unwrap();
+        if org_id == &disabled {
+            let mut conn = db.writer().acquire().await.unwrap();
+            msgline::db::webhooks::disable(&mut conn, &endpoint.id, "test", msgline::clock::now_ms()).await.unwrap();
+        }
+    }
+    let pending = |org_id: String| {
+        let db = db.clone();
+        async move {
+            let mut conn = db.writer().acquire().await.unwrap();
+            let id = msgline::db::events::insert(&mut conn, &org_id, "messaging.test", None, &json!({})).await.unwrap();
+            let row = sqlx::query("SELECT webhooks_pending FROM events WHERE id = $1")
+                .bind(&id)
+                .fetch_one(&mut *conn)
+                .await
+                .unwrap();
+            sqlx::Row::get::<i64, _>(&row, 0)
+        }
+    };
+    assert_eq!(pending(with).await, 1);
+    assert_eq!(pending(disabled).await, 0);
+    assert_eq!(pending(without).await, 0);
+}
