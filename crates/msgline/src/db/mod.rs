@@ -56,6 +56,9 @@ pub struct Db {
     group: Option<GroupWriter>,
     /// On a SQLite file: readers that map rows on their own thread (see [`Db::read_rows`]).
     native_readers: Option<std::sync::Arc<native::Readers>>,
+    /// On PostgreSQL: connections of the PostgreSQL driver itself for [`Db::read_rows`], whose
+    /// rows are read as they come instead of being copied into the generic driver's rows.
+    pg_readers: Option<sqlx::PgPool>,
 }
 
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
@@ -108,7 +111,7 @@ impl Db {
                 None => GroupWriter::start(writer.clone(), 1),
             });
             let native_readers = file.map(|file| std::sync::Arc::new(native::Readers::new(file)));
-            Ok(Db { writer, reader, backend: Backend::Sqlite, group, native_readers })
+            Ok(Db { writer, reader, backend: Backend::Sqlite, group, native_readers, pg_readers: None })
         } else {
             let pool = AnyPoolOptions::new()
                 .max_connections(16)
@@ -119,7 +122,19 @@ impl Db {
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;
             // One lane moves messages; three carry the rest (sends, webhook deliveries).
             let group = Some(GroupWriter::start(pool.clone(), 4));
-            Ok(Db { writer: pool.clone(), reader: pool, backend: Backend::Postgres, group, native_readers: None })
+            let pg_readers = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(4)
+                .test_before_acquire(false)
+                .acquire_timeout(Duration::from_secs(30))
+                .connect_lazy(url)?;
+            Ok(Db {
+                writer: pool.clone(),
+                reader: pool,
+                backend: Backend::Postgres,
+                group,
+                native_readers: None,
+                pg_readers: Some(pg_readers),
+            })
         }
     }
 
@@ -148,6 +163,17 @@ impl Db {
         if let Some(readers) = &self.native_readers {
             return readers.query(sql, args, map).await;
         }
+        if let Some(readers) = &self.pg_readers {
+            let mut query = sqlx::query::<sqlx::Postgres>(&sql);
+            for arg in args {
+                query = match arg {
+                    Arg::Text(value) => query.bind(value),
+                    Arg::Int(value) => query.bind(value),
+                };
+            }
+            let rows = query.fetch_all(readers).await?;
+            return rows.iter().map(|row| map(row)).collect();
+        }
         let rows = batch::bind(sqlx::query(&sql), args).fetch_all(&self.reader).await?;
         rows.iter().map(|row| map(row)).collect()
     }
@@ -168,6 +194,9 @@ impl Db {
     }
 
     pub async fn close(&self) {
+        if let Some(readers) = &self.pg_readers {
+            readers.close().await;
+        }
         self.reader.close().await;
         self.writer.close().await;
     }
@@ -202,6 +231,16 @@ fn null_column(index: usize) -> sqlx::Error {
 }
 
 impl Columns for sqlx::any::AnyRow {
+    fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>> {
+        sqlx::Row::try_get(self, index)
+    }
+
+    fn opt_int(&self, index: usize) -> sqlx::Result<Option<i64>> {
+        sqlx::Row::try_get(self, index)
+    }
+}
+
+impl Columns for sqlx::postgres::PgRow {
     fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>> {
         sqlx::Row::try_get(self, index)
     }
