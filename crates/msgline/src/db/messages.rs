@@ -488,19 +488,25 @@ pub fn steps_to(from: &str, target: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// A message to hand to its line: the message, its conversation's kind and, for a direct
-/// message, the recipient's phone, in one read.
-pub async fn for_dispatch(db: &Db, id: &str) -> sqlx::Result<Option<(Message, String, Option<String>)>> {
+/// A message to hand to its line, with its conversation's kind and, for a direct message, the
+/// recipient's phone.
+pub type ForDispatch = (Message, String, Option<String>);
+
+/// The messages of a claim, ready to hand to their lines, by id: one read for all of them.
+pub async fn for_dispatch(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String, ForDispatch>> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
     let columns: String = COLUMNS.split(", ").map(|c| format!("m.{}", c.trim())).collect::<Vec<_>>().join(", ");
-    let row = sqlx::query(&format!(
+    let params: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
         "SELECT {columns}, c.kind, ct.phone FROM messages m JOIN conversations c ON c.id = m.conversation_id \
-         LEFT JOIN contacts ct ON ct.id = m.contact_id WHERE m.id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(db.reader())
-    .await?;
-    let Some(row) = row else { return Ok(None) };
-    Ok(Some((from_row(&row)?, row.try_get(21)?, row.try_get(22)?)))
+         LEFT JOIN contacts ct ON ct.id = m.contact_id WHERE m.id IN ({})",
+        params.join(", ")
+    );
+    let args = ids.iter().map(|id| (*id).into()).collect();
+    let rows = db.read_rows(sql, args, |row| Ok((from_row(row)?, row.text(21)?, row.opt_text(22)?))).await?;
+    Ok(rows.into_iter().map(|found| (found.0.id.clone(), found)).collect())
 }
 
 /// The phones a message goes to: the direct conversation's participant, or the group's.

@@ -60,11 +60,16 @@ pub async fn step(state: &AppState, permits: &Arc<Semaphore>) -> sqlx::Result<us
     let lease_ms = state.config.bridge_timeout_ms as i64 + 5_000;
     let jobs = db::outbox::claim_pending(&state.db, clock::now_ms(), lease_ms, free as i64).await?;
     let claimed = jobs.len();
+    // One read for the whole claim, on a reader: the writer stays free for the writes. If it
+    // fails, the claims run out and the reconciler asks the lines: nothing is lost.
+    let ids: Vec<&str> = jobs.iter().map(|job| job.message_id.as_str()).collect();
+    let mut messages = db::messages::for_dispatch(&state.db, &ids).await?;
     for job in jobs {
         let permit = permits.clone().acquire_owned().await.expect("semaphore stays open");
         let state = state.clone();
+        let message = messages.remove(&job.message_id);
         tokio::spawn(async move {
-            if let Err(error) = deliver(&state, &job).await {
+            if let Err(error) = deliver(&state, &job, message).await {
                 // The claim runs out and the reconciler asks the line: nothing is lost.
                 tracing::error!(message = %job.message_id, error = %error, "could not record a delivery");
             }
@@ -79,12 +84,11 @@ fn retry_delay(attempts: i64) -> i64 {
     (250i64 << attempts.clamp(1, 6).saturating_sub(1)).min(5_000)
 }
 
-async fn deliver(state: &AppState, job: &Job) -> anyhow::Result<()> {
+async fn deliver(state: &AppState, job: &Job, message: Option<db::messages::ForDispatch>) -> anyhow::Result<()> {
     let Some(line) = state.lines.get(&job.line_id).await? else {
         anyhow::bail!("line {} is gone", job.line_id);
     };
-    // Read on a reader connection: the writer stays free for the writes.
-    let Some((message, kind, phone)) = db::messages::for_dispatch(&state.db, &job.message_id).await? else {
+    let Some((message, kind, phone)) = message else {
         let mut conn = state.db.writer().acquire().await?;
         db::outbox::complete(&mut conn, &job.message_id).await?;
         return Ok(());
