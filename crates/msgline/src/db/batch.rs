@@ -85,10 +85,15 @@ pub(super) fn map_params(sql: &str, mut to: impl FnMut(usize) -> String) -> Stri
     out
 }
 
-pub(super) fn bind<'q>(
-    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+/// Binds `args` in order, on either driver's query.
+pub(super) fn bind<'q, DB: sqlx::Database>(
+    mut query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
     args: Vec<Arg>,
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
+where
+    Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
     for arg in args {
         query = match arg {
             Arg::Text(value) => query.bind(value),

@@ -22,9 +22,13 @@ pub(super) fn values(p: &[String]) -> String {
     )
 }
 
-/// `$1`..`$n`.
-fn placeholders(n: usize) -> Vec<String> {
-    (1..=n).map(|i| format!("${i}")).collect()
+/// The insert of one event, parameters `$1..$6` in [`values`]' order; built once.
+fn insert_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        let placeholders: Vec<String> = (1..=6).map(|i| format!("${i}")).collect();
+        format!("{INSERT} VALUES ({})", values(&placeholders))
+    })
 }
 
 /// Writes an event; `data` is the object webhook receivers get.
@@ -36,7 +40,7 @@ pub async fn insert(
     data: &Value,
 ) -> sqlx::Result<String> {
     let id = ids::new_id("evt");
-    sqlx::query(&format!("{INSERT} VALUES ({})", values(&placeholders(6))))
+    sqlx::query(insert_sql())
         .bind(&id)
         .bind(org_id)
         .bind(kind)
@@ -57,7 +61,7 @@ pub async fn insert_message_event(conn: &mut AnyConnection, message: &Message) -
 /// Stages `messaging.message.<status>` into a batch.
 pub fn stage_message_event(batch: &mut Batch, message: &Message) {
     batch.push(
-        format!("{INSERT} VALUES ({})", values(&placeholders(6))),
+        insert_sql(),
         vec![
             ids::new_id("evt").into(),
             (&message.org_id).into(),

@@ -66,24 +66,26 @@ impl GroupWriter {
 
     /// Commits the batch (with others); returns when it is durable.
     pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
-        if let Some(lane) = self.native_lane() {
-            return lane.run(move |conn| super::native::run_batch(conn, &batch)).await;
-        }
         // Any lane but the first, where there are others.
-        let others = self.lanes.len() - 1;
+        let others = self.lanes.len().saturating_sub(1);
         let lane = match others {
             0 => 0,
             _ => 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % others,
         };
-        self.send(lane, Work::Batch(batch)).await.map(drop)
+        self.commit_on(lane, batch).await
     }
 
     /// Commits a batch that moves existing messages: on the lane that moves messages.
     pub async fn commit_moves(&self, batch: Batch) -> sqlx::Result<()> {
-        if let Some(lane) = self.native_lane() {
-            return lane.run(move |conn| super::native::run_batch(conn, &batch)).await;
+        self.commit_on(0, batch).await
+    }
+
+    /// On SQLite's committer thread if there is one, else on lane `lane`.
+    async fn commit_on(&self, lane: usize, batch: Batch) -> sqlx::Result<()> {
+        if let Some(native) = self.native_lane() {
+            return native.run(move |conn| super::native::run_batch(conn, &batch)).await;
         }
-        self.send(0, Work::Batch(batch)).await.map(drop)
+        self.send(lane, Work::Batch(batch)).await.map(drop)
     }
 
     /// Applies a line's status reports on PostgreSQL's lane that moves messages; returns, per
@@ -118,14 +120,16 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
     if Backend::of(&conn) == Backend::Postgres {
         return commit_group_postgres(&mut conn, jobs).await;
     }
-    let batch = |job: &Job| match &job.work {
-        Work::Batch(batch) => batch.clone(),
-        Work::Reports(..) => unreachable!("reports are applied on SQLite by their own transaction"),
-    };
+    fn batch(job: &Job) -> &Batch {
+        match &job.work {
+            Work::Batch(batch) => batch,
+            Work::Reports(..) => unreachable!("reports are applied on SQLite by their own transaction"),
+        }
+    }
     let mut combined = Batch::new();
     combined.push("BEGIN IMMEDIATE", Vec::new());
     for job in &jobs {
-        combined.extend(&batch(job));
+        combined.extend(batch(job));
     }
     combined.push("COMMIT", Vec::new());
     match combined.execute(&mut conn).await {
@@ -141,7 +145,7 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
                 let result = async {
                     let mut alone = Batch::new();
                     alone.push("BEGIN IMMEDIATE", Vec::new());
-                    alone.extend(&batch(&job));
+                    alone.extend(batch(&job));
                     alone.push("COMMIT", Vec::new());
                     let result = alone.execute(&mut conn).await;
                     if result.is_err() {

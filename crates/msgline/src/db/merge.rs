@@ -214,11 +214,13 @@ fn split_update(sql: &str) -> Option<(&str, &str)> {
 fn top_level(sql: &str, needle: &str) -> Option<usize> {
     let (mut depth, mut quoted) = (0i32, false);
     for (i, c) in sql.char_indices() {
+        if !quoted && depth == 0 && sql[i..].starts_with(needle) {
+            return Some(i);
+        }
         match c {
             '\'' => quoted = !quoted,
             '(' if !quoted => depth += 1,
             ')' if !quoted => depth -= 1,
-            _ if !quoted && depth == 0 && sql[i..].starts_with(needle) => return Some(i),
             _ => {}
         }
     }
@@ -227,21 +229,7 @@ fn top_level(sql: &str, needle: &str) -> Option<usize> {
 
 /// The `)` that closes the `(` at `open`.
 fn closing(sql: &str, open: usize) -> Option<usize> {
-    let (mut depth, mut quoted) = (0i32, false);
-    for (i, c) in sql[open..].char_indices() {
-        match c {
-            '\'' => quoted = !quoted,
-            '(' if !quoted => depth += 1,
-            ')' if !quoted => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(open + i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
+    top_level(&sql[open + 1..], ")").map(|at| open + 1 + at)
 }
 
 #[cfg(test)]

@@ -164,14 +164,7 @@ impl Db {
             return readers.query(sql, args, map).await;
         }
         if let Some(readers) = &self.pg_readers {
-            let mut query = sqlx::query::<sqlx::Postgres>(&sql);
-            for arg in args {
-                query = match arg {
-                    Arg::Text(value) => query.bind(value),
-                    Arg::Int(value) => query.bind(value),
-                };
-            }
-            let rows = query.fetch_all(readers).await?;
+            let rows = batch::bind(sqlx::query::<sqlx::Postgres>(&sql), args).fetch_all(readers).await?;
             return rows.iter().map(|row| map(row)).collect();
         }
         let rows = batch::bind(sqlx::query(&sql), args).fetch_all(&self.reader).await?;
