@@ -67,7 +67,7 @@ pub fn stage_message_event(batch: &mut Batch, message: &Message) {
             (&message.org_id).into(),
             format!("messaging.message.{}", message.status).into(),
             (&message.id).into(),
-            json!({"message": message.to_json()}).to_string().into(),
+            message.event_data().into(),
             clock::now_ms().into(),
         ],
     );

@@ -232,11 +232,12 @@ pub(super) struct NativeLane<'a>(&'a mpsc::Sender<Box<dyn super::native::Unit>>)
 
 impl NativeLane<'_> {
     /// Runs `work` on the committer thread inside a shared commit, and returns its result once
-    /// that commit is durable. A unit that fails is rolled back alone (to a savepoint), not with
-    /// the others.
+    /// that commit is durable. A unit that fails is rolled back alone, not with the others; to
+    /// that end `work` may be run again (after a rollback), so it must not act outside the
+    /// database.
     pub(super) async fn run<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
+        work: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> sqlx::Result<T> {
         let (unit, answer) = super::native::unit(work);
         self.0.send(unit).await.map_err(|_| sqlx::Error::PoolClosed)?;

@@ -41,6 +41,16 @@ impl Message {
         serde_json::to_value(self.view()).expect("a message view serialises")
     }
 
+    /// The `data` of a `messaging.message.*` event, `{"message": …}`, written straight to a
+    /// string (no JSON tree in between: it is built for every status a message passes).
+    pub fn event_data(&self) -> String {
+        #[derive(serde::Serialize)]
+        struct Data<'a> {
+            message: MessageView<'a>,
+        }
+        serde_json::to_string(&Data { message: self.view() }).expect("a message view serialises")
+    }
+
     /// The public representation, written straight to a response.
     pub fn view(&self) -> MessageView<'_> {
         MessageView {
@@ -354,7 +364,7 @@ pub fn stage_advance(
         (&after.org_id).into(),
         format!("messaging.message.{}", after.status).into(),
         (&after.id).into(),
-        serde_json::json!({"message": after.to_json()}).to_string().into(),
+        after.event_data().into(),
         now.into(),
     ];
     batch.push_if_updated(backend, &update, update_args, events::INSERT, event_args, events::values);

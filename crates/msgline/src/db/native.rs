@@ -45,26 +45,26 @@ pub fn file_of(url: &str) -> Option<PathBuf> {
 }
 
 /// One request's work in a shared commit: it runs on the committer thread, and is answered
-/// once the commit is durable (or has failed).
+/// once the commit is durable (or has failed). A unit may run more than once: when another
+/// unit of its group fails, the group is rolled back and run again (see [`commit_group`]).
 pub trait Unit: Send {
     fn run(&mut self, conn: &Connection) -> rusqlite::Result<()>;
     fn answer(self: Box<Self>, result: sqlx::Result<()>);
 }
 
 struct Typed<F, T> {
-    work: Option<F>,
+    work: F,
     output: Option<T>,
     done: oneshot::Sender<sqlx::Result<T>>,
 }
 
 impl<F, T> Unit for Typed<F, T>
 where
-    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send,
+    F: FnMut(&Connection) -> rusqlite::Result<T> + Send,
     T: Send,
 {
     fn run(&mut self, conn: &Connection) -> rusqlite::Result<()> {
-        let work = self.work.take().expect("a unit runs once");
-        self.output = Some(work(conn)?);
+        self.output = Some((self.work)(conn)?);
         Ok(())
     }
 
@@ -79,10 +79,10 @@ type Group = (Vec<Box<dyn Unit>>, oneshot::Sender<()>);
 
 /// A unit of work and where its answer arrives.
 pub fn unit<T: Send + 'static>(
-    work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    work: impl FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
 ) -> (Box<dyn Unit>, oneshot::Receiver<sqlx::Result<T>>) {
     let (done, answer) = oneshot::channel();
-    (Box::new(Typed { work: Some(work), output: None, done }), answer)
+    (Box::new(Typed { work, output: None, done }), answer)
 }
 
 /// Opens the committer's connection and starts its thread; returns the lane's queue.
@@ -142,15 +142,48 @@ async fn lane(writer: AnyPool, mut rx: mpsc::Receiver<Box<dyn Unit>>, work: std:
     }
 }
 
+/// Answers every unit with the same failure.
+fn fail_all(units: impl IntoIterator<Item = Box<dyn Unit>>, error: rusqlite::Error) {
+    let error = into_sqlx(error).to_string();
+    for unit in units {
+        unit.answer(Err(sqlx::Error::Protocol(error.clone())));
+    }
+}
+
+/// Runs every unit in one transaction and answers each once the commit is durable.
+///
+/// The units first run one after another with nothing in between: almost every group commits
+/// whole. If one fails, the transaction is rolled back and the group runs again with each unit
+/// inside a savepoint, so that a failing unit is rolled back alone and every unit gets its own
+/// answer. (A savepoint copies each page its unit changes; paying that only for a group with a
+/// failure leaves the committer's time to the statements themselves.)
+fn commit_group(conn: &Connection, mut units: Vec<Box<dyn Unit>>) {
+    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+        return fail_all(units, error);
+    }
+    match units.iter_mut().try_for_each(|unit| unit.run(conn)) {
+        Ok(()) => match conn.execute_batch("COMMIT") {
+            Ok(()) => units.into_iter().for_each(|unit| unit.answer(Ok(()))),
+            Err(error) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                fail_all(units, error);
+            }
+        },
+        Err(error) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            match <[_; 1]>::try_from(units) {
+                Ok([unit]) => unit.answer(Err(into_sqlx(error))),
+                Err(units) => commit_each_in_savepoint(conn, units),
+            }
+        }
+    }
+}
+
 /// Runs every unit in one transaction, each within a savepoint so that a failing unit is rolled
 /// back alone; answers each once the commit is durable.
-fn commit_group(conn: &Connection, units: Vec<Box<dyn Unit>>) {
+fn commit_each_in_savepoint(conn: &Connection, units: Vec<Box<dyn Unit>>) {
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let error = into_sqlx(error).to_string();
-        for unit in units {
-            unit.answer(Err(sqlx::Error::Protocol(error.clone())));
-        }
-        return;
+        return fail_all(units, error);
     }
     let mut outcomes = Vec::with_capacity(units.len());
     for mut unit in units {
@@ -163,12 +196,8 @@ fn commit_group(conn: &Connection, units: Vec<Box<dyn Unit>>) {
             Err(error) => {
                 // The transaction itself is broken: nothing of it is kept.
                 let _ = conn.execute_batch("ROLLBACK");
-                let error = into_sqlx(error).to_string();
-                unit.answer(Err(sqlx::Error::Protocol(error.clone())));
-                for (unit, _) in outcomes {
-                    unit.answer(Err(sqlx::Error::Protocol(error.clone())));
-                }
-                return;
+                outcomes.push((unit, Ok(())));
+                return fail_all(outcomes.into_iter().map(|(unit, _)| unit), error);
             }
         }
     }
@@ -180,10 +209,7 @@ fn commit_group(conn: &Connection, units: Vec<Box<dyn Unit>>) {
         }
         Err(error) => {
             let _ = conn.execute_batch("ROLLBACK");
-            let error = into_sqlx(error).to_string();
-            for (unit, _) in outcomes {
-                unit.answer(Err(sqlx::Error::Protocol(error.clone())));
-            }
+            fail_all(outcomes.into_iter().map(|(unit, _)| unit), error);
         }
     }
 }
@@ -341,7 +367,49 @@ fn into_sqlx(error: rusqlite::Error) -> sqlx::Error {
 
 #[cfg(test)]
 mod tests {
-    use super::file_of;
+    use super::{commit_group, file_of, unit};
+
+    #[test]
+    fn a_failing_unit_is_rolled_back_alone_and_the_others_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+        conn.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY)").unwrap();
+        let insert = |key: &'static str| {
+            unit(move |conn: &rusqlite::Connection| {
+                conn.execute("INSERT INTO t (k) VALUES (?1)", [key])?;
+                Ok(key)
+            })
+        };
+        let (first, first_answer) = insert("a");
+        let (second, second_answer) = insert("b");
+        // Inserts "c", then breaks the key: its "c" must not survive.
+        let (broken, broken_answer) = unit(|conn: &rusqlite::Connection| {
+            conn.execute("INSERT INTO t (k) VALUES ('c')", [])?;
+            conn.execute("INSERT INTO t (k) VALUES ('a')", [])
+        });
+        let (last, last_answer) = insert("d");
+        commit_group(&conn, vec![first, second, broken, last]);
+
+        assert_eq!(first_answer.blocking_recv().unwrap().unwrap(), "a");
+        assert_eq!(second_answer.blocking_recv().unwrap().unwrap(), "b");
+        assert!(super::super::is_unique_violation(&broken_answer.blocking_recv().unwrap().unwrap_err()));
+        assert_eq!(last_answer.blocking_recv().unwrap().unwrap(), "d");
+        let keys: Vec<String> = conn
+            .prepare("SELECT k FROM t ORDER BY k")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(keys, ["a", "b", "d"]);
+
+        // A group that fails as a whole unit of one: nothing of it stays.
+        let (alone, alone_answer) = insert("b");
+        commit_group(&conn, vec![alone]);
+        assert!(super::super::is_unique_violation(&alone_answer.blocking_recv().unwrap().unwrap_err()));
+        let count: i64 = conn.query_row("SELECT COUNT(*) FROM t", [], |row| row.get(0)).unwrap();
+        assert_eq!(count, 3);
+    }
 
     #[test]
     fn the_file_is_read_from_the_url() {

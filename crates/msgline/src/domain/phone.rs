@@ -5,12 +5,15 @@ use std::fmt;
 use phonenumber::{Mode, country};
 use serde::Serialize;
 
+/// How many parsed inputs [`E164::parse`] remembers.
+const PARSED_KEPT: usize = 10_000;
+
 /// A valid phone number in E.164 form, such as `+12015550100`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
 pub struct E164(String);
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PhoneError {
     /// Not a phone number at all, or not valid for its country.
     Invalid,
@@ -35,7 +38,28 @@ impl PhoneError {
 
 impl E164 {
     /// Parses a number: E.164 as is, or a national number with an ISO country code.
+    ///
+    /// Validation against the numbering plan costs more than the rest of a send request, and a
+    /// sender writes to the same numbers again and again: answers are remembered (up to
+    /// [`PARSED_KEPT`] inputs, then forgotten all at once).
     pub fn parse(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
+        type Parsed = std::collections::HashMap<(String, Option<String>), Result<E164, PhoneError>>;
+        static PARSED: std::sync::Mutex<Option<Parsed>> = std::sync::Mutex::new(None);
+        let key = (input.to_string(), default_country.map(str::to_string));
+        if let Some(known) = PARSED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|p| p.get(&key)) {
+            return known.clone();
+        }
+        let parsed = Self::validate(input, default_country);
+        let mut cache = PARSED.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = cache.get_or_insert_with(Default::default);
+        if cache.len() >= PARSED_KEPT {
+            cache.clear();
+        }
+        cache.insert(key, parsed.clone());
+        parsed
+    }
+
+    fn validate(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
         let trimmed = input.trim();
         if trimmed.is_empty() || trimmed.len() > 40 {
             return Err(PhoneError::Invalid);
@@ -91,5 +115,9 @@ mod tests {
         assert_eq!(E164::parse("+1 999", None), Err(PhoneError::Invalid));
         assert_eq!(E164::parse("hello", Some("US")), Err(PhoneError::Invalid));
         assert_eq!(E164::parse("2015550100", Some("XX")), Err(PhoneError::UnknownCountry));
+        // Remembered answers are the same answers.
+        assert_eq!(E164::parse("(201) 555-0123", Some("us")).unwrap().as_str(), "+12015550123");
+        assert_eq!(E164::parse("(201) 555-0123", Some("XX")), Err(PhoneError::UnknownCountry));
+        assert_eq!(E164::parse("+1 999", None), Err(PhoneError::Invalid));
     }
 }
