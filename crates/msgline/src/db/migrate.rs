@@ -30,6 +30,8 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(4, "0004_cards_and_polls"),
     migration!(5, "0005_agents"),
     migration!(6, "0006_statement_rows"),
+    migration!(7, "0007_events_index"),
+    migration!(8, "0008_keyed_rows"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
@@ -80,4 +82,29 @@ async fn apply(backend: Backend, conn: &mut sqlx::AnyConnection) -> anyhow::Resu
         done.push(migration.name);
     }
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MIGRATIONS;
+
+    /// A migration file that is not in [`MIGRATIONS`] would never run, silently.
+    #[test]
+    fn every_migration_file_is_listed_once_in_order() {
+        let listed: Vec<String> = MIGRATIONS.iter().map(|m| m.name.to_string()).collect();
+        for engine in ["sqlite", "postgres"] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations").join(engine);
+            let mut files: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                .filter_map(|name| name.strip_suffix(".sql").map(str::to_string))
+                .collect();
+            files.sort();
+            assert_eq!(files, listed, "migrations/{engine}");
+        }
+        for (n, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(migration.version, n as i64 + 1);
+            assert!(migration.name.starts_with(&format!("{:04}_", n + 1)), "{}", migration.name);
+        }
+    }
 }

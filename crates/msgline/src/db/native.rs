@@ -216,9 +216,16 @@ fn commit_each_in_savepoint(conn: &Connection, units: Vec<Box<dyn Unit>>) {
 
 /// A cached statement with `$N` bound to the N-th argument.
 pub fn bound<'c>(conn: &'c Connection, sql: &str, args: &[Arg]) -> rusqlite::Result<rusqlite::CachedStatement<'c>> {
+    /// `$1`, `$2`, …: the names of the parameters most statements have, made once.
+    static NAMES: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| (1..=64).map(|n| format!("${n}")).collect());
     let mut statement = conn.prepare_cached(sql)?;
     for (n, arg) in args.iter().enumerate() {
-        let Some(index) = statement.parameter_index(&format!("${}", n + 1))? else { continue };
+        let index = match NAMES.get(n) {
+            Some(name) => statement.parameter_index(name)?,
+            None => statement.parameter_index(&format!("${}", n + 1))?,
+        };
+        let Some(index) = index else { continue };
         match arg {
             Arg::Text(value) => statement.raw_bind_parameter(index, value.as_deref())?,
             Arg::Int(value) => statement.raw_bind_parameter(index, *value)?,
