@@ -61,6 +61,19 @@ pub struct Batch {
     statements: Vec<(String, Vec<Arg>)>,
 }
 
+/// How [`Batch::push_if_updated`] makes an insert wait for its update on SQLite.
+const IF_CHANGED: &str = " WHERE changes() > 0";
+
+/// For an insert that [`Batch::push_if_updated`] made conditional on SQLite, the same insert as
+/// one row of `VALUES`: for a runner that knows the previous statement's count of changed rows
+/// itself. (SQLite gives an `INSERT … SELECT` into a table with a foreign key a statement
+/// journal, a copy of every page it changes; a single-row `VALUES` insert checks its keys
+/// before it writes and needs none.)
+pub(super) fn as_values_if_changed(sql: &str) -> Option<String> {
+    let (insert_into, values) = sql.strip_suffix(IF_CHANGED)?.split_once(" SELECT ")?;
+    Some(format!("{insert_into} VALUES ({values})"))
+}
+
 /// `$1`..`$n` in `sql` shifted by `offset`.
 fn renumber(sql: &str, offset: usize) -> String {
     map_params(sql, |n| format!("${}", n + offset))
@@ -131,7 +144,7 @@ impl Batch {
             |from: usize| select(&(from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>());
         match backend {
             Backend::Sqlite => {
-                let insert = format!("{insert_into} SELECT {} WHERE changes() > 0", values(1));
+                let insert = format!("{insert_into} SELECT {}{IF_CHANGED}", values(1));
                 self.push(update, update_args);
                 self.push(insert, insert_args)
             }
@@ -212,6 +225,11 @@ mod tests {
             |p| p.join(", "),
         );
         assert_eq!(sqlite.statements[1].0, "INSERT INTO u (a, b) SELECT $1, $2 WHERE changes() > 0");
+        assert_eq!(
+            as_values_if_changed(&sqlite.statements[1].0).as_deref(),
+            Some("INSERT INTO u (a, b) VALUES ($1, $2)")
+        );
+        assert_eq!(as_values_if_changed(&sqlite.statements[0].0), None);
         let mut postgres = Batch::new();
         postgres.push_if_updated(
             Backend::Postgres,
