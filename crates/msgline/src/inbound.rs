@@ -315,7 +315,7 @@ async fn record_vote(
         "contact": contact.to_json(),
         "message": message.to_json(),
     });
-    db::events::insert(conn, &poll.org_id, "messaging.poll.voted", Some(&message.id), &data).await?;
+    db::events::insert(conn, &poll.org_id, "messaging.poll.voted", Some(&message.id), data.to_string()).await?;
     Ok(())
 }
 

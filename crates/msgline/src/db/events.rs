@@ -1,7 +1,6 @@
 //! Lifecycle events (`messaging.message.*` and others): written in the same transaction as the
 //! change that causes them, delivered later by the webhook worker.
 
-use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
 use super::{Batch, messages::Message};
@@ -31,13 +30,13 @@ fn insert_sql() -> &'static str {
     })
 }
 
-/// Writes an event; `data` is the object webhook receivers get.
+/// Writes an event; `data` is the object webhook receivers get, serialised.
 pub async fn insert(
     conn: &mut AnyConnection,
     org_id: &str,
     kind: &str,
     message_id: Option<&str>,
-    data: &Value,
+    data: String,
 ) -> sqlx::Result<String> {
     let id = ids::new_id("evt");
     sqlx::query(insert_sql())
@@ -45,7 +44,7 @@ pub async fn insert(
         .bind(org_id)
         .bind(kind)
         .bind(message_id)
-        .bind(data.to_string())
+        .bind(data)
         .bind(clock::now_ms())
         .execute(&mut *conn)
         .await?;
@@ -55,7 +54,7 @@ pub async fn insert(
 /// `messaging.message.<status>` with the message as it now is.
 pub async fn insert_message_event(conn: &mut AnyConnection, message: &Message) -> sqlx::Result<String> {
     let kind = format!("messaging.message.{}", message.status);
-    insert(conn, &message.org_id, &kind, Some(&message.id), &json!({"message": message.to_json()})).await
+    insert(conn, &message.org_id, &kind, Some(&message.id), message.event_data()).await
 }
 
 /// Stages `messaging.message.<status>` into a batch.

@@ -196,8 +196,7 @@ fn commit_each_in_savepoint(conn: &Connection, units: Vec<Box<dyn Unit>>) {
             Err(error) => {
                 // The transaction itself is broken: nothing of it is kept.
                 let _ = conn.execute_batch("ROLLBACK");
-                outcomes.push((unit, Ok(())));
-                return fail_all(outcomes.into_iter().map(|(unit, _)| unit), error);
+                return fail_all(outcomes.into_iter().map(|(unit, _)| unit).chain([unit]), error);
             }
         }
     }

@@ -44,14 +44,13 @@ impl E164 {
     /// [`PARSED_KEPT`] inputs, then forgotten all at once).
     pub fn parse(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
         type Parsed = std::collections::HashMap<(String, Option<String>), Result<E164, PhoneError>>;
-        static PARSED: std::sync::Mutex<Option<Parsed>> = std::sync::Mutex::new(None);
+        static PARSED: std::sync::LazyLock<std::sync::Mutex<Parsed>> = std::sync::LazyLock::new(Default::default);
         let key = (input.to_string(), default_country.map(str::to_string));
-        if let Some(known) = PARSED.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|p| p.get(&key)) {
+        if let Some(known) = PARSED.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return known.clone();
         }
         let parsed = Self::validate(input, default_country);
         let mut cache = PARSED.lock().unwrap_or_else(|e| e.into_inner());
-        let cache = cache.get_or_insert_with(Default::default);
         if cache.len() >= PARSED_KEPT {
             cache.clear();
         }

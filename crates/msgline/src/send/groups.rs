@@ -297,8 +297,14 @@ pub async fn settle(
     let message = db::messages::get_any(conn, message_id).await?.expect("the message exists");
     if moved && matches!(group_state, "created" | "failed") {
         let data = json!({"group": group.group_json(), "message": message.to_json()});
-        db::events::insert(conn, &group.org_id, &format!("messaging.group.{group_state}"), Some(&message.id), &data)
-            .await?;
+        db::events::insert(
+            conn,
+            &group.org_id,
+            &format!("messaging.group.{group_state}"),
+            Some(&message.id),
+            data.to_string(),
+        )
+        .await?;
     }
     Ok((group, message))
 }

@@ -686,7 +686,9 @@ async fn an_event_waits_for_the_fan_out_only_where_its_organisation_has_an_enabl
         let db = db.clone();
         async move {
             let mut conn = db.writer().acquire().await.unwrap();
-            let id = msgline::db::events::insert(&mut conn, &org_id, "messaging.test", None, &json!({})).await.unwrap();
+            let id = msgline::db::events::insert(&mut conn, &org_id, "messaging.test", None, json!({}).to_string())
+                .await
+                .unwrap();
             let row = sqlx::query("SELECT webhooks_pending FROM events WHERE id = $1")
                 .bind(&id)
                 .fetch_one(&mut *conn)
