@@ -7,8 +7,9 @@ use sqlx::AnyConnection;
 
 use super::Backend;
 
-/// A parameter of a batched statement.
-#[derive(Debug, Clone)]
+/// A parameter of a batched statement. Its order (texts before integers, then by value) is the
+/// order merged statements lock rows in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Arg {
     Text(Option<String>),
     Int(Option<i64>),

@@ -63,14 +63,14 @@ fn same_shape(a: &Batch, b: &Batch) -> bool {
 
 /// The merged statement and its one parameter (the rows as JSON), if `sql` has a merged form
 /// and the rows' arguments agree in type.
-fn merged(sql: &str, rows: &[&(String, Vec<Arg>)]) -> Option<(String, String)> {
+fn merged<'a>(sql: &str, rows: &[&'a (String, Vec<Arg>)]) -> Option<(String, String)> {
     let types: Vec<&'static str> = rows[0].1.iter().map(sql_type).collect();
     if rows.iter().any(|(_, args)| args.len() != types.len() || args.iter().map(sql_type).ne(types.iter().copied())) {
         return None;
     }
     let form = form(sql, &types)?;
-    let key_of = |args: &[Arg]| form.keys.iter().map(|&n| key(&args[n - 1])).collect::<Vec<_>>();
-    let mut rows: Vec<(Vec<String>, &Vec<Arg>)> = rows.iter().map(|(_, args)| (key_of(args), args)).collect();
+    let key_of = |args: &'a [Arg]| form.keys.iter().map(|&n| &args[n - 1]).collect::<Vec<_>>();
+    let mut rows: Vec<(Vec<&Arg>, &Vec<Arg>)> = rows.iter().map(|(_, args)| (key_of(args), args)).collect();
     // In key order, the order every merged statement locks rows in: two transactions never
     // wait on each other's rows in opposite orders.
     rows.sort_by(|a, b| a.0.cmp(&b.0));
@@ -78,7 +78,7 @@ fn merged(sql: &str, rows: &[&(String, Vec<Arg>)]) -> Option<(String, String)> {
         // Some `column = $k` whose values all differ: no target row can match two rows.
         let all_differ = |k: &usize| {
             let mut seen = std::collections::HashSet::new();
-            rows.iter().all(|(_, args)| seen.insert(key(&args[k - 1])))
+            rows.iter().all(|(_, args)| seen.insert(&args[k - 1]))
         };
         if !equalities.iter().any(all_differ) {
             return None;
@@ -94,28 +94,27 @@ fn sql_type(arg: &Arg) -> &'static str {
     }
 }
 
-fn key(arg: &Arg) -> String {
-    match arg {
-        Arg::Text(value) => format!("t{value:?}"),
-        Arg::Int(value) => format!("i{value:?}"),
-    }
-}
-
-/// `[{"a1": .., "a2": ..}, ..]`: the field `aN` is the row's `$N`.
+/// `[{"a1": .., "a2": ..}, ..]`: the field `aN` is the row's `$N`. Written straight into the
+/// text: a group's rows carry every message's body and event data, and building them as a JSON
+/// tree first cost a tenth of the server's time on a send.
 fn rows_json<'a>(rows: impl Iterator<Item = &'a Vec<Arg>>) -> String {
-    let rows: Vec<serde_json::Value> = rows
-        .map(|args| {
-            let fields = args.iter().enumerate().map(|(i, arg)| {
-                let value = match arg {
-                    Arg::Text(value) => value.clone().map(serde_json::Value::String),
-                    Arg::Int(value) => value.map(serde_json::Value::from),
-                };
-                (format!("a{}", i + 1), value.unwrap_or(serde_json::Value::Null))
-            });
-            serde_json::Value::Object(fields.collect())
-        })
-        .collect();
-    serde_json::Value::Array(rows).to_string()
+    use std::io::Write;
+    let mut out = Vec::with_capacity(1024);
+    out.push(b'[');
+    for (r, args) in rows.enumerate() {
+        out.extend_from_slice(if r == 0 { b"{" } else { b",{" });
+        for (i, arg) in args.iter().enumerate() {
+            let _ = write!(out, "{}\"a{}\":", if i == 0 { "" } else { "," }, i + 1);
+            let _ = match arg {
+                Arg::Text(Some(value)) => serde_json::to_writer(&mut out, value).map_err(drop),
+                Arg::Int(Some(value)) => write!(out, "{value}").map_err(drop),
+                Arg::Text(None) | Arg::Int(None) => out.write_all(b"null").map_err(drop),
+            };
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
+    String::from_utf8(out).expect("JSON written from strings is UTF-8")
 }
 
 /// A statement's merged form.
