@@ -2,7 +2,7 @@
 //! table; claimed (committed) before the endpoint is called, so a crash mid-call leaves a claim
 //! that runs out and is taken again: at-least-once. Every call is kept as an attempt.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
@@ -210,15 +210,21 @@ pub struct StoredEvent {
     pub created_at: i64,
 }
 
-pub async fn event(db: &Db, id: &str) -> sqlx::Result<Option<StoredEvent>> {
-    let row = sqlx::query("SELECT id, type, data, created_at FROM events WHERE id = $1")
-        .bind(id)
-        .fetch_optional(db.reader())
+/// The events of a claim of deliveries, by id: one read for all of them.
+pub async fn events(db: &Db, ids: impl IntoIterator<Item = &str>) -> sqlx::Result<HashMap<String, StoredEvent>> {
+    let ids: BTreeSet<&str> = ids.into_iter().collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let params: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!("SELECT id, type, data, created_at FROM events WHERE id IN ({})", params.join(", "));
+    let args = ids.iter().map(|id| (*id).into()).collect();
+    let found = db
+        .read_rows(sql, args, |row| {
+            Ok(StoredEvent { id: row.text(0)?, kind: row.text(1)?, data: row.text(2)?, created_at: row.int(3)? })
+        })
         .await?;
-    row.map(|r| {
-        Ok(StoredEvent { id: r.try_get(0)?, kind: r.try_get(1)?, data: r.try_get(2)?, created_at: r.try_get(3)? })
-    })
-    .transpose()
+    Ok(found.into_iter().map(|event| (event.id.clone(), event)).collect())
 }
 
 /// What became of a claimed delivery after an attempt.

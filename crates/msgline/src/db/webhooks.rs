@@ -1,6 +1,8 @@
 //! Webhook endpoints. The signing secret is kept as minted (the service signs with it) and is
 //! shown to the customer only when it is created or rotated.
 
+use std::collections::{BTreeSet, HashMap};
+
 use sqlx::{AnyConnection, Row};
 
 use super::{Db, ListQuery, Page, Paged};
@@ -65,7 +67,7 @@ impl Webhook {
 pub const COLUMNS: &str = "id, org_id, line_id, url, description, event_types, secret, previous_secret, \
      previous_secret_expires_at, enabled, disabled_reason, disabled_at, failing_since, created_at, updated_at";
 
-pub fn from_row(row: &impl super::Columns) -> sqlx::Result<Webhook> {
+pub fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Webhook> {
     Ok(Webhook {
         id: row.text(0)?,
         org_id: row.text(1)?,
@@ -137,6 +139,23 @@ pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Webhook
         .fetch_optional(db.writer())
         .await?;
     row.as_ref().map(from_row).transpose()
+}
+
+/// The endpoints of a claim of deliveries, by `(org_id, id)`: one read for all of them.
+pub async fn for_deliveries<'a>(
+    db: &Db,
+    keys: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> sqlx::Result<HashMap<(String, String), Webhook>> {
+    let keys: BTreeSet<(&str, &str)> = keys.into_iter().collect();
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let pairs: Vec<String> =
+        (0..keys.len()).map(|i| format!("(org_id = ${} AND id = ${})", 2 * i + 1, 2 * i + 2)).collect();
+    let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE {}", pairs.join(" OR "));
+    let args = keys.iter().flat_map(|(org, id)| [(*org).into(), (*id).into()]).collect();
+    let found = db.read_rows(sql, args, |row| from_row(row)).await?;
+    Ok(found.into_iter().map(|webhook| ((webhook.org_id.clone(), webhook.id.clone()), webhook)).collect())
 }
 
 /// An endpoint by id alone, inside a transaction (the webhook worker).

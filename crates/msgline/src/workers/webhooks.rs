@@ -111,11 +111,20 @@ pub async fn step(state: &AppState, settings: &Arc<Settings>, permits: &Arc<Sema
     }
     let claimed = db::webhook_deliveries::claim_due(&state.db, now, LEASE_MS, free as i64).await?;
     let count = claimed.len();
+    // One read each for the claim's endpoints and events. If either fails, the claims run out
+    // and are taken again: nothing is lost.
+    let webhooks =
+        db::webhooks::for_deliveries(&state.db, claimed.iter().map(|c| (c.org_id.as_str(), c.webhook_id.as_str())))
+            .await?;
+    let events = db::webhook_deliveries::events(&state.db, claimed.iter().map(|c| c.event_id.as_str())).await?;
     for delivery in claimed {
         let permit = permits.clone().acquire_owned().await.expect("semaphore stays open");
         let (state, settings) = (state.clone(), settings.clone());
+        // Several deliveries may share an endpoint, and an event may go to several endpoints.
+        let webhook = webhooks.get(&(delivery.org_id.clone(), delivery.webhook_id.clone())).cloned();
+        let event = events.get(&delivery.event_id).cloned();
         tokio::spawn(async move {
-            if let Err(error) = deliver(&state, &settings, &delivery).await {
+            if let Err(error) = deliver(&state, &settings, &delivery, webhook, event).await {
                 // The claim runs out and the delivery is taken again: nothing is lost.
                 tracing::error!(delivery = %delivery.id, error = %error, "could not record a webhook attempt");
             }
@@ -146,9 +155,13 @@ enum Outcome {
     Failed { retry_after: Option<Duration> },
 }
 
-async fn deliver(state: &AppState, settings: &Settings, claimed: &Claimed) -> anyhow::Result<()> {
-    let webhook = db::webhooks::get(&state.db, &claimed.org_id, &claimed.webhook_id).await?;
-    let event = db::webhook_deliveries::event(&state.db, &claimed.event_id).await?;
+async fn deliver(
+    state: &AppState,
+    settings: &Settings,
+    claimed: &Claimed,
+    webhook: Option<db::webhooks::Webhook>,
+    event: Option<StoredEvent>,
+) -> anyhow::Result<()> {
     let (Some(webhook), Some(event)) = (webhook, event) else {
         // The endpoint was deleted (its deliveries went with it).
         return Ok(());
