@@ -5,12 +5,6 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 use clap::{Parser, Subcommand};
 use msgline::{Application, Config, admin, app::shutdown_signal, bridge::sim::SimConfig, db::Db, telemetry};
 
-/// The server allocates and frees many short buffers (requests, rows, JSON) across threads; with
-/// glibc's allocator `perf` put a sixth of the server's time in `malloc` and `free`, much of it
-/// consolidating free lists. jemalloc keeps idle memory low (about 19 MiB idle on SQLite).
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 #[derive(Parser)]
 #[command(name = "msgline", version, about = "Self-hostable messaging API for SMS and iMessage")]
 struct Cli {
