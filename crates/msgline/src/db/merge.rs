@@ -104,12 +104,12 @@ fn rows_json<'a>(rows: impl Iterator<Item = &'a Vec<Arg>>) -> String {
     for (r, args) in rows.enumerate() {
         out.extend_from_slice(if r == 0 { b"{" } else { b",{" });
         for (i, arg) in args.iter().enumerate() {
-            let _ = write!(out, "{}\"a{}\":", if i == 0 { "" } else { "," }, i + 1);
-            let _ = match arg {
-                Arg::Text(Some(value)) => serde_json::to_writer(&mut out, value).map_err(drop),
-                Arg::Int(Some(value)) => write!(out, "{value}").map_err(drop),
-                Arg::Text(None) | Arg::Int(None) => out.write_all(b"null").map_err(drop),
-            };
+            let written = write!(out, "{}\"a{}\":", if i == 0 { "" } else { "," }, i + 1).and_then(|()| match arg {
+                Arg::Text(Some(value)) => serde_json::to_writer(&mut out, value).map_err(std::io::Error::from),
+                Arg::Int(Some(value)) => write!(out, "{value}"),
+                Arg::Text(None) | Arg::Int(None) => out.write_all(b"null"),
+            });
+            written.expect("writing to memory does not fail");
         }
         out.push(b'}');
     }
@@ -285,6 +285,24 @@ mod tests {
              WHERE id = _m.a2 AND s IN ('a', 'b') RETURNING _m.*) INSERT INTO e (id, m) SELECT moved.a3, moved.a2 FROM moved"
         );
         assert_eq!((moved.keys, moved.one_row_each), (vec![2], Some(vec![2])));
+    }
+
+    #[test]
+    fn rows_are_written_as_json_with_texts_escaped_and_nulls_kept() {
+        let rows = [
+            vec![Arg::from("say \"hi\"\n\u{e9}\u{1f600}"), Arg::Int(Some(-7)), Arg::Text(None)],
+            vec![Arg::from("\\"), Arg::Int(None), Arg::from("")],
+        ];
+        let json = rows_json(rows.iter());
+        let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            parsed,
+            serde_json::json!([
+                {"a1": "say \"hi\"\n\u{e9}\u{1f600}", "a2": -7, "a3": null},
+                {"a1": "\\", "a2": null, "a3": ""},
+            ])
+        );
+        assert_eq!(rows_json(std::iter::empty()), "[]");
     }
 
     #[test]
