@@ -75,6 +75,11 @@ pub(super) fn as_values_if_changed(sql: &str) -> Option<String> {
     Some(format!("{insert_into} VALUES ({values})"))
 }
 
+/// `$1, $2, …, $count`: the parameters of an `IN (…)` list.
+pub(crate) fn placeholders(count: usize) -> String {
+    (1..=count).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
 /// `$1`..`$n` in `sql` shifted by `offset`.
 fn renumber(sql: &str, offset: usize) -> String {
     map_params(sql, |n| format!("${}", n + offset))

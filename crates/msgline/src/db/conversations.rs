@@ -199,10 +199,9 @@ async fn participants(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, V
     if ids.is_empty() {
         return Ok(out);
     }
-    let params: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
     let sql = format!(
         "SELECT conversation_id, phone FROM conversation_participants WHERE conversation_id IN ({}) ORDER BY phone",
-        params.join(", ")
+        super::batch::placeholders(ids.len())
     );
     let mut query = sqlx::query(&sql);
     for id in ids {

@@ -477,8 +477,7 @@ pub async fn get_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Ve
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let params: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
-    let sql = format!("SELECT {COLUMNS} FROM messages WHERE id IN ({})", params.join(", "));
+    let sql = format!("SELECT {COLUMNS} FROM messages WHERE id IN ({})", super::batch::placeholders(ids.len()));
     let mut query = sqlx::query(&sql);
     for id in ids {
         query = query.bind(*id);
@@ -508,11 +507,10 @@ pub async fn for_dispatch(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String,
         return Ok(HashMap::new());
     }
     let columns: String = COLUMNS.split(", ").map(|c| format!("m.{}", c.trim())).collect::<Vec<_>>().join(", ");
-    let params: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
     let sql = format!(
         "SELECT {columns}, c.kind, ct.phone FROM messages m JOIN conversations c ON c.id = m.conversation_id \
          LEFT JOIN contacts ct ON ct.id = m.contact_id WHERE m.id IN ({})",
-        params.join(", ")
+        super::batch::placeholders(ids.len())
     );
     let args = ids.iter().map(|id| (*id).into()).collect();
     let rows = db.read_rows(sql, args, |row| Ok((from_row(row)?, row.text(21)?, row.opt_text(22)?))).await?;

@@ -73,7 +73,7 @@ fn pending_sql(db: &Db) -> String {
 }
 
 fn enabled_sql(orgs: usize) -> String {
-    let placeholders = (1..=orgs).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+    let placeholders = super::batch::placeholders(orgs);
     format!("SELECT {} FROM webhooks WHERE enabled = 1 AND org_id IN ({placeholders})", webhooks::COLUMNS)
 }
 
@@ -98,7 +98,7 @@ fn plan_fan_out(events: &[Pending], endpoints: &[Webhook], now: i64) -> super::B
         stage_deliveries(&mut batch, &endpoint.org_id, &endpoint.id, event_ids, now);
     }
     for chunk in events.chunks(INSERT_CHUNK) {
-        let placeholders = (1..=chunk.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        let placeholders = super::batch::placeholders(chunk.len());
         batch.push(
             format!("UPDATE events SET webhooks_pending = 0 WHERE id IN ({placeholders})"),
             chunk.iter().map(|e| super::Arg::from(&e.id)).collect(),
@@ -216,8 +216,10 @@ pub async fn events(db: &Db, ids: impl IntoIterator<Item = &str>) -> sqlx::Resul
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
-    let params: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
-    let sql = format!("SELECT id, type, data, created_at FROM events WHERE id IN ({})", params.join(", "));
+    let sql = format!(
+        "SELECT id, type, data, created_at FROM events WHERE id IN ({})",
+        super::batch::placeholders(ids.len())
+    );
     let args = ids.iter().map(|id| (*id).into()).collect();
     let found = db
         .read_rows(sql, args, |row| {
