@@ -32,6 +32,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(6, "0006_statement_rows"),
     migration!(7, "0007_events_index"),
     migration!(8, "0008_keyed_rows"),
+    migration!(9, "0009_update_room"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

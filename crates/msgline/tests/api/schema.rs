@@ -95,3 +95,22 @@ async fn migrating_twice_applies_nothing_the_second_time() {
         assert_eq!(applied, expected);
     }
 }
+
+/// On PostgreSQL the tables updated soon after each insert keep half of every page free, so
+/// that a status update can stay on its row's page without adding index entries.
+#[tokio::test]
+async fn postgres_leaves_room_on_each_page_for_message_and_conversation_updates() {
+    let postgres = TestDb::new_postgres().await;
+    let db = migrated(&postgres).await;
+    let options = strings(
+        &db,
+        "SELECT relname::text, array_to_string(reloptions, ',') FROM pg_class \
+         WHERE relname IN ('messages', 'conversations') AND relkind = 'r'",
+    )
+    .await;
+    let expected: BTreeSet<Vec<String>> = [["conversations", "fillfactor=50"], ["messages", "fillfactor=50"]]
+        .iter()
+        .map(|row| row.iter().map(|s| s.to_string()).collect())
+        .collect();
+    assert_eq!(options, expected);
+}
