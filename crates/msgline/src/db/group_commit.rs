@@ -59,6 +59,40 @@ impl GroupWriter {
         Self { lanes: std::sync::Arc::new(lanes), next: Default::default(), native: None }
     }
 
+    /// PostgreSQL's lanes, each on a thread of its own with its own connection to `url`. On the
+    /// server's shared runtime a lane waiting for the database's answer was woken behind
+    /// whatever requests had queued meanwhile, so the database sat idle inside an open
+    /// transaction for as long; a thread of its own is woken by the system as soon as the
+    /// answer comes.
+    pub fn start_postgres(url: &str, lanes: usize) -> anyhow::Result<Self> {
+        let lanes = (0..lanes.max(1))
+            .map(|lane| {
+                let (jobs, rx) = mpsc::channel(4096);
+                let url = url.to_string();
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                std::thread::Builder::new().name(format!("pg-committer-{lane}")).spawn(move || {
+                    runtime.block_on(async move {
+                        // Made on this thread, so that its connection is served by this thread.
+                        let writer = sqlx::any::AnyPoolOptions::new()
+                            .max_connections(1)
+                            .test_before_acquire(false)
+                            .acquire_timeout(std::time::Duration::from_secs(30))
+                            .connect_lazy(&url);
+                        match writer {
+                            Ok(writer) => {
+                                run(writer.clone(), rx).await;
+                                writer.close().await;
+                            }
+                            Err(error) => tracing::error!(error = %error, "a committer cannot reach PostgreSQL"),
+                        }
+                    })
+                })?;
+                Ok(jobs)
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self { lanes: std::sync::Arc::new(lanes), next: Default::default(), native: None })
+    }
+
     /// The committer thread that [`GroupWriter::native`] runs units of work on: a SQLite file's.
     pub(super) fn native_lane(&self) -> Option<NativeLane<'_>> {
         self.native.as_ref().map(NativeLane)

@@ -123,7 +123,7 @@ impl Db {
             // One lane moves messages; one carries the rest (sends, webhook deliveries). A second
             // and third lane for the rest made smaller groups, so more statements per message:
             // the database spent more CPU for fewer sends.
-            let group = Some(GroupWriter::start(pool.clone(), 2));
+            let group = Some(GroupWriter::start_postgres(url, 2)?);
             let pg_readers = sqlx::postgres::PgPoolOptions::new()
                 .max_connections(4)
                 .test_before_acquire(false)
