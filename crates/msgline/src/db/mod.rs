@@ -350,9 +350,9 @@ pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
         }
         tx.commit().await?;
         written += n;
-        // Copy what was written into the database file and empty the log: otherwise the log grows by
-        // gigabytes while the server's readers hold it open, and every server connection maps
-        // its index (megabytes of resident memory) for the rest of the run.
+        // Copy what was written into the database file and empty the log: otherwise the log
+        // grows by gigabytes while the server's readers hold it open, and every server
+        // connection maps its index (megabytes of resident memory) for the rest of the run.
         if db.backend() == Backend::Sqlite && (written % 100_000 == 0 || written == rows) {
             sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(db.writer()).await?;
         }
