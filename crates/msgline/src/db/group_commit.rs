@@ -48,15 +48,12 @@ impl GroupWriter {
         Ok(Self { lanes: Default::default(), next: Default::default(), native: Some(lane) })
     }
 
-    pub fn start(writer: AnyPool, lanes: usize) -> Self {
-        let lanes = (0..lanes.max(1))
-            .map(|_| {
-                let (jobs, rx) = mpsc::channel(4096);
-                tokio::spawn(run(writer.clone(), rx));
-                jobs
-            })
-            .collect();
-        Self { lanes: std::sync::Arc::new(lanes), next: Default::default(), native: None }
+    /// One lane on the server's runtime, committing through `writer`: an in-memory SQLite
+    /// database's, which exists only on `writer`'s connection.
+    pub fn start_in_memory(writer: AnyPool) -> Self {
+        let (jobs, rx) = mpsc::channel(4096);
+        tokio::spawn(run(writer, rx));
+        Self::with_lanes(vec![jobs])
     }
 
     /// PostgreSQL's lanes, each on a thread of its own with its own connection to `url`. On the
@@ -90,7 +87,11 @@ impl GroupWriter {
                 Ok(jobs)
             })
             .collect::<anyhow::Result<_>>()?;
-        Ok(Self { lanes: std::sync::Arc::new(lanes), next: Default::default(), native: None })
+        Ok(Self::with_lanes(lanes))
+    }
+
+    fn with_lanes(lanes: Vec<mpsc::Sender<Job>>) -> Self {
+        Self { lanes: std::sync::Arc::new(lanes), next: Default::default(), native: None }
     }
 
     /// The committer thread that [`GroupWriter::native`] runs units of work on: a SQLite file's.

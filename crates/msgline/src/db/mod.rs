@@ -108,7 +108,7 @@ impl Db {
                 .connect_lazy(&with_mode(url, "rw"))?;
             let group = Some(match &file {
                 Some(file) => GroupWriter::start_sqlite(writer.clone(), file)?,
-                None => GroupWriter::start(writer.clone(), 1),
+                None => GroupWriter::start_in_memory(writer.clone()),
             });
             let native_readers = file.map(|file| std::sync::Arc::new(native::Readers::new(file)));
             Ok(Db { writer, reader, backend: Backend::Sqlite, group, native_readers, pg_readers: None })
