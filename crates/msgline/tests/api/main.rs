@@ -20,6 +20,7 @@ mod isolation;
 mod keys;
 mod lines;
 mod messages;
+mod plans;
 mod polls;
 mod ratelimit;
 mod schema;
