@@ -507,12 +507,22 @@ pub async fn for_dispatch(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String,
         return Ok(HashMap::new());
     }
     let columns: String = COLUMNS.split(", ").map(|c| format!("m.{}", c.trim())).collect::<Vec<_>>().join(", ");
+    // On PostgreSQL the ids are one JSON array, read through `msgline_rows` (which tells the
+    // planner to expect one row): one statement whatever the claim's size, whose plan looks up
+    // every table by key even when it was made on empty tables. A list of `$n` was a statement
+    // per size, and the plan PostgreSQL kept for one made while the tables were small scanned
+    // every conversation and contact.
+    let (wanted, args) = match db.backend() {
+        super::Backend::Postgres => (
+            "SELECT r #>> '{}' FROM msgline_rows($1::json) AS r".to_string(),
+            vec![serde_json::to_string(ids).expect("ids serialise").into()],
+        ),
+        super::Backend::Sqlite => (super::batch::placeholders(ids.len()), ids.iter().map(|id| (*id).into()).collect()),
+    };
     let sql = format!(
         "SELECT {columns}, c.kind, ct.phone FROM messages m JOIN conversations c ON c.id = m.conversation_id \
-         LEFT JOIN contacts ct ON ct.id = m.contact_id WHERE m.id IN ({})",
-        super::batch::placeholders(ids.len())
+         LEFT JOIN contacts ct ON ct.id = m.contact_id WHERE m.id IN ({wanted})"
     );
-    let args = ids.iter().map(|id| (*id).into()).collect();
     let rows = db.read_rows(sql, args, |row| Ok((from_row(row)?, row.text(21)?, row.opt_text(22)?))).await?;
     Ok(rows.into_iter().map(|found| (found.0.id.clone(), found)).collect())
 }
