@@ -33,6 +33,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(7, "0007_events_index"),
     migration!(8, "0008_keyed_rows"),
     migration!(9, "0009_update_room"),
+    migration!(10, "0010_events_by_message"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
