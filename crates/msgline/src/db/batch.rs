@@ -59,20 +59,21 @@ impl From<Option<i64>> for Arg {
 
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
-    statements: Vec<(String, Vec<Arg>)>,
+    statements: Vec<Statement>,
 }
 
-/// How [`Batch::push_if_updated`] makes an insert wait for its update on SQLite.
-const IF_CHANGED: &str = " WHERE changes() > 0";
-
-/// For an insert that [`Batch::push_if_updated`] made conditional on SQLite, the same insert as
-/// one row of `VALUES`: for a runner that knows the previous statement's count of changed rows
-/// itself. (SQLite gives an `INSERT … SELECT` into a table with a foreign key a statement
-/// journal, a copy of every page it changes; a single-row `VALUES` insert checks its keys
-/// before it writes and needs none.)
-pub(super) fn as_values_if_changed(sql: &str) -> Option<String> {
-    let (insert_into, values) = sql.strip_suffix(IF_CHANGED)?.split_once(" SELECT ")?;
-    Some(format!("{insert_into} VALUES ({values})"))
+/// One statement of a batch, its parameters `$1..$n` in the order of `args`.
+#[derive(Debug, Clone)]
+pub(super) struct Statement {
+    pub sql: String,
+    pub args: Vec<Arg>,
+    /// For an insert that [`Batch::push_if_updated`] made wait for its update on SQLite (`sql`
+    /// is then `INSERT … SELECT … WHERE changes() > 0`), the same insert as one row of `VALUES`:
+    /// for a runner that counts the rows the update changed itself. (SQLite gives an
+    /// `INSERT … SELECT` into a table with a foreign key a statement journal, a copy of every
+    /// page it changes; a single-row `VALUES` insert checks its keys before it writes and needs
+    /// none.)
+    pub values_if_changed: Option<String>,
 }
 
 /// `$1, $2, …, $count`: the parameters of an `IN (…)` list.
@@ -129,7 +130,7 @@ impl Batch {
 
     /// Adds a statement whose parameters are `$1..$n` in the order of `args`.
     pub fn push(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
-        self.statements.push((sql.into(), args));
+        self.statements.push(Statement { sql: sql.into(), args, values_if_changed: None });
         self
     }
 
@@ -150,9 +151,13 @@ impl Batch {
             |from: usize| select(&(from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>());
         match backend {
             Backend::Sqlite => {
-                let insert = format!("{insert_into} SELECT {}{IF_CHANGED}", values(1));
+                let (sql, values_if_changed) = (
+                    format!("{insert_into} SELECT {} WHERE changes() > 0", values(1)),
+                    Some(format!("{insert_into} VALUES ({})", values(1))),
+                );
                 self.push(update, update_args);
-                self.push(insert, insert_args)
+                self.statements.push(Statement { sql, args: insert_args, values_if_changed });
+                self
             }
             Backend::Postgres => {
                 let sql = format!(
@@ -176,8 +181,8 @@ impl Batch {
         self.statements.is_empty()
     }
 
-    /// The statements, each with its arguments in `$1..$n` order.
-    pub(super) fn statements(&self) -> &[(String, Vec<Arg>)] {
+    /// The statements, in order.
+    pub(super) fn statements(&self) -> &[Statement] {
         &self.statements
     }
 
@@ -187,10 +192,10 @@ impl Batch {
                 let mut sql = String::new();
                 let mut all = Vec::new();
                 let several = self.statements.len() > 1;
-                for (statement, args) in self.statements {
-                    sql.push_str(&renumber(&statement, all.len()));
+                for statement in self.statements {
+                    sql.push_str(&renumber(&statement.sql, all.len()));
                     sql.push_str(";\n");
-                    all.extend(args);
+                    all.extend(statement.args);
                 }
                 if !sql.is_empty() {
                     // Each combination is new text: preparing it once, not caching it, keeps the
@@ -199,8 +204,8 @@ impl Batch {
                 }
             }
             Backend::Postgres => {
-                for (statement, args) in self.statements {
-                    bind(sqlx::query(&statement), args).execute(&mut *conn).await?;
+                for statement in self.statements {
+                    bind(sqlx::query(&statement.sql), statement.args).execute(&mut *conn).await?;
                 }
             }
         }
@@ -230,12 +235,9 @@ mod tests {
             args(),
             |p| p.join(", "),
         );
-        assert_eq!(sqlite.statements[1].0, "INSERT INTO u (a, b) SELECT $1, $2 WHERE changes() > 0");
-        assert_eq!(
-            as_values_if_changed(&sqlite.statements[1].0).as_deref(),
-            Some("INSERT INTO u (a, b) VALUES ($1, $2)")
-        );
-        assert_eq!(as_values_if_changed(&sqlite.statements[0].0), None);
+        assert_eq!(sqlite.statements[1].sql, "INSERT INTO u (a, b) SELECT $1, $2 WHERE changes() > 0");
+        assert_eq!(sqlite.statements[1].values_if_changed.as_deref(), Some("INSERT INTO u (a, b) VALUES ($1, $2)"));
+        assert_eq!(sqlite.statements[0].values_if_changed, None);
         let mut postgres = Batch::new();
         postgres.push_if_updated(
             Backend::Postgres,
@@ -246,9 +248,10 @@ mod tests {
             |p| p.join(", "),
         );
         assert_eq!(
-            postgres.statements[0].0,
+            postgres.statements[0].sql,
             "WITH moved AS (UPDATE t SET x = $1 WHERE y = $2 RETURNING 1) INSERT INTO u (a, b) SELECT $3, $4 FROM moved"
         );
-        assert_eq!(postgres.statements[0].1.len(), 4);
+        assert_eq!(postgres.statements[0].args.len(), 4);
+        assert_eq!(postgres.statements[0].values_if_changed, None);
     }
 }

@@ -39,15 +39,16 @@ pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch]) -> s
     for group in shapes {
         let len = group[0].statements().len();
         for position in 0..len {
-            let rows: Vec<&(String, Vec<Arg>)> = group.iter().map(|s| &s.statements()[position]).collect();
-            let sql = &rows[0].0;
-            match (rows.len() > 1).then(|| merged(sql, &rows)).flatten() {
+            let statements: Vec<_> = group.iter().map(|s| &s.statements()[position]).collect();
+            let args: Vec<&[Arg]> = statements.iter().map(|s| s.args.as_slice()).collect();
+            let sql = &statements[0].sql;
+            match (statements.len() > 1).then(|| merged(sql, &args)).flatten() {
                 Some((merged_sql, json)) => {
                     sqlx::query(&merged_sql).bind(json).execute(&mut *conn).await?;
                 }
                 None => {
-                    for (sql, args) in rows {
-                        bind(sqlx::query(sql), args.clone()).execute(&mut *conn).await?;
+                    for statement in statements {
+                        bind(sqlx::query(&statement.sql), statement.args.clone()).execute(&mut *conn).await?;
                     }
                 }
             }
@@ -58,19 +59,19 @@ pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch]) -> s
 
 fn same_shape(a: &Batch, b: &Batch) -> bool {
     a.statements().len() == b.statements().len()
-        && a.statements().iter().zip(b.statements()).all(|((x, _), (y, _))| x == y)
+        && a.statements().iter().zip(b.statements()).all(|(x, y)| x.sql == y.sql)
 }
 
 /// The merged statement and its one parameter (the rows as JSON), if `sql` has a merged form
-/// and the rows' arguments agree in type.
-fn merged<'a>(sql: &str, rows: &[&'a (String, Vec<Arg>)]) -> Option<(String, String)> {
-    let types: Vec<&'static str> = rows[0].1.iter().map(sql_type).collect();
-    if rows.iter().any(|(_, args)| args.len() != types.len() || args.iter().map(sql_type).ne(types.iter().copied())) {
+/// and the rows' arguments (one list per sequence) agree in type.
+fn merged<'a>(sql: &str, rows: &[&'a [Arg]]) -> Option<(String, String)> {
+    let types: Vec<&'static str> = rows[0].iter().map(sql_type).collect();
+    if rows.iter().any(|args| args.len() != types.len() || args.iter().map(sql_type).ne(types.iter().copied())) {
         return None;
     }
     let form = form(sql, &types)?;
     let key_of = |args: &'a [Arg]| form.keys.iter().map(|&n| &args[n - 1]).collect::<Vec<_>>();
-    let mut rows: Vec<(Vec<&Arg>, &Vec<Arg>)> = rows.iter().map(|(_, args)| (key_of(args), args)).collect();
+    let mut rows: Vec<(Vec<&Arg>, &[Arg])> = rows.iter().map(|args| (key_of(args), *args)).collect();
     // In key order, the order every merged statement locks rows in: two transactions never
     // wait on each other's rows in opposite orders.
     rows.sort_by(|a, b| a.0.cmp(&b.0));
@@ -97,7 +98,7 @@ fn sql_type(arg: &Arg) -> &'static str {
 /// `[{"a1": .., "a2": ..}, ..]`: the field `aN` is the row's `$N`. Written straight into the
 /// text: a group's rows carry every message's body and event data, and building them as a JSON
 /// tree first cost a tenth of the server's time on a send.
-fn rows_json<'a>(rows: impl Iterator<Item = &'a Vec<Arg>>) -> String {
+fn rows_json<'a>(rows: impl Iterator<Item = &'a [Arg]>) -> String {
     use std::io::Write;
     let mut out = Vec::with_capacity(1024);
     out.push(b'[');
@@ -293,7 +294,7 @@ mod tests {
             vec![Arg::from("say \"hi\"\n\u{e9}\u{1f600}"), Arg::Int(Some(-7)), Arg::Text(None)],
             vec![Arg::from("\\"), Arg::Int(None), Arg::from("")],
         ];
-        let json = rows_json(rows.iter());
+        let json = rows_json(rows.iter().map(Vec::as_slice));
         let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(
             parsed,
@@ -307,25 +308,23 @@ mod tests {
 
     #[test]
     fn updates_that_would_meet_on_a_row_are_not_merged() {
-        let sql = "UPDATE c SET at = $1 WHERE id = $2".to_string();
-        let a = (sql.clone(), vec![Arg::from(1), Arg::from("c1")]);
-        let b = (sql.clone(), vec![Arg::from(2), Arg::from("c2")]);
-        let c = (sql.clone(), vec![Arg::from(3), Arg::from("c1")]);
+        let sql = "UPDATE c SET at = $1 WHERE id = $2";
+        let a: &[Arg] = &[Arg::from(1), Arg::from("c1")];
+        let b: &[Arg] = &[Arg::from(2), Arg::from("c2")];
+        let c: &[Arg] = &[Arg::from(3), Arg::from("c1")];
         // In key order, whatever order they came in.
-        let (_, json) = merged(&sql, &[&b, &a]).unwrap();
+        let (_, json) = merged(sql, &[b, a]).unwrap();
         assert_eq!(json, r#"[{"a1":1,"a2":"c1"},{"a1":2,"a2":"c2"}]"#);
-        assert_eq!(merged(&sql, &[&a, &b, &c]), None);
+        assert_eq!(merged(sql, &[a, b, c]), None);
         // Arguments of different types at one position: left alone.
-        let d = (sql.clone(), vec![Arg::from("x"), Arg::from("c3")]);
-        assert_eq!(merged(&sql, &[&a, &d]), None);
+        let d: &[Arg] = &[Arg::from("x"), Arg::from("c3")];
+        assert_eq!(merged(sql, &[a, d]), None);
         // The row is named by `id = $2`: a guard on `$1` does not make two rows for one target
         // row distinct, and an update without an equality is never merged.
-        let guarded = "UPDATE c SET at = $1 WHERE id = $2 AND (at IS NULL OR at < $1)".to_string();
-        let (e, f) = ((guarded.clone(), a.1.clone()), (guarded.clone(), c.1.clone()));
-        assert_eq!(merged(&guarded, &[&e, &f]), None);
-        assert!(merged(&guarded, &[&e, &(guarded.clone(), b.1.clone())]).is_some());
-        let unkeyed = "UPDATE c SET at = $1 WHERE at <= $2".to_string();
-        let (g, h) = ((unkeyed.clone(), a.1.clone()), (unkeyed.clone(), b.1.clone()));
-        assert_eq!(merged(&unkeyed, &[&g, &h]), None);
+        let guarded = "UPDATE c SET at = $1 WHERE id = $2 AND (at IS NULL OR at < $1)";
+        assert_eq!(merged(guarded, &[a, c]), None);
+        assert!(merged(guarded, &[a, b]).is_some());
+        let unkeyed = "UPDATE c SET at = $1 WHERE at <= $2";
+        assert_eq!(merged(unkeyed, &[a, b]), None);
     }
 }
