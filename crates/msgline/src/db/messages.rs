@@ -658,17 +658,21 @@ fn plan_reports(
     let mut batches: Vec<Batch> = Vec::new();
     let mut of_message: HashMap<&str, usize> = HashMap::new();
     for (report, _) in reports.iter().zip(fresh).filter(|(_, fresh)| **fresh) {
-        let at = *of_message.entry(report.message_id.as_str()).or_insert_with(|| {
-            batches.push(Batch::new());
-            batches.len() - 1
-        });
-        let batch = &mut batches[at];
         let Some(current) =
             messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == "outbound")
         else {
             tracing::warn!(line = line_id, message = %report.message_id, "status for a message this line did not send; ignored");
             continue;
         };
+        let at = *of_message.entry(report.message_id.as_str()).or_insert_with(|| {
+            // The line has told: nothing left to send or ask (once per message, however many
+            // of its reports came together).
+            let mut batch = Batch::new();
+            super::outbox::stage_complete(&mut batch, &report.message_id);
+            batches.push(batch);
+            batches.len() - 1
+        });
+        let batch = &mut batches[at];
         let mut current = current.clone();
         for step in steps_to(&current.status, &report.status) {
             let reason = if step == "failed" { report.reason.as_deref() } else { None };
@@ -676,8 +680,6 @@ fn plan_reports(
                 current = after;
             }
         }
-        // The line has told: nothing left to send or ask.
-        super::outbox::stage_complete(batch, &report.message_id);
         messages.insert(report.message_id.clone(), current);
     }
     batches
