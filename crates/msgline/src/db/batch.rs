@@ -151,12 +151,13 @@ impl Batch {
             |from: usize| select(&(from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>());
         match backend {
             Backend::Sqlite => {
-                let (sql, values_if_changed) = (
-                    format!("{insert_into} SELECT {} WHERE changes() > 0", values(1)),
-                    Some(format!("{insert_into} VALUES ({})", values(1))),
-                );
+                let row = values(1);
                 self.push(update, update_args);
-                self.statements.push(Statement { sql, args: insert_args, values_if_changed });
+                self.statements.push(Statement {
+                    sql: format!("{insert_into} SELECT {row} WHERE changes() > 0"),
+                    args: insert_args,
+                    values_if_changed: Some(format!("{insert_into} VALUES ({row})")),
+                });
                 self
             }
             Backend::Postgres => {

@@ -40,9 +40,9 @@ pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch]) -> s
         let len = group[0].statements().len();
         for position in 0..len {
             let statements: Vec<_> = group.iter().map(|s| &s.statements()[position]).collect();
-            let args: Vec<&[Arg]> = statements.iter().map(|s| s.args.as_slice()).collect();
             let sql = &statements[0].sql;
-            match (statements.len() > 1).then(|| merged(sql, &args)).flatten() {
+            let merge = || merged(sql, &statements.iter().map(|s| s.args.as_slice()).collect::<Vec<_>>());
+            match (statements.len() > 1).then(merge).flatten() {
                 Some((merged_sql, json)) => {
                     sqlx::query(&merged_sql).bind(json).execute(&mut *conn).await?;
                 }
