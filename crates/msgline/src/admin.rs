@@ -3,11 +3,13 @@
 use serde_json::{Value, json};
 
 use crate::{
+    bridge::client::BridgeClient,
     clock,
+    config::Config,
     db::{
         self, Db,
         keys::NewKey,
-        lines::{LineKind, NewLine},
+        lines::{BridgeKind, LineKind, NewLine},
     },
     domain::{phone::E164, scope::Scopes},
 };
@@ -48,17 +50,48 @@ pub async fn create_key(
     Ok(json!({"key_id": key.id, "api_key": secret, "scopes": key.scopes.names(), "line_id": key.line_id}))
 }
 
+/// `msgline admin line create`'s arguments.
+pub struct LineSetup<'a> {
+    pub e164: &'a str,
+    pub kind: &'a str,
+    pub org_id: Option<&'a str>,
+    pub bridge_url: &'a str,
+    pub bridge_token: Option<&'a str>,
+    pub bridge_kind: &'a str,
+    pub bridge_username: Option<&'a str>,
+    pub bridge_password: Option<&'a str>,
+}
+
+impl<'a> LineSetup<'a> {
+    /// A line on msgline's own bridge protocol.
+    pub fn msgline(
+        e164: &'a str,
+        kind: &'a str,
+        org_id: Option<&'a str>,
+        bridge_url: &'a str,
+        bridge_token: Option<&'a str>,
+    ) -> Self {
+        Self {
+            e164,
+            kind,
+            org_id,
+            bridge_url,
+            bridge_token,
+            bridge_kind: "msgline",
+            bridge_username: None,
+            bridge_password: None,
+        }
+    }
+}
+
 /// Registers a line and its bridge.
-pub async fn create_line(
-    db: &Db,
-    e164: &str,
-    kind: &str,
-    org_id: Option<&str>,
-    bridge_url: &str,
-    bridge_token: Option<&str>,
-) -> anyhow::Result<Value> {
+pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value> {
+    let LineSetup { e164, kind, org_id, bridge_url, bridge_token, bridge_kind, bridge_username, bridge_password } =
+        setup;
     let e164 = E164::parse(e164, None).map_err(|e| anyhow::anyhow!("--e164: {}", e.describe(e164)))?;
     let kind = LineKind::parse(kind).ok_or_else(|| anyhow::anyhow!("--kind must be dedicated or shared"))?;
+    let bridge_kind = BridgeKind::parse(bridge_kind)
+        .ok_or_else(|| anyhow::anyhow!("--bridge-kind must be msgline, bluebubbles or android-gateway"))?;
     match (kind, org_id) {
         (LineKind::Dedicated, None) => anyhow::bail!("a dedicated line needs --org"),
         (LineKind::Shared, Some(_)) => anyhow::bail!("a shared line belongs to every organisation: drop --org"),
@@ -71,12 +104,61 @@ pub async fn create_line(
         bridge_url.starts_with("http://") || bridge_url.starts_with("https://"),
         "--bridge-url must be an http:// or https:// URL"
     );
-    let (line, secret) =
-        match db::lines::create(db, NewLine { org_id, e164: e164.as_str(), kind, bridge_url, bridge_token }).await {
-            Err(error) if db::is_unique_violation(&error) => anyhow::bail!("a line with number {e164} exists already"),
-            other => other?,
-        };
-    Ok(json!({"line_id": line.id, "e164": line.e164, "kind": line.kind.as_str(), "bridge_secret": secret}))
+    match bridge_kind {
+        BridgeKind::Msgline => anyhow::ensure!(
+            bridge_username.is_none() && bridge_password.is_none(),
+            "--bridge-username and --bridge-password are for --bridge-kind bluebubbles or android-gateway"
+        ),
+        BridgeKind::BlueBubbles => {
+            anyhow::ensure!(bridge_password.is_some(), "--bridge-kind bluebubbles needs --bridge-password");
+            anyhow::ensure!(bridge_username.is_none(), "--bridge-kind bluebubbles takes no --bridge-username");
+            anyhow::ensure!(bridge_token.is_none(), "--bridge-token is for --bridge-kind msgline");
+        }
+        BridgeKind::AndroidGateway => {
+            anyhow::ensure!(
+                bridge_username.is_some() && bridge_password.is_some(),
+                "--bridge-kind android-gateway needs --bridge-username and --bridge-password"
+            );
+            anyhow::ensure!(bridge_token.is_none(), "--bridge-token is for --bridge-kind msgline");
+        }
+    }
+    let new = NewLine {
+        org_id,
+        e164: e164.as_str(),
+        kind,
+        bridge_url,
+        bridge_token,
+        bridge_kind,
+        bridge_username,
+        bridge_password,
+    };
+    let (line, secret) = match db::lines::create(db, new).await {
+        Err(error) if db::is_unique_violation(&error) => anyhow::bail!("a line with number {e164} exists already"),
+        other => other?,
+    };
+    let mut answer = json!({"line_id": line.id, "e164": line.e164, "kind": line.kind.as_str(), "bridge_secret": secret});
+    // The contract's answer for the msgline kind is unchanged; other kinds say theirs.
+    if line.bridge_kind != BridgeKind::Msgline {
+        answer["bridge_kind"] = json!(line.bridge_kind.as_str());
+    }
+    Ok(answer)
+}
+
+/// Registers msgline's webhook with a new line's device where its kind takes one, and says how
+/// that went in the answer (`webhook_registered`, `webhook_error`); a running `serve` keeps
+/// trying when the device cannot be reached now.
+pub async fn connect_line(db: &Db, config: &Config, answer: &mut Value) -> anyhow::Result<()> {
+    let id = answer["line_id"].as_str().unwrap_or_default();
+    let Some(line) = db::lines::get(db, id).await? else { return Ok(()) };
+    if line.bridge_kind == BridgeKind::Msgline {
+        return Ok(());
+    }
+    let connected = BridgeClient::new(config, db.clone()).connect(&line).await;
+    answer["webhook_registered"] = json!(connected.is_ok());
+    if let Err(error) = connected {
+        answer["webhook_error"] = json!(error);
+    }
+    Ok(())
 }
 
 /// Every line with its owner, bridge address and capabilities (never its credentials).
@@ -91,6 +173,7 @@ pub async fn list_lines(db: &Db) -> anyhow::Result<Value> {
                     "e164": line.e164,
                     "kind": line.kind.as_str(),
                     "org_id": line.org_id,
+                    "bridge_kind": line.bridge_kind.as_str(),
                     "bridge_url": line.bridge_url,
                     "capabilities": line.capabilities,
                     "status": line.status,

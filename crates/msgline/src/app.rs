@@ -28,6 +28,11 @@ impl Application {
         }
         let addr = config.listen_addr()?;
         let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+        let mut config = config;
+        if config.public_url.is_none() {
+            // Port 0 picks a port: devices must be told the one picked.
+            config.public_url = Some(format!("http://{}", listener.local_addr()?));
+        }
         Ok(Self { listener, state: AppState::new(db, config) })
     }
 

@@ -158,15 +158,9 @@ impl Harness {
         }
         let (port, sim_port) = (free_port()?, free_port()?);
         let line_e164 = "+12015550100".to_string();
-        let line = admin::create_line(
-            &db,
-            &line_e164,
-            "dedicated",
-            Some(&org_id),
-            &format!("http://127.0.0.1:{sim_port}"),
-            None,
-        )
-        .await?;
+        let bridge_url = format!("http://127.0.0.1:{sim_port}");
+        let setup = admin::LineSetup::msgline(&line_e164, "dedicated", Some(&org_id), &bridge_url, None);
+        let line = admin::create_line(&db, setup).await?;
         let mut sim = Command::new(&exe)
             .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", &line_e164, "--step-ms", "1"])
             .args(["--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])

@@ -39,6 +39,9 @@ pub struct Config {
     pub agent_runs_per_minute: u32,
     /// Serves `POST /bench/floor` (one durable single-row insert), for `msgline bench` only.
     pub bench_routes: bool,
+    /// The address devices reach this instance at, for the webhooks msgline registers with a
+    /// BlueBubbles Server or an Android gateway; unset: `http://` + `listen`.
+    pub public_url: Option<String>,
 }
 
 impl Default for Config {
@@ -62,6 +65,7 @@ impl Default for Config {
             agent_timeout_ms: 30_000,
             agent_runs_per_minute: 5,
             bench_routes: false,
+            public_url: None,
         }
     }
 }
@@ -137,6 +141,14 @@ impl Config {
         self.listen
             .parse()
             .map_err(|_| anyhow::anyhow!("MSGLINE_LISTEN is not an address like 127.0.0.1:8080: {}", self.listen))
+    }
+
+    /// Where devices send their webhooks: `public_url`, else `http://` + `listen`.
+    pub fn public_base(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.listen),
+        }
     }
 
     pub fn bridge_timeout(&self) -> Duration {

@@ -172,10 +172,21 @@ enum LineCommand {
         kind: String,
         #[arg(long)]
         org: Option<String>,
+        /// The device's address: a `msgline` bridge, a BlueBubbles Server, an Android gateway.
         #[arg(long)]
         bridge_url: String,
+        /// The token msgline presents to a `msgline` bridge.
         #[arg(long)]
         bridge_token: Option<String>,
+        /// msgline (the bridge protocol, default), bluebubbles or android-gateway.
+        #[arg(long, default_value = "msgline")]
+        bridge_kind: String,
+        /// The Android gateway's username.
+        #[arg(long)]
+        bridge_username: Option<String>,
+        /// The BlueBubbles Server password, or the Android gateway's password.
+        #[arg(long, env = "MSGLINE_BRIDGE_PASSWORD", hide_env_values = true)]
+        bridge_password: Option<String>,
     },
     /// List every line with its capabilities.
     List,
@@ -263,8 +274,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 AdminCommand::Key { command: KeyCommand::Create { org, scopes, line, name } } => {
                     admin::create_key(&db, &org, &scopes, line.as_deref(), name.as_deref()).await?
                 }
-                AdminCommand::Line { command: LineCommand::Create { e164, kind, org, bridge_url, bridge_token } } => {
-                    admin::create_line(&db, &e164, &kind, org.as_deref(), &bridge_url, bridge_token.as_deref()).await?
+                AdminCommand::Line {
+                    command:
+                        LineCommand::Create {
+                            e164,
+                            kind,
+                            org,
+                            bridge_url,
+                            bridge_token,
+                            bridge_kind,
+                            bridge_username,
+                            bridge_password,
+                        },
+                } => {
+                    let setup = admin::LineSetup {
+                        e164: &e164,
+                        kind: &kind,
+                        org_id: org.as_deref(),
+                        bridge_url: &bridge_url,
+                        bridge_token: bridge_token.as_deref(),
+                        bridge_kind: &bridge_kind,
+                        bridge_username: bridge_username.as_deref(),
+                        bridge_password: bridge_password.as_deref(),
+                    };
+                    let mut answer = admin::create_line(&db, setup).await?;
+                    admin::connect_line(&db, &config, &mut answer).await?;
+                    answer
                 }
                 AdminCommand::Line { command: LineCommand::List } => admin::list_lines(&db).await?,
             };

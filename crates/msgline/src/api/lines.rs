@@ -29,6 +29,7 @@ pub fn view(line: &Line) -> Value {
         "id": line.id,
         "e164": line.e164,
         "kind": line.kind.as_str(),
+        "bridge_kind": line.bridge_kind.as_str(),
         "capabilities": line.capabilities,
         "status": line.status,
         "checked_at": clock::rfc3339_opt(line.checked_at),

@@ -74,7 +74,7 @@ impl AppState {
         AppState(Arc::new(Inner {
             auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
             limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
-            lines: LineDirectory::new(db.clone(), BridgeClient::new(config.bridge_timeout())),
+            lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone())),
             dispatch: Notify::new(),
             egress: Egress::new(config.allow_private_targets),
             model_http: reqwest::Client::builder()

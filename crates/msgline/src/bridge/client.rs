@@ -1,12 +1,23 @@
-//! msgline's side of the bridge protocol: calls to a line's bridge, with the bridge timeout.
+//! msgline's side of a line: [`BridgeClient`] hands each call to the adapter of the line's
+//! bridge kind, and defines what a call can come to.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use reqwest::StatusCode;
-use serde::{Serialize, de::DeserializeOwned};
-
-use super::{CapabilitiesAnswer, ReachabilityAnswer, ReachabilityRequest, SendAnswer, SendRequest, StatusAnswer};
-use crate::db::lines::Line;
+use super::{
+    BridgeEvent, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, SendRequest, StatusAnswer,
+    adapter::{Hook, HookError, LineAdapter},
+    android::AndroidGateway,
+    bluebubbles::BlueBubbles,
+    protocol::MsglineBridge,
+};
+use crate::{
+    config::Config,
+    domain::apikey::hash_secret,
+    db::{
+        Db,
+        lines::{BridgeKind, Line},
+    },
+};
 
 /// How a send (or group creation) call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,118 +66,94 @@ pub enum StatusLookup {
     Failed(String),
 }
 
+/// Every kind's adapter; each call goes to the one of the line's kind. Registering a new kind
+/// is a field here and an arm in [`on_kind!`].
 #[derive(Clone)]
 pub struct BridgeClient {
-    http: reqwest::Client,
-    timeout: Duration,
+    msgline: MsglineBridge,
+    bluebubbles: BlueBubbles,
+    android: AndroidGateway,
+}
+
+/// Calls `$method` on the adapter of `$line`'s kind.
+macro_rules! on_kind {
+    ($self:ident, $line:expr, $method:ident($($arg:expr),*)) => {
+        match $line.bridge_kind {
+            BridgeKind::Msgline => $self.msgline.$method($line, $($arg),*).await,
+            BridgeKind::BlueBubbles => $self.bluebubbles.$method($line, $($arg),*).await,
+            BridgeKind::AndroidGateway => $self.android.$method($line, $($arg),*).await,
+        }
+    };
 }
 
 impl BridgeClient {
-    pub fn new(timeout: Duration) -> Self {
+    pub fn new(config: &Config, db: Db) -> Self {
+        let timeout = config.bridge_timeout();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             .pool_max_idle_per_host(64)
             .build()
             .expect("HTTP client builds");
-        Self { http, timeout }
-    }
-
-    fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
-        let mut request = self.http.request(method, format!("{}{path}", line.bridge_url)).timeout(self.timeout);
-        if let Some(token) = &line.bridge_token {
-            request = request.bearer_auth(token);
+        let hooks = format!("{}/api/v1/messaging/bridge/hooks", config.public_base());
+        Self {
+            msgline: MsglineBridge::new(http.clone(), timeout),
+            bluebubbles: BlueBubbles::new(http.clone(), timeout, db.clone(), hooks.clone()),
+            android: AndroidGateway::new(http, timeout, hooks),
         }
-        request
-    }
-
-    async fn get_json<T: DeserializeOwned>(&self, line: &Line, path: &str) -> Result<(StatusCode, Option<T>), String> {
-        let response = self.request(reqwest::Method::GET, line, path).send().await.map_err(|e| describe(&e))?;
-        let status = response.status();
-        let body = response.json::<T>().await.ok();
-        Ok((status, body))
     }
 
     /// Asks what the line can do.
     pub async fn capabilities(&self, line: &Line) -> Result<CapabilitiesAnswer, String> {
-        match self.get_json::<CapabilitiesAnswer>(line, "/v1/capabilities").await? {
-            (status, Some(answer)) if status.is_success() => Ok(answer),
-            (status, _) => Err(format!("bridge answered {status}")),
-        }
+        on_kind!(self, line, capabilities())
     }
 
     /// Asks which handles are reachable over iMessage.
     pub async fn reachability(&self, line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String> {
-        let body = ReachabilityRequest { handles: handles.to_vec() };
-        let response = self
-            .request(reqwest::Method::POST, line, "/v1/reachability")
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| describe(&e))?;
-        if !response.status().is_success() {
-            return Err(format!("bridge answered {}", response.status()));
-        }
-        response.json().await.map_err(|e| describe(&e))
+        on_kind!(self, line, reachability(handles))
     }
 
     /// Hands a message to the line.
     pub async fn send(&self, line: &Line, message: &SendRequest) -> CallResult<SendOutcome> {
-        self.post_send(line, "/v1/messages", message).await
+        on_kind!(self, line, send(message))
     }
 
     /// Asks the line to create a group with its opening message.
-    pub async fn create_group<B: Serialize>(&self, line: &Line, body: &B) -> CallResult<SendOutcome> {
-        self.post_send(line, "/v1/groups", body).await
-    }
-
-    async fn post_send<B: Serialize>(&self, line: &Line, path: &str, body: &B) -> CallResult<SendOutcome> {
-        let started = Instant::now();
-        let result = self.request(reqwest::Method::POST, line, path).json(body).send().await;
-        let (outcome, http_status) = match result {
-            Err(error) => (classify_error(&error), None),
-            Ok(response) => {
-                let status = response.status();
-                let answer = response.json::<SendAnswer>().await;
-                let outcome = match (status, answer) {
-                    (_, Err(error)) if error.is_timeout() => SendOutcome::Timeout,
-                    (status, Ok(answer)) if status.is_success() && answer.status == "accepted" => SendOutcome::Accepted,
-                    (status, Ok(answer)) if status.is_client_error() || answer.status == "rejected" => {
-                        SendOutcome::Rejected(answer.reason.unwrap_or_else(|| format!("line answered {status}")))
-                    }
-                    (StatusCode::SERVICE_UNAVAILABLE, _) => SendOutcome::RetryLater,
-                    (status, Err(_)) if status.is_client_error() => {
-                        SendOutcome::Rejected(format!("line answered {status}"))
-                    }
-                    (status, _) => SendOutcome::Unknown(format!("line answered {status}")),
-                };
-                (outcome, Some(status.as_u16()))
-            }
-        };
-        CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 }
+    pub async fn create_group(&self, line: &Line, group: &GroupRequest) -> CallResult<SendOutcome> {
+        on_kind!(self, line, create_group(group))
     }
 
     /// Asks the line what became of a message.
     pub async fn message_status(&self, line: &Line, id: &str) -> StatusLookup {
-        self.lookup(line, &format!("/v1/messages/{id}")).await
+        on_kind!(self, line, message_status(id))
     }
 
     /// Asks the line what became of a group.
     pub async fn group_status(&self, line: &Line, id: &str) -> StatusLookup {
-        self.lookup(line, &format!("/v1/groups/{id}")).await
+        on_kind!(self, line, group_status(id))
     }
 
-    async fn lookup(&self, line: &Line, path: &str) -> StatusLookup {
-        match self.get_json::<StatusAnswer>(line, path).await {
-            Ok((StatusCode::NOT_FOUND, _)) => StatusLookup::NotFound,
-            Ok((status, Some(answer))) if status.is_success() => StatusLookup::Known(answer),
-            Ok((status, _)) => StatusLookup::Failed(format!("bridge answered {status}")),
-            Err(error) => StatusLookup::Failed(error),
+    /// Makes sure the line's device reports to msgline (registers msgline's webhook with it).
+    pub async fn connect(&self, line: &Line) -> Result<(), String> {
+        on_kind!(self, line, connect())
+    }
+
+    /// Turns a webhook from the line's device into bridge events. The hook URL must carry the
+    /// line's hook secret; a kind may check more (a signature).
+    pub async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
+        let presented = hook.query_value("secret").unwrap_or_default();
+        if line.bridge_settings.hook_secret.is_empty()
+            // Hashes compared, so the time taken says nothing about the secret.
+            || hash_secret(presented) != hash_secret(&line.bridge_settings.hook_secret)
+        {
+            return Err(HookError::Unauthorized("the hook URL does not carry this line's secret".into()));
         }
+        on_kind!(self, line, receive(hook))
     }
 }
 
-fn classify_error(error: &reqwest::Error) -> SendOutcome {
+
+pub(super) fn classify_error(error: &reqwest::Error) -> SendOutcome {
     if error.is_connect() {
         SendOutcome::Unreachable(describe(error))
     } else if error.is_timeout() {
@@ -177,7 +164,7 @@ fn classify_error(error: &reqwest::Error) -> SendOutcome {
 }
 
 /// A short description without the URL, which may carry credentials.
-fn describe(error: &reqwest::Error) -> String {
+pub(super) fn describe(error: &reqwest::Error) -> String {
     let kind = if error.is_connect() {
         "cannot connect to the bridge"
     } else if error.is_timeout() {

@@ -2,9 +2,17 @@
 //! msgline calls the bridge with [`client::BridgeClient`]; the bridge calls back at
 //! `POST /api/v1/messaging/bridge/events` with [`BridgeEvent`]s. [`sim`] is a complete bridge
 //! for one simulated phone line.
+//!
+//! A line's *bridge kind* says how msgline reaches its device: this protocol ([`protocol`]), a
+//! BlueBubbles Server ([`bluebubbles`]) or SMS Gateway for Android ([`android`]); each is a
+//! [`adapter::LineAdapter`], and [`client::BridgeClient`] picks the line's.
 
+pub mod adapter;
+pub mod android;
+pub mod bluebubbles;
 pub mod client;
 pub mod directory;
+pub mod protocol;
 pub mod sim;
 
 use serde::{Deserialize, Serialize};
@@ -37,6 +45,18 @@ pub struct SendRequest {
     pub vcard: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poll: Option<Value>,
+}
+
+/// `POST /v1/groups` body: create a group (`id` is msgline's `conv_` id) with its opening
+/// message (`message_id`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupRequest {
+    pub id: String,
+    pub message_id: String,
+    pub participants: Vec<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub body: String,
 }
 
 /// The bridge's answer to a send or a group creation.
@@ -114,4 +134,28 @@ pub enum BridgeEventPayload {
 
 fn default_channel() -> String {
     "imessage".into()
+}
+
+impl SendRequest {
+    /// The message as plain text, for a device without native polls (the documented fallback
+    /// text) or, with `card_as_text`, without attachments (the card's name and number after the
+    /// caption).
+    pub fn plain_text(&self, card_as_text: bool) -> String {
+        match (self.kind.as_str(), &self.poll, &self.vcard) {
+            ("poll", Some(poll), _) => {
+                let question = poll.get("question").and_then(Value::as_str).unwrap_or(&self.body);
+                let options: Vec<String> = poll
+                    .get("options")
+                    .and_then(Value::as_array)
+                    .map(|o| o.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                    .unwrap_or_default();
+                crate::domain::poll::fallback_text(question, &options)
+            }
+            ("contact_card", _, Some(vcard)) if card_as_text => {
+                let card = crate::domain::vcard::text_summary(vcard);
+                if self.body.trim().is_empty() { card } else { format!("{}\n{card}", self.body) }
+            }
+            _ => self.body.clone(),
+        }
+    }
 }

@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ReachabilityAnswer, ReachabilityRequest, SendAnswer,
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, ReachabilityRequest, SendAnswer,
     SendRequest, StatusAnswer,
 };
 use crate::{clock, db::lines::Capabilities};
@@ -341,16 +341,6 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
         Some((status, answer)) => (status, Json(answer)).into_response(),
         None => never_answer().await,
     }
-}
-
-#[derive(Debug, Deserialize)]
-struct GroupRequest {
-    id: String,
-    message_id: String,
-    participants: Vec<String>,
-    #[serde(default)]
-    name: Option<String>,
-    body: String,
 }
 
 async fn create_group(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json<GroupRequest>) -> Response {

@@ -31,6 +31,54 @@ impl LineKind {
     }
 }
 
+/// How msgline talks to a line's device: its own bridge protocol (`docs/bridge-protocol.md`),
+/// a BlueBubbles Server on a Mac, or SMS Gateway for Android (`docs/lines.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BridgeKind {
+    #[serde(rename = "msgline")]
+    Msgline,
+    #[serde(rename = "bluebubbles")]
+    BlueBubbles,
+    #[serde(rename = "android-gateway")]
+    AndroidGateway,
+}
+
+impl BridgeKind {
+    pub const ALL: [BridgeKind; 3] = [BridgeKind::Msgline, BridgeKind::BlueBubbles, BridgeKind::AndroidGateway];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BridgeKind::Msgline => "msgline",
+            BridgeKind::BlueBubbles => "bluebubbles",
+            BridgeKind::AndroidGateway => "android-gateway",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+/// A kind's settings: the device's credentials and the secret its webhooks to msgline carry.
+/// Never returned by the API or the CLI, never logged (`Debug` hides them).
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub struct BridgeSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// Carried by the webhook URL msgline registers with the device, and (Android gateway) the
+    /// key the device signs its webhooks with.
+    #[serde(default)]
+    pub hook_secret: String,
+}
+
+impl std::fmt::Debug for BridgeSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeSettings").field("username", &self.username).finish_non_exhaustive()
+    }
+}
+
 /// What a line's bridge says it can do; `None` on the line until the bridge has been asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Capabilities {
@@ -48,6 +96,8 @@ pub struct Line {
     pub kind: LineKind,
     pub bridge_url: String,
     pub bridge_token: Option<String>,
+    pub bridge_kind: BridgeKind,
+    pub bridge_settings: BridgeSettings,
     pub capabilities: Option<Capabilities>,
     /// `unknown` until the bridge has been reached, then `online` or `offline`.
     pub status: String,
@@ -68,9 +118,13 @@ pub struct NewLine<'a> {
     pub kind: LineKind,
     pub bridge_url: &'a str,
     pub bridge_token: Option<&'a str>,
+    pub bridge_kind: BridgeKind,
+    pub bridge_username: Option<&'a str>,
+    pub bridge_password: Option<&'a str>,
 }
 
-const COLUMNS: &str = "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at";
+const COLUMNS: &str =
+    "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at, bridge_kind, bridge_settings";
 
 fn from_row(row: &AnyRow) -> sqlx::Result<Line> {
     let kind: String = row.try_get(3)?;
@@ -86,6 +140,11 @@ fn from_row(row: &AnyRow) -> sqlx::Result<Line> {
         status: row.try_get(7)?,
         checked_at: row.try_get(8)?,
         created_at: row.try_get(9)?,
+        bridge_kind: BridgeKind::parse(&row.try_get::<String, _>(10)?).unwrap_or(BridgeKind::Msgline),
+        bridge_settings: row
+            .try_get::<Option<String>, _>(11)?
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -99,14 +158,20 @@ pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
         kind: new.kind,
         bridge_url: new.bridge_url.trim_end_matches('/').to_string(),
         bridge_token: new.bridge_token.map(str::to_string),
+        bridge_kind: new.bridge_kind,
+        bridge_settings: BridgeSettings {
+            username: new.bridge_username.map(str::to_string),
+            password: new.bridge_password.map(str::to_string),
+            hook_secret: apikey::random_secret("mlh_"),
+        },
         capabilities: None,
         status: "unknown".into(),
         checked_at: None,
         created_at: clock::now_ms(),
     };
     sqlx::query(
-        "INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_token, bridge_secret_hash, status, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_token, bridge_secret_hash, status, created_at, \
+         bridge_kind, bridge_settings) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(&line.id)
     .bind(&line.org_id)
@@ -117,6 +182,8 @@ pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
     .bind(apikey::hash_secret(&secret))
     .bind(&line.status)
     .bind(line.created_at)
+    .bind(line.bridge_kind.as_str())
+    .bind(serde_json::to_string(&line.bridge_settings).expect("plain struct"))
     .execute(db.writer())
     .await?;
     Ok((line, secret))

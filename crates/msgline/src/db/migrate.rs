@@ -34,6 +34,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_keyed_rows"),
     migration!(9, "0009_update_room"),
     migration!(10, "0010_events_by_message"),
+    migration!(11, "0011_line_kinds"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -6,6 +6,7 @@
 
 pub mod agents;
 pub mod attempts;
+pub mod bridge_refs;
 mod batch;
 pub mod contacts;
 pub mod conversations;

@@ -91,10 +91,35 @@ impl Card<'_> {
     }
 }
 
+/// A card as one line of text for a device that cannot send attachments: `Name: +1…` (the name
+/// and the first number; unfolded and unescaped).
+pub fn text_summary(vcard: &str) -> String {
+    let unfolded = vcard.replace("\r\n ", "").replace("\n ", "");
+    let value = |prefix: &str| {
+        unfolded.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            (name == prefix || name.starts_with(&format!("{prefix};"))).then(|| value.trim().to_string())
+        })
+    };
+    let name = value("FN").map(|n| n.replace("\\,", ",").replace("\\;", ";").replace("\\\\", "\\"));
+    match (name, value("TEL")) {
+        (Some(name), Some(phone)) => format!("{name}: {phone}"),
+        (Some(name), None) => name,
+        (None, Some(phone)) => phone,
+        (None, None) => "a contact card".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::photo::PhotoKind;
+
+    #[test]
+    fn a_card_summarises_as_its_name_and_number() {
+        let card = Card { name: "Ada, Countess", phone: "+12015550123", ..Default::default() }.to_vcard();
+        assert_eq!(text_summary(&card), "Ada, Countess: +12015550123");
+    }
 
     #[test]
     fn special_characters_are_escaped_and_long_lines_folded_at_75_octets() {

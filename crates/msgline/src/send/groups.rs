@@ -220,13 +220,13 @@ pub async fn create(
     }
     tx.commit().await?;
 
-    let call = json!({
-        "id": group.id,
-        "message_id": message.id,
-        "participants": participants,
-        "name": input.name,
-        "body": input.body,
-    });
+    let call = crate::bridge::GroupRequest {
+        id: group.id.clone(),
+        message_id: message.id.clone(),
+        participants: participants.iter().map(|p| p.as_str().to_string()).collect(),
+        name: input.name.clone(),
+        body: input.body.clone(),
+    };
     let result = state.lines.client().create_group(&line, &call).await;
 
     let mut tx = state.db.writer().begin().await?;

@@ -227,9 +227,14 @@ impl TestApp {
     /// Registers a line: dedicated to `org`, or shared when `org` is `None`.
     pub async fn create_line(&self, e164: &str, org: Option<&TestOrg>, bridge_url: &str) -> Value {
         let kind = if org.is_some() { "dedicated" } else { "shared" };
-        msgline::admin::create_line(self.db(), e164, kind, org.map(|o| o.id.as_str()), bridge_url, Some("bridge-token"))
-            .await
-            .expect("line")
+        let setup = msgline::admin::LineSetup::msgline(
+            e164,
+            kind,
+            org.map(|o| o.id.as_str()),
+            bridge_url,
+            Some("bridge-token"),
+        );
+        msgline::admin::create_line(self.db(), setup).await.expect("line")
     }
 
     /// Runs the real `msgline` binary against this test's database.

@@ -1,0 +1,70 @@
+//! The seam between msgline and a line's device. Every bridge kind implements [`LineAdapter`];
+//! the dispatcher, the reconciler, the group path, reachability, the line checker and the hook
+//! route reach it through [`super::client::BridgeClient`], which picks the line's kind.
+//!
+//! Adding a kind: implement this trait in a module of `bridge/`, add the kind to
+//! [`crate::db::lines::BridgeKind`] and a field and an arm to `BridgeClient`. Nothing in `send/`,
+//! `workers/` or `api/` changes (docs/lines.md walks through it).
+
+use std::collections::HashMap;
+
+use axum::http::HeaderMap;
+
+use super::{
+    BridgeEvent, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, SendRequest,
+    client::{CallResult, SendOutcome, StatusLookup},
+};
+use crate::db::lines::Line;
+
+/// What a bridge kind does for msgline. Outcomes follow the bridge protocol's rules: a send that
+/// may have reached the device is never reported as safe to retry, and a lookup answers
+/// `NotFound` only when the device certainly never had the message (msgline then sends it again).
+#[allow(async_fn_in_trait)]
+pub trait LineAdapter {
+    /// What the line can do; an error means it did not answer (the line is `offline`).
+    async fn capabilities(&self, line: &Line) -> Result<CapabilitiesAnswer, String>;
+    /// Which handles are reachable over iMessage.
+    async fn reachability(&self, line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String>;
+    /// Hands one message to the device.
+    async fn send(&self, line: &Line, message: &SendRequest) -> CallResult<SendOutcome>;
+    /// Creates a group with its opening message.
+    async fn create_group(&self, line: &Line, group: &GroupRequest) -> CallResult<SendOutcome>;
+    /// What became of a message (msgline's `msg_` id).
+    async fn message_status(&self, line: &Line, id: &str) -> StatusLookup;
+    /// What became of a group creation (msgline's `conv_` id).
+    async fn group_status(&self, line: &Line, id: &str) -> StatusLookup;
+    /// Makes sure the device reports to msgline: registers msgline's webhook where the device
+    /// takes registrations. Called when the line is created and by the line checker.
+    async fn connect(&self, line: &Line) -> Result<(), String>;
+    /// Turns one webhook call from the device (already checked to carry the line's hook secret)
+    /// into bridge events; an event id repeats when the device repeats a webhook.
+    async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError>;
+}
+
+/// One webhook call from a device, as it arrived.
+pub struct Hook<'a> {
+    pub headers: &'a HeaderMap,
+    pub query: &'a HashMap<String, String>,
+    pub body: &'a [u8],
+}
+
+impl Hook<'_> {
+    pub fn query_value(&self, name: &str) -> Option<&str> {
+        self.query.get(name).map(String::as_str)
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Why a webhook was refused.
+#[derive(Debug)]
+pub enum HookError {
+    /// The secret or the signature is missing or wrong (401).
+    Unauthorized(String),
+    /// The body is not what the device sends (400).
+    Malformed(String),
+    /// This kind does not take webhooks on the hook route (404).
+    NotHere,
+}

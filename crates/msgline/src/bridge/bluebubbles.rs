@@ -1,0 +1,576 @@
+//! The `bluebubbles` kind: a BlueBubbles Server on a Mac signed in to iMessage, reached over its
+//! REST API (`/api/v1`, the server password as the `password` query parameter).
+//!
+//! Read from the server's source (packages/server/src/server/): `api/http/api/v1/httpRoutes.ts`
+//! (routes), `middleware/authMiddleware.ts` (the password in the query), `responses/*.ts` (the
+//! `{status, message, data, error}` envelope; a failed send is a 500 whose `data.error` is the
+//! iMessage error code), `routers/messageRouter.ts` with `validators/messageValidator.ts` (a send
+//! is synchronous and answers the sent message; a `tempGuid` still being sent is refused with 400;
+//! the temp guid is not stored on the Mac, so a finished send repeated is sent twice),
+//! `routers/chatRouter.ts` with `api/interfaces/chatInterface.ts` (a group is created with its
+//! opening message, through the Private API), `routers/handleRouter.ts` (iMessage availability,
+//! Private API only), `routers/webhookRouter.ts` and `services/webhookService` (registration,
+//! unsigned `{type, data}` deliveries), `api/serializers/MessageSerializer.ts` (message fields).
+//!
+//! Because a repeated send is a second text, msgline never sends a message to the Mac twice:
+//! before a send it records what it expects to see (`sent:<digest>:<msg id>`, the digest of the
+//! chat and the text), and a message the Mac reports without msgline's id — a webhook ahead of the
+//! send's answer, or a send whose answer never came — is matched to it. A message the Mac has no
+//! record of once its own send wait is over is `failed`, not sent again.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, SendRequest, StatusAnswer,
+    adapter::{Hook, HookError, LineAdapter},
+    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
+};
+use crate::{
+    clock,
+    db::{
+        Db, bridge_refs,
+        lines::{Capabilities, Line},
+    },
+};
+
+/// The webhook events msgline registers for.
+const EVENTS: [&str; 3] = ["new-message", "updated-message", "message-send-error"];
+/// How long the server itself waits for a sent message to appear in the Mac's database.
+const SERVER_SEND_WAIT: Duration = Duration::from_secs(60);
+/// The chat part of the digest of a group's opening message, whose chat has no guid yet.
+const NEW_CHAT: &str = "new";
+
+#[derive(Clone)]
+pub struct BlueBubbles {
+    http: reqwest::Client,
+    timeout: Duration,
+    db: Db,
+    /// `{public URL}/api/v1/messaging/bridge/hooks`.
+    hooks: String,
+}
+
+/// The server's answer envelope.
+#[derive(Debug, Default, Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    data: Value,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+impl Envelope {
+    /// What went wrong, in the server's words.
+    fn reason(&self) -> String {
+        let error = self.error.as_ref();
+        error
+            .and_then(|e| e.get("message").or_else(|| e.get("error")).and_then(Value::as_str).map(str::to_string))
+            .or_else(|| error.and_then(Value::as_str).map(str::to_string))
+            .or_else(|| self.message.clone())
+            .unwrap_or_else(|| "no reason given".into())
+    }
+}
+
+/// A sent or received message as the server serializes it: the parts msgline reads.
+struct MacMessage<'a>(&'a Value);
+
+impl MacMessage<'_> {
+    fn str(&self, field: &str) -> Option<&str> {
+        self.0.get(field).and_then(Value::as_str)
+    }
+
+    fn guid(&self) -> Option<&str> {
+        self.str("guid")
+    }
+
+    fn is_from_me(&self) -> bool {
+        self.0.get("isFromMe").and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    fn chat(&self) -> Option<&str> {
+        self.0.get("chats")?.as_array()?.first()?.get("guid")?.as_str()
+    }
+
+    fn error_code(&self) -> i64 {
+        self.0.get("error").and_then(Value::as_i64).unwrap_or(0)
+    }
+
+    fn has_date(&self, field: &str) -> bool {
+        self.0.get(field).and_then(Value::as_i64).is_some_and(|at| at > 0)
+    }
+
+    fn attachment_names(&self) -> Vec<&str> {
+        let list = self.0.get("attachments").and_then(Value::as_array);
+        list.into_iter().flatten().filter_map(|a| a.get("transferName").and_then(Value::as_str)).collect()
+    }
+
+    /// What the message says; an attachment message is matched by its file name.
+    fn match_text(&self) -> String {
+        let text = self.str("text").unwrap_or_default().replace('\u{fffc}', "");
+        match self.attachment_names().first() {
+            Some(name) if text.trim().is_empty() => (*name).to_string(),
+            _ => text,
+        }
+    }
+
+    /// Where the message stands, as msgline's status.
+    fn status(&self) -> (&'static str, Option<String>) {
+        match self.error_code() {
+            0 if self.has_date("dateRead") => ("read", None),
+            0 if self.has_date("dateDelivered") => ("delivered", None),
+            0 => ("sent", None),
+            code => ("failed", Some(format!("iMessage could not send it (error {code})"))),
+        }
+    }
+}
+
+/// The 1:1 chat guid for a handle: `iMessage;-;+1…` or `SMS;-;+1…`.
+fn direct_chat(channel: &str, handle: &str) -> String {
+    let service = if channel == "sms" { "SMS" } else { "iMessage" };
+    format!("{service};-;{handle}")
+}
+
+fn is_group_chat(chat: &str) -> bool {
+    chat.contains(";+;")
+}
+
+/// The prefix of the expectation recorded before a send of `text` into `chat`.
+fn expectation(chat: &str, text: &str) -> String {
+    let digest = Sha256::digest(format!("{chat}\n{text}").as_bytes());
+    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("sent:{hex}:")
+}
+
+/// The remote id that is a real guid (not an expectation or a group note).
+fn real_guid(refs: &[(String, i64)]) -> Option<&str> {
+    refs.iter().map(|(id, _)| id.as_str()).find(|id| !id.starts_with("sent:") && !id.starts_with("group:"))
+}
+
+impl BlueBubbles {
+    pub fn new(http: reqwest::Client, timeout: Duration, db: Db, hooks: String) -> Self {
+        Self { http, timeout, db, hooks }
+    }
+
+    fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
+        let password = line.bridge_settings.password.as_deref().unwrap_or_default();
+        self.http
+            .request(method, format!("{}/api/v1{path}", line.bridge_url))
+            .query(&[("password", password)])
+            .timeout(self.timeout)
+    }
+
+    fn hook_url(&self, line: &Line) -> String {
+        format!("{}/{}?secret={}", self.hooks, line.id, line.bridge_settings.hook_secret)
+    }
+
+    /// A call and its envelope; `Err` when it never got an answer.
+    async fn call(&self, request: reqwest::RequestBuilder) -> Result<(StatusCode, Envelope), reqwest::Error> {
+        let response = request.send().await?;
+        let status = response.status();
+        let envelope = response.json::<Envelope>().await.unwrap_or_default();
+        Ok((status, envelope))
+    }
+
+    /// How long after the expectation was recorded the Mac may still be sending.
+    fn grace(&self) -> i64 {
+        (SERVER_SEND_WAIT + self.timeout * 2).as_millis() as i64
+    }
+
+    /// Reads a send's answer, recording the guid the Mac gave the message.
+    async fn outcome(
+        &self,
+        line: &Line,
+        id: &str,
+        started: Instant,
+        result: Result<(StatusCode, Envelope), reqwest::Error>,
+    ) -> CallResult<SendOutcome> {
+        let (outcome, http_status) = match result {
+            Err(error) => (classify_error(&error), None),
+            Ok((status, envelope)) => {
+                let message = MacMessage(&envelope.data);
+                if let Some(guid) = message.guid()
+                    && let Err(error) = bridge_refs::record(&self.db, &line.id, guid, id).await
+                {
+                    tracing::warn!(message = id, error = %error, "could not record the Mac's guid; a lookup will find it");
+                }
+                let outcome = match status {
+                    s if s.is_success() => SendOutcome::Accepted,
+                    StatusCode::BAD_REQUEST if envelope.reason().contains("already queued") => {
+                        SendOutcome::Unknown("the Mac is still sending an earlier call of this message".into())
+                    }
+                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                        SendOutcome::Rejected("the BlueBubbles Server refused msgline's password".into())
+                    }
+                    s if s.is_client_error() => {
+                        SendOutcome::Rejected(format!("the BlueBubbles Server refused it: {}", envelope.reason()))
+                    }
+                    _ if message.error_code() != 0 => SendOutcome::Rejected(message.status().1.unwrap_or_default()),
+                    s => SendOutcome::Unknown(format!("the BlueBubbles Server answered {s}: {}", envelope.reason())),
+                };
+                (outcome, Some(status.as_u16()))
+            }
+        };
+        CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 }
+    }
+
+    /// The chat guid msgline knows for a group conversation.
+    async fn group_chat(&self, line: &Line, conversation_id: &str) -> sqlx::Result<Option<String>> {
+        let refs = bridge_refs::remotes_for(&self.db, &line.id, conversation_id).await?;
+        Ok(real_guid(&refs).map(str::to_string))
+    }
+
+    /// Looks on the Mac for the message msgline expected under `prefix` (recorded at `since`):
+    /// the first message from the line since then whose digest matches and that no other msgline
+    /// message has claimed.
+    async fn find_expected(&self, line: &Line, prefix: &str, chat: Option<&str>, since: i64) -> Result<Option<Value>, String> {
+        let mut query = json!({
+            "after": since - 60_000,
+            "sort": "ASC",
+            "limit": 1000,
+            "with": ["chats", "attachments", "attributedBody"],
+        });
+        if let Some(chat) = chat {
+            query["chatGuid"] = json!(chat);
+        }
+        let (status, envelope) = self
+            .call(self.request(reqwest::Method::POST, line, "/message/query").json(&query))
+            .await
+            .map_err(|e| describe(&e))?;
+        if !status.is_success() {
+            return Err(format!("the BlueBubbles Server answered {status} to a message query"));
+        }
+        for candidate in envelope.data.as_array().into_iter().flatten() {
+            let message = MacMessage(candidate);
+            let (Some(guid), Some(chat)) = (message.guid(), message.chat()) else { continue };
+            if !message.is_from_me() {
+                continue;
+            }
+            let text = message.match_text();
+            if expectation(chat, &text) != prefix && expectation(NEW_CHAT, &text) != prefix {
+                continue;
+            }
+            let claimed = bridge_refs::local_for(&self.db, &line.id, guid).await.map_err(|e| e.to_string())?;
+            if claimed.is_none() {
+                return Ok(Some(candidate.clone()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Records the guids of a message the Mac reports: the message's, and for a group's opening
+    /// message the new chat's.
+    async fn name(&self, line: &Line, id: &str, message: &MacMessage<'_>) -> sqlx::Result<()> {
+        if let Some(guid) = message.guid() {
+            bridge_refs::record(&self.db, &line.id, guid, id).await?;
+        }
+        if let Some(chat) = message.chat().filter(|chat| is_group_chat(chat))
+            && let Some(group) = bridge_refs::local_for(&self.db, &line.id, &format!("group:{id}")).await?
+        {
+            bridge_refs::record(&self.db, &line.id, chat, &group).await?;
+        }
+        Ok(())
+    }
+
+    /// msgline's id of a message the Mac sent: by its guid, else by what msgline expected.
+    async fn our_id(&self, line: &Line, message: &MacMessage<'_>) -> sqlx::Result<Option<String>> {
+        let Some(guid) = message.guid() else { return Ok(None) };
+        if let Some(id) = bridge_refs::local_for(&self.db, &line.id, guid).await? {
+            return Ok(Some(id));
+        }
+        let Some(chat) = message.chat() else { return Ok(None) };
+        let text = message.match_text();
+        let known_chat = !is_group_chat(chat) || bridge_refs::local_for(&self.db, &line.id, chat).await?.is_some();
+        let prefix = if known_chat { expectation(chat, &text) } else { expectation(NEW_CHAT, &text) };
+        let Some((id, _)) = bridge_refs::first_unnamed(&self.db, &line.id, &prefix).await? else { return Ok(None) };
+        self.name(line, &id, message).await?;
+        Ok(Some(id))
+    }
+
+    /// Where a message msgline handed to the Mac stands, looked up by guid or by expectation.
+    async fn lookup(&self, line: &Line, id: &str) -> Result<Option<StatusAnswer>, String> {
+        let refs = bridge_refs::remotes_for(&self.db, &line.id, id).await.map_err(|e| e.to_string())?;
+        let known = |message: &MacMessage<'_>| {
+            let (status, reason) = message.status();
+            StatusAnswer { id: id.to_string(), status: status.into(), reason }
+        };
+        if let Some(guid) = real_guid(&refs) {
+            let (status, envelope) = self
+                .call(self.request(reqwest::Method::GET, line, &format!("/message/{guid}")))
+                .await
+                .map_err(|e| describe(&e))?;
+            return match status {
+                s if s.is_success() => Ok(Some(known(&MacMessage(&envelope.data)))),
+                s => Err(format!("the BlueBubbles Server answered {s} for message {guid}")),
+            };
+        }
+        let Some((prefix, since)) = refs.iter().find_map(|(remote, at)| {
+            remote.strip_prefix("sent:").and_then(|rest| rest.split_once(':')).map(|(hex, _)| (format!("sent:{hex}:"), *at))
+        }) else {
+            return Ok(None);
+        };
+        match self.find_expected(line, &prefix, None, since).await? {
+            Some(found) => {
+                let message = MacMessage(&found);
+                self.name(line, id, &message).await.map_err(|e| e.to_string())?;
+                Ok(Some(known(&message)))
+            }
+            None if clock::now_ms() - since > self.grace() => Ok(Some(StatusAnswer {
+                id: id.to_string(),
+                status: "failed".into(),
+                reason: Some("the Mac has no record of sending it; msgline does not send it again".into()),
+            })),
+            None => Err("the Mac has not reported the message yet".into()),
+        }
+    }
+
+    /// Sends text into a chat with msgline's id as the temp guid.
+    async fn send_text(&self, line: &Line, chat: &str, temp_guid: &str, text: &str) -> Result<(StatusCode, Envelope), reqwest::Error> {
+        let body = json!({"chatGuid": chat, "tempGuid": temp_guid, "message": text, "method": "apple-script"});
+        self.call(self.request(reqwest::Method::POST, line, "/message/text").json(&body)).await
+    }
+}
+
+impl LineAdapter for BlueBubbles {
+    /// iMessage and SMS (through the Mac's iPhone); groups only while the Private API helper is
+    /// connected; never native polls.
+    async fn capabilities(&self, line: &Line) -> Result<CapabilitiesAnswer, String> {
+        let (status, envelope) =
+            self.call(self.request(reqwest::Method::GET, line, "/server/info")).await.map_err(|e| describe(&e))?;
+        if !status.is_success() {
+            return Err(format!("the BlueBubbles Server answered {status}: {}", envelope.reason()));
+        }
+        let flag = |name: &str| envelope.data.get(name).and_then(Value::as_bool).unwrap_or(false);
+        let groups = flag("private_api") && flag("helper_connected");
+        Ok(CapabilitiesAnswer {
+            e164: line.e164.clone(),
+            capabilities: Capabilities { imessage: true, sms: true, groups, polls: false },
+        })
+    }
+
+    /// Asks the server (its Private API) whether each handle has iMessage.
+    async fn reachability(&self, line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String> {
+        let mut answer = ReachabilityAnswer { imessage: Default::default() };
+        for handle in handles {
+            let request = self.request(reqwest::Method::GET, line, "/handle/availability/imessage").query(&[("address", handle)]);
+            let (status, envelope) = self.call(request).await.map_err(|e| describe(&e))?;
+            let available = envelope.data.get("available").and_then(Value::as_bool);
+            match available {
+                Some(available) if status.is_success() => answer.imessage.insert(handle.clone(), available),
+                _ => return Err(format!("the BlueBubbles Server could not say ({status}): {}", envelope.reason())),
+            };
+        }
+        Ok(answer)
+    }
+
+    async fn send(&self, line: &Line, message: &SendRequest) -> CallResult<SendOutcome> {
+        let refused = |reason: &str| CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 };
+        let chat = match (&message.chat, message.to.as_slice()) {
+            (Some(group), _) => match self.group_chat(line, group).await {
+                Ok(Some(chat)) => chat,
+                Ok(None) => return refused("msgline knows no BlueBubbles chat for this group"),
+                Err(error) => return CallResult { outcome: SendOutcome::Unreachable(error.to_string()), http_status: None, latency_ms: 0 },
+            },
+            (None, [handle]) => direct_chat(&message.channel, handle),
+            (None, _) => return refused("a direct message goes to exactly one handle"),
+        };
+        let card = match (message.kind.as_str(), &message.vcard) {
+            ("contact_card", Some(vcard)) => Some((format!("{}.vcf", message.id), vcard.clone())),
+            _ => None,
+        };
+        let text = message.plain_text(false);
+        let expected = match &card {
+            Some((file, _)) => expectation(&chat, file),
+            None => expectation(&chat, &text),
+        };
+        // Recorded before the call: whatever the Mac reports can be matched to this message.
+        if let Err(error) = bridge_refs::record(&self.db, &line.id, &format!("{expected}{}", message.id), &message.id).await {
+            return CallResult { outcome: SendOutcome::Unreachable(error.to_string()), http_status: None, latency_ms: 0 };
+        }
+        let started = Instant::now();
+        let Some((file, vcard)) = card else {
+            let result = self.send_text(line, &chat, &message.id, &text).await;
+            return self.outcome(line, &message.id, started, result).await;
+        };
+        let part = reqwest::multipart::Part::bytes(vcard.into_bytes())
+            .file_name(file.clone())
+            .mime_str("text/vcard")
+            .expect("a valid mime type");
+        let form = reqwest::multipart::Form::new()
+            .part("attachment", part)
+            .text("name", file)
+            .text("chatGuid", chat.clone())
+            .text("tempGuid", message.id.clone())
+            .text("method", "apple-script");
+        let result = self.call(self.request(reqwest::Method::POST, line, "/message/attachment").multipart(form)).await;
+        let sent = self.outcome(line, &message.id, started, result).await;
+        // The caption follows the card as its own text; its fate does not change the card's.
+        if sent.outcome == SendOutcome::Accepted && !message.body.trim().is_empty() {
+            let caption = self.send_text(line, &chat, &format!("{}-caption", message.id), &message.body).await;
+            if !matches!(&caption, Ok((status, _)) if status.is_success()) {
+                tracing::warn!(message = %message.id, "the card went out but its caption did not");
+            }
+        }
+        sent
+    }
+
+    /// A new chat with its opening message, through the Private API (as the server requires).
+    async fn create_group(&self, line: &Line, group: &GroupRequest) -> CallResult<SendOutcome> {
+        let notes = [
+            (format!("{}{}", expectation(NEW_CHAT, &group.body), group.message_id), group.message_id.as_str()),
+            (format!("group:{}", group.message_id), group.id.as_str()),
+        ];
+        for (remote, local) in &notes {
+            if let Err(error) = bridge_refs::record(&self.db, &line.id, remote, local).await {
+                return CallResult { outcome: SendOutcome::Unreachable(error.to_string()), http_status: None, latency_ms: 0 };
+            }
+        }
+        let body = json!({
+            "addresses": group.participants,
+            "message": group.body,
+            "method": "private-api",
+            "service": "iMessage",
+            "tempGuid": group.message_id,
+        });
+        let started = Instant::now();
+        let result = self.call(self.request(reqwest::Method::POST, line, "/chat/new").json(&body)).await;
+        if let Ok((status, envelope)) = &result
+            && status.is_success()
+            && let Some(chat) = envelope.data.get("guid").and_then(Value::as_str)
+        {
+            let opening = envelope.data.get("messages").and_then(Value::as_array).and_then(|m| m.first());
+            let opening = opening.and_then(|m| MacMessage(m).guid().map(str::to_string));
+            let recorded = async {
+                bridge_refs::record(&self.db, &line.id, chat, &group.id).await?;
+                if let Some(guid) = &opening {
+                    bridge_refs::record(&self.db, &line.id, guid, &group.message_id).await?;
+                }
+                Ok::<(), sqlx::Error>(())
+            };
+            if let Err(error) = recorded.await {
+                tracing::warn!(group = %group.id, error = %error, "could not record the group's chat guid");
+            }
+            return CallResult { outcome: SendOutcome::Accepted, http_status: Some(status.as_u16()), latency_ms: started.elapsed().as_millis() as i64 };
+        }
+        self.outcome(line, &group.message_id, started, result).await
+    }
+
+    async fn message_status(&self, line: &Line, id: &str) -> StatusLookup {
+        match self.lookup(line, id).await {
+            Ok(Some(answer)) => StatusLookup::Known(answer),
+            Ok(None) => StatusLookup::NotFound,
+            Err(error) => StatusLookup::Failed(error),
+        }
+    }
+
+    /// A group is created once its chat guid is known; its opening message tells.
+    async fn group_status(&self, line: &Line, id: &str) -> StatusLookup {
+        let refs = match bridge_refs::remotes_for(&self.db, &line.id, id).await {
+            Ok(refs) => refs,
+            Err(error) => return StatusLookup::Failed(error.to_string()),
+        };
+        if real_guid(&refs).is_some() {
+            return StatusLookup::Known(StatusAnswer { id: id.to_string(), status: "created".into(), reason: None });
+        }
+        let Some(opening) = refs.iter().find_map(|(remote, _)| remote.strip_prefix("group:")) else {
+            return StatusLookup::NotFound;
+        };
+        match self.lookup(line, opening).await {
+            Ok(Some(answer)) if answer.status != "failed" => {
+                StatusLookup::Known(StatusAnswer { id: id.to_string(), status: "created".into(), reason: None })
+            }
+            Ok(Some(answer)) => StatusLookup::Known(StatusAnswer { id: id.to_string(), ..answer }),
+            Ok(None) => StatusLookup::NotFound,
+            Err(error) => StatusLookup::Failed(error),
+        }
+    }
+
+    /// Registers msgline's webhook unless the server has it already.
+    async fn connect(&self, line: &Line) -> Result<(), String> {
+        let url = self.hook_url(line);
+        let listed = self.request(reqwest::Method::GET, line, "/webhook").query(&[("url", &url)]);
+        let (status, envelope) = self.call(listed).await.map_err(|e| describe(&e))?;
+        if !status.is_success() {
+            return Err(format!("the BlueBubbles Server answered {status} listing webhooks: {}", envelope.reason()));
+        }
+        let registered = envelope.data.as_array().into_iter().flatten().any(|hook| {
+            hook.get("url").and_then(Value::as_str) == Some(url.as_str())
+                && EVENTS.iter().all(|event| {
+                    hook.get("events").and_then(Value::as_array).is_some_and(|e| e.iter().any(|v| v == event))
+                })
+        });
+        if registered {
+            return Ok(());
+        }
+        let body = json!({"url": url, "events": EVENTS});
+        let (status, envelope) =
+            self.call(self.request(reqwest::Method::POST, line, "/webhook").json(&body)).await.map_err(|e| describe(&e))?;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("the BlueBubbles Server answered {status} registering a webhook: {}", envelope.reason()))
+        }
+    }
+
+    async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
+        let delivery: Value =
+            serde_json::from_slice(hook.body).map_err(|e| HookError::Malformed(format!("not a BlueBubbles webhook: {e}")))?;
+        let kind = delivery.get("type").and_then(Value::as_str).unwrap_or_default();
+        let data = delivery.get("data").cloned().unwrap_or(Value::Null);
+        let message = MacMessage(&data);
+        let Some(guid) = message.guid() else {
+            // Typing, read-state and group changes carry no message: nothing msgline shows yet.
+            return Ok(Vec::new());
+        };
+        let storage = |e: sqlx::Error| HookError::Malformed(format!("could not read the line's records: {e}"));
+        match kind {
+            "new-message" if !message.is_from_me() => {
+                // Reactions and other associated messages are not carried yet.
+                if message.0.get("associatedMessageGuid").and_then(Value::as_str).is_some_and(|g| !g.is_empty()) {
+                    return Ok(Vec::new());
+                }
+                let Some(from) = message.0.get("handle").and_then(|h| h.get("address")).and_then(Value::as_str) else {
+                    return Err(HookError::Malformed("new-message without handle.address".into()));
+                };
+                let chat_guid = message.chat();
+                let chat = match chat_guid.filter(|c| is_group_chat(c)) {
+                    Some(chat) => bridge_refs::local_for(&self.db, &line.id, chat).await.map_err(storage)?,
+                    None => None,
+                };
+                let sms = message.0.get("handle").and_then(|h| h.get("service")).and_then(Value::as_str) == Some("SMS")
+                    || chat_guid.is_some_and(|c| c.starts_with("SMS;"));
+                let mut body = message.str("text").unwrap_or_default().replace('\u{fffc}', "").trim().to_string();
+                if body.is_empty() {
+                    let names = message.attachment_names();
+                    body = if names.is_empty() { String::new() } else { format!("[attachment: {}]", names.join(", ")) };
+                }
+                Ok(vec![BridgeEvent {
+                    id: format!("bluebubbles:in:{guid}"),
+                    payload: BridgeEventPayload::Inbound {
+                        from: from.to_string(),
+                        body,
+                        chat,
+                        channel: if sms { "sms".into() } else { "imessage".into() },
+                    },
+                }])
+            }
+            "new-message" | "updated-message" | "message-send-error" => {
+                let Some(id) = self.our_id(line, &message).await.map_err(storage)? else {
+                    // A message sent from the Mac itself, not through msgline.
+                    return Ok(Vec::new());
+                };
+                let (status, reason) = message.status();
+                Ok(vec![BridgeEvent {
+                    id: format!("bluebubbles:{status}:{guid}"),
+                    payload: BridgeEventPayload::MessageStatus { message_id: id, status: status.into(), reason },
+                }])
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The `msgline` kind: msgline's own HTTP bridge protocol (docs/bridge-protocol.md), spoken to
+//! `msgline sim` and to bridges others write.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::{
+    BridgeEvent, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, ReachabilityRequest, SendAnswer, SendRequest,
+    StatusAnswer,
+    adapter::{Hook, HookError, LineAdapter},
+    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
+};
+use crate::db::lines::Line;
+
+#[derive(Clone)]
+pub struct MsglineBridge {
+    http: reqwest::Client,
+    timeout: Duration,
+}
+
+impl MsglineBridge {
+    pub fn new(http: reqwest::Client, timeout: Duration) -> Self {
+        Self { http, timeout }
+    }
+
+    fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, format!("{}{path}", line.bridge_url)).timeout(self.timeout);
+        if let Some(token) = &line.bridge_token {
+            request = request.bearer_auth(token);
+        }
+        request
+    }
+
+    async fn get_json<T: DeserializeOwned>(&self, line: &Line, path: &str) -> Result<(StatusCode, Option<T>), String> {
+        let response = self.request(reqwest::Method::GET, line, path).send().await.map_err(|e| describe(&e))?;
+        let status = response.status();
+        let body = response.json::<T>().await.ok();
+        Ok((status, body))
+    }
+
+    async fn post_send<B: Serialize>(&self, line: &Line, path: &str, body: &B) -> CallResult<SendOutcome> {
+        let started = Instant::now();
+        let result = self.request(reqwest::Method::POST, line, path).json(body).send().await;
+        let (outcome, http_status) = match result {
+            Err(error) => (classify_error(&error), None),
+            Ok(response) => {
+                let status = response.status();
+                let answer = response.json::<SendAnswer>().await;
+                let outcome = match (status, answer) {
+                    (_, Err(error)) if error.is_timeout() => SendOutcome::Timeout,
+                    (status, Ok(answer)) if status.is_success() && answer.status == "accepted" => SendOutcome::Accepted,
+                    (status, Ok(answer)) if status.is_client_error() || answer.status == "rejected" => {
+                        SendOutcome::Rejected(answer.reason.unwrap_or_else(|| format!("line answered {status}")))
+                    }
+                    (StatusCode::SERVICE_UNAVAILABLE, _) => SendOutcome::RetryLater,
+                    (status, Err(_)) if status.is_client_error() => {
+                        SendOutcome::Rejected(format!("line answered {status}"))
+                    }
+                    (status, _) => SendOutcome::Unknown(format!("line answered {status}")),
+                };
+                (outcome, Some(status.as_u16()))
+            }
+        };
+        CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 }
+    }
+
+    async fn lookup(&self, line: &Line, path: &str) -> StatusLookup {
+        match self.get_json::<StatusAnswer>(line, path).await {
+            Ok((StatusCode::NOT_FOUND, _)) => StatusLookup::NotFound,
+            Ok((status, Some(answer))) if status.is_success() => StatusLookup::Known(answer),
+            Ok((status, _)) => StatusLookup::Failed(format!("bridge answered {status}")),
+            Err(error) => StatusLookup::Failed(error),
+        }
+    }
+}
+
+impl LineAdapter for MsglineBridge {
+    /// Asks what the line can do.
+    async fn capabilities(&self, line: &Line) -> Result<CapabilitiesAnswer, String> {
+        match self.get_json::<CapabilitiesAnswer>(line, "/v1/capabilities").await? {
+            (status, Some(answer)) if status.is_success() => Ok(answer),
+            (status, _) => Err(format!("bridge answered {status}")),
+        }
+    }
+
+    /// Asks which handles are reachable over iMessage.
+    async fn reachability(&self, line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String> {
+        let body = ReachabilityRequest { handles: handles.to_vec() };
+        let response = self
+            .request(reqwest::Method::POST, line, "/v1/reachability")
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
+        if !response.status().is_success() {
+            return Err(format!("bridge answered {}", response.status()));
+        }
+        response.json().await.map_err(|e| describe(&e))
+    }
+
+    /// Hands a message to the line.
+    async fn send(&self, line: &Line, message: &SendRequest) -> CallResult<SendOutcome> {
+        self.post_send(line, "/v1/messages", message).await
+    }
+
+    /// Asks the line to create a group with its opening message.
+    async fn create_group(&self, line: &Line, body: &GroupRequest) -> CallResult<SendOutcome> {
+        self.post_send(line, "/v1/groups", body).await
+    }
+
+    /// Asks the line what became of a message.
+    async fn message_status(&self, line: &Line, id: &str) -> StatusLookup {
+        self.lookup(line, &format!("/v1/messages/{id}")).await
+    }
+
+    /// Asks the line what became of a group.
+    async fn group_status(&self, line: &Line, id: &str) -> StatusLookup {
+        self.lookup(line, &format!("/v1/groups/{id}")).await
+    }
+
+    /// A bridge of this kind is told its callback URL and secret when it is set up.
+    async fn connect(&self, _line: &Line) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Its callbacks come to `POST /bridge/events`, never to the hook route.
+    async fn receive(&self, _line: &Line, _hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
+        Err(HookError::NotHere)
+    }
+}
