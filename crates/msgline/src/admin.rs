@@ -136,7 +136,8 @@ pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value>
         Err(error) if db::is_unique_violation(&error) => anyhow::bail!("a line with number {e164} exists already"),
         other => other?,
     };
-    let mut answer = json!({"line_id": line.id, "e164": line.e164, "kind": line.kind.as_str(), "bridge_secret": secret});
+    let mut answer =
+        json!({"line_id": line.id, "e164": line.e164, "kind": line.kind.as_str(), "bridge_secret": secret});
     // The contract's answer for the msgline kind is unchanged; other kinds say theirs.
     if line.bridge_kind != BridgeKind::Msgline {
         answer["bridge_kind"] = json!(line.bridge_kind.as_str());

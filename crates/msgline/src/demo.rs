@@ -32,7 +32,11 @@ pub async fn run(mut config: Config, database: &Path, dedicated_sim: &str, share
         let token = crate::domain::apikey::random_secret("sim_");
         let kind = if shared { "shared" } else { "dedicated" };
         let owner = (!shared).then_some(org_id.as_str());
-        let line = admin::create_line(&db, admin::LineSetup::msgline(e164, kind, owner, &format!("http://{listen}"), Some(&token))).await?;
+        let line = admin::create_line(
+            &db,
+            admin::LineSetup::msgline(e164, kind, owner, &format!("http://{listen}"), Some(&token)),
+        )
+        .await?;
         let sim = SimConfig {
             listen: listen.to_string(),
             e164: e164.to_string(),

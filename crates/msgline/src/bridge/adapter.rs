@@ -36,6 +36,12 @@ pub trait LineAdapter {
     /// Makes sure the device reports to msgline: registers msgline's webhook where the device
     /// takes registrations. Called when the line is created and by the line checker.
     async fn connect(&self, line: &Line) -> Result<(), String>;
+    /// Whether the device's reports can be lost while msgline is down (a webhook it does not
+    /// retry for long). msgline then asks it about recent unfinished messages after each start
+    /// and every few minutes, so a lost receipt never leaves a message at `sent` for good.
+    fn reports_may_be_lost(&self) -> bool {
+        false
+    }
     /// Turns one webhook call from the device (already checked to carry the line's hook secret)
     /// into bridge events; an event id repeats when the device repeats a webhook.
     async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError>;

@@ -124,7 +124,7 @@ fn verify(line: &Line, hook: &Hook<'_>) -> Result<(), HookError> {
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
@@ -164,11 +164,8 @@ impl LineAdapter for AndroidGateway {
         });
         let started = Instant::now();
         // msgline checked the number already; the phone's own check is stricter about formats.
-        let result = self
-            .request(reqwest::Method::POST, line, "/message?skipPhoneValidation=true")
-            .json(&body)
-            .send()
-            .await;
+        let result =
+            self.request(reqwest::Method::POST, line, "/message?skipPhoneValidation=true").json(&body).send().await;
         let (outcome, http_status) = match result {
             Err(error) => (classify_error(&error), None),
             Ok(response) => {
@@ -236,10 +233,15 @@ impl LineAdapter for AndroidGateway {
         Ok(())
     }
 
+    /// The phone retries a webhook a few times (its `retry_count` setting), then drops it.
+    fn reports_may_be_lost(&self) -> bool {
+        true
+    }
+
     async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
         verify(line, hook)?;
-        let delivery: Delivery =
-            serde_json::from_slice(hook.body).map_err(|e| HookError::Malformed(format!("not a gateway webhook: {e}")))?;
+        let delivery: Delivery = serde_json::from_slice(hook.body)
+            .map_err(|e| HookError::Malformed(format!("not a gateway webhook: {e}")))?;
         let payload = &delivery.payload;
         let field = |name: &str| {
             text(payload, name).ok_or_else(|| HookError::Malformed(format!("{} has no payload.{name}", delivery.event)))
@@ -264,9 +266,10 @@ impl LineAdapter for AndroidGateway {
             }]),
             "sms:sent" => status("sent", None),
             "sms:delivered" => status("delivered", None),
-            "sms:failed" => {
-                status("failed", Some(text(payload, "reason").unwrap_or_else(|| "the phone could not send the SMS".into())))
-            }
+            "sms:failed" => status(
+                "failed",
+                Some(text(payload, "reason").unwrap_or_else(|| "the phone could not send the SMS".into())),
+            ),
             // system:ping, data SMS, MMS: nothing msgline shows.
             _ => Ok(Vec::new()),
         }

@@ -18,7 +18,10 @@
 //! send's answer, or a send whose answer never came — is matched to it. A message the Mac has no
 //! record of once its own send wait is over is `failed`, not sent again.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use reqwest::StatusCode;
 use serde::Deserialize;
@@ -52,6 +55,9 @@ pub struct BlueBubbles {
     db: Db,
     /// `{public URL}/api/v1/messaging/bridge/hooks`.
     hooks: String,
+    /// Held while a message the Mac reports is matched to what msgline expected, so that two
+    /// webhooks about one message arriving together cannot both miss it (or both claim one).
+    matching: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// The server's answer envelope.
@@ -154,7 +160,7 @@ fn real_guid(refs: &[(String, i64)]) -> Option<&str> {
 
 impl BlueBubbles {
     pub fn new(http: reqwest::Client, timeout: Duration, db: Db, hooks: String) -> Self {
-        Self { http, timeout, db, hooks }
+        Self { http, timeout, db, hooks, matching: Arc::default() }
     }
 
     fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
@@ -228,7 +234,13 @@ impl BlueBubbles {
     /// Looks on the Mac for the message msgline expected under `prefix` (recorded at `since`):
     /// the first message from the line since then whose digest matches and that no other msgline
     /// message has claimed.
-    async fn find_expected(&self, line: &Line, prefix: &str, chat: Option<&str>, since: i64) -> Result<Option<Value>, String> {
+    async fn find_expected(
+        &self,
+        line: &Line,
+        prefix: &str,
+        chat: Option<&str>,
+        since: i64,
+    ) -> Result<Option<Value>, String> {
         let mut query = json!({
             "after": since - 60_000,
             "sort": "ASC",
@@ -284,6 +296,11 @@ impl BlueBubbles {
             return Ok(Some(id));
         }
         let Some(chat) = message.chat() else { return Ok(None) };
+        let _matching = self.matching.lock().await;
+        // Another webhook about the same message may have named it while this one waited.
+        if let Some(id) = bridge_refs::local_for(&self.db, &line.id, guid).await? {
+            return Ok(Some(id));
+        }
         let text = message.match_text();
         let known_chat = !is_group_chat(chat) || bridge_refs::local_for(&self.db, &line.id, chat).await?.is_some();
         let prefix = if known_chat { expectation(chat, &text) } else { expectation(NEW_CHAT, &text) };
@@ -310,10 +327,14 @@ impl BlueBubbles {
             };
         }
         let Some((prefix, since)) = refs.iter().find_map(|(remote, at)| {
-            remote.strip_prefix("sent:").and_then(|rest| rest.split_once(':')).map(|(hex, _)| (format!("sent:{hex}:"), *at))
+            remote
+                .strip_prefix("sent:")
+                .and_then(|rest| rest.split_once(':'))
+                .map(|(hex, _)| (format!("sent:{hex}:"), *at))
         }) else {
             return Ok(None);
         };
+        let _matching = self.matching.lock().await;
         match self.find_expected(line, &prefix, None, since).await? {
             Some(found) => {
                 let message = MacMessage(&found);
@@ -330,7 +351,13 @@ impl BlueBubbles {
     }
 
     /// Sends text into a chat with msgline's id as the temp guid.
-    async fn send_text(&self, line: &Line, chat: &str, temp_guid: &str, text: &str) -> Result<(StatusCode, Envelope), reqwest::Error> {
+    async fn send_text(
+        &self,
+        line: &Line,
+        chat: &str,
+        temp_guid: &str,
+        text: &str,
+    ) -> Result<(StatusCode, Envelope), reqwest::Error> {
         let body = json!({"chatGuid": chat, "tempGuid": temp_guid, "message": text, "method": "apple-script"});
         self.call(self.request(reqwest::Method::POST, line, "/message/text").json(&body)).await
     }
@@ -357,7 +384,8 @@ impl LineAdapter for BlueBubbles {
     async fn reachability(&self, line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String> {
         let mut answer = ReachabilityAnswer { imessage: Default::default() };
         for handle in handles {
-            let request = self.request(reqwest::Method::GET, line, "/handle/availability/imessage").query(&[("address", handle)]);
+            let request =
+                self.request(reqwest::Method::GET, line, "/handle/availability/imessage").query(&[("address", handle)]);
             let (status, envelope) = self.call(request).await.map_err(|e| describe(&e))?;
             let available = envelope.data.get("available").and_then(Value::as_bool);
             match available {
@@ -369,12 +397,22 @@ impl LineAdapter for BlueBubbles {
     }
 
     async fn send(&self, line: &Line, message: &SendRequest) -> CallResult<SendOutcome> {
-        let refused = |reason: &str| CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 };
+        let refused = |reason: &str| CallResult {
+            outcome: SendOutcome::Rejected(reason.into()),
+            http_status: None,
+            latency_ms: 0,
+        };
         let chat = match (&message.chat, message.to.as_slice()) {
             (Some(group), _) => match self.group_chat(line, group).await {
                 Ok(Some(chat)) => chat,
                 Ok(None) => return refused("msgline knows no BlueBubbles chat for this group"),
-                Err(error) => return CallResult { outcome: SendOutcome::Unreachable(error.to_string()), http_status: None, latency_ms: 0 },
+                Err(error) => {
+                    return CallResult {
+                        outcome: SendOutcome::Unreachable(error.to_string()),
+                        http_status: None,
+                        latency_ms: 0,
+                    };
+                }
             },
             (None, [handle]) => direct_chat(&message.channel, handle),
             (None, _) => return refused("a direct message goes to exactly one handle"),
@@ -389,8 +427,14 @@ impl LineAdapter for BlueBubbles {
             None => expectation(&chat, &text),
         };
         // Recorded before the call: whatever the Mac reports can be matched to this message.
-        if let Err(error) = bridge_refs::record(&self.db, &line.id, &format!("{expected}{}", message.id), &message.id).await {
-            return CallResult { outcome: SendOutcome::Unreachable(error.to_string()), http_status: None, latency_ms: 0 };
+        if let Err(error) =
+            bridge_refs::record(&self.db, &line.id, &format!("{expected}{}", message.id), &message.id).await
+        {
+            return CallResult {
+                outcome: SendOutcome::Unreachable(error.to_string()),
+                http_status: None,
+                latency_ms: 0,
+            };
         }
         let started = Instant::now();
         let Some((file, vcard)) = card else {
@@ -427,7 +471,11 @@ impl LineAdapter for BlueBubbles {
         ];
         for (remote, local) in &notes {
             if let Err(error) = bridge_refs::record(&self.db, &line.id, remote, local).await {
-                return CallResult { outcome: SendOutcome::Unreachable(error.to_string()), http_status: None, latency_ms: 0 };
+                return CallResult {
+                    outcome: SendOutcome::Unreachable(error.to_string()),
+                    http_status: None,
+                    latency_ms: 0,
+                };
             }
         }
         let body = json!({
@@ -455,7 +503,11 @@ impl LineAdapter for BlueBubbles {
             if let Err(error) = recorded.await {
                 tracing::warn!(group = %group.id, error = %error, "could not record the group's chat guid");
             }
-            return CallResult { outcome: SendOutcome::Accepted, http_status: Some(status.as_u16()), latency_ms: started.elapsed().as_millis() as i64 };
+            return CallResult {
+                outcome: SendOutcome::Accepted,
+                http_status: Some(status.as_u16()),
+                latency_ms: started.elapsed().as_millis() as i64,
+            };
         }
         self.outcome(line, &group.message_id, started, result).await
     }
@@ -508,8 +560,10 @@ impl LineAdapter for BlueBubbles {
             return Ok(());
         }
         let body = json!({"url": url, "events": EVENTS});
-        let (status, envelope) =
-            self.call(self.request(reqwest::Method::POST, line, "/webhook").json(&body)).await.map_err(|e| describe(&e))?;
+        let (status, envelope) = self
+            .call(self.request(reqwest::Method::POST, line, "/webhook").json(&body))
+            .await
+            .map_err(|e| describe(&e))?;
         if status.is_success() {
             Ok(())
         } else {
@@ -517,9 +571,14 @@ impl LineAdapter for BlueBubbles {
         }
     }
 
+    /// The server posts each webhook once and forgets it (`services/webhookService`).
+    fn reports_may_be_lost(&self) -> bool {
+        true
+    }
+
     async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
-        let delivery: Value =
-            serde_json::from_slice(hook.body).map_err(|e| HookError::Malformed(format!("not a BlueBubbles webhook: {e}")))?;
+        let delivery: Value = serde_json::from_slice(hook.body)
+            .map_err(|e| HookError::Malformed(format!("not a BlueBubbles webhook: {e}")))?;
         let kind = delivery.get("type").and_then(Value::as_str).unwrap_or_default();
         let data = delivery.get("data").cloned().unwrap_or(Value::Null);
         let message = MacMessage(&data);

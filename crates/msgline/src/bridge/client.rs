@@ -12,11 +12,11 @@ use super::{
 };
 use crate::{
     config::Config,
-    domain::apikey::hash_secret,
     db::{
         Db,
         lines::{BridgeKind, Line},
     },
+    domain::apikey::hash_secret,
 };
 
 /// How a send (or group creation) call ended.
@@ -124,6 +124,15 @@ impl BridgeClient {
     }
 
     /// Asks the line what became of a message.
+    /// See [`LineAdapter::reports_may_be_lost`].
+    pub fn reports_may_be_lost(&self, line: &Line) -> bool {
+        match line.bridge_kind {
+            BridgeKind::Msgline => self.msgline.reports_may_be_lost(),
+            BridgeKind::BlueBubbles => self.bluebubbles.reports_may_be_lost(),
+            BridgeKind::AndroidGateway => self.android.reports_may_be_lost(),
+        }
+    }
+
     pub async fn message_status(&self, line: &Line, id: &str) -> StatusLookup {
         on_kind!(self, line, message_status(id))
     }
@@ -151,7 +160,6 @@ impl BridgeClient {
         on_kind!(self, line, receive(hook))
     }
 }
-
 
 pub(super) fn classify_error(error: &reqwest::Error) -> SendOutcome {
     if error.is_connect() {

@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, ReachabilityRequest, SendAnswer,
-    SendRequest, StatusAnswer,
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, ReachabilityRequest,
+    SendAnswer, SendRequest, StatusAnswer,
 };
 use crate::{clock, db::lines::Capabilities};
 

@@ -123,8 +123,7 @@ pub struct NewLine<'a> {
     pub bridge_password: Option<&'a str>,
 }
 
-const COLUMNS: &str =
-    "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at, bridge_kind, bridge_settings";
+const COLUMNS: &str = "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at, bridge_kind, bridge_settings";
 
 fn from_row(row: &AnyRow) -> sqlx::Result<Line> {
     let kind: String = row.try_get(3)?;

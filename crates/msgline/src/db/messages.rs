@@ -472,6 +472,22 @@ pub async fn advance_through_staged(
     Ok(last)
 }
 
+/// Outbound messages on `line_id` that the line accepted but that have not reached `read` or
+/// `failed`, last moved at or after `since`, oldest move first: the ones whose receipts a line
+/// that can lose reports is asked about.
+pub async fn awaiting_receipts(db: &Db, line_id: &str, since: i64, limit: i64) -> sqlx::Result<Vec<String>> {
+    let rows = sqlx::query(
+        "SELECT id FROM messages WHERE line_id = $1 AND direction = 'outbound' \
+         AND status IN ('submitted', 'sent', 'delivered') AND updated_at >= $2 ORDER BY updated_at LIMIT $3",
+    )
+    .bind(line_id)
+    .bind(since)
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter().map(|row| row.try_get(0)).collect()
+}
+
 /// Several messages by id, inside a transaction.
 pub async fn get_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Vec<Message>> {
     if ids.is_empty() {

@@ -6,8 +6,8 @@
 
 pub mod agents;
 pub mod attempts;
-pub mod bridge_refs;
 mod batch;
+pub mod bridge_refs;
 pub mod contacts;
 pub mod conversations;
 pub mod events;

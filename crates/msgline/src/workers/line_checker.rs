@@ -1,25 +1,42 @@
 //! Asks every line's bridge what it can do, at start and every 30 seconds, so `GET /lines`
 //! shows current capabilities and status; and makes sure each line's device reports to this
 //! instance (registers msgline's webhook where the kind takes registrations), once per start and
-//! again until it succeeds.
+//! again until it succeeds. On lines whose device can lose its reports while msgline is down, it
+//! then asks about the messages still waiting for a receipt: after each registration those of
+//! the last day, and every five minutes those of the last hour.
 
 use std::{collections::HashSet, time::Duration};
 
 use tokio::sync::watch;
 
 use super::pause;
-use crate::{api::AppState, db};
+use crate::{
+    api::AppState,
+    bridge::client::StatusLookup,
+    clock,
+    db::{self, lines::Line},
+};
 
 const EVERY: Duration = Duration::from_secs(30);
+/// Every how many checks the receipts of the last hour are asked about again (five minutes).
+const CATCH_UP_EVERY: u64 = 10;
+const HOUR_MS: i64 = 3_600_000;
+/// The most messages asked about per line in one catch-up.
+const CATCH_UP_BATCH: i64 = 500;
 
 pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
     let mut connected = HashSet::new();
-    loop {
+    for round in 1_u64.. {
         if let Err(error) = connect(&state, &mut connected).await {
             tracing::error!(error = %error, "line connection check failed");
         }
         if let Err(error) = step(&state).await {
             tracing::error!(error = %error, "line check failed");
+        }
+        if round.is_multiple_of(CATCH_UP_EVERY)
+            && let Err(error) = catch_up_all(&state, clock::now_ms() - HOUR_MS).await
+        {
+            tracing::error!(error = %error, "receipt catch-up failed");
         }
         if !pause(&mut shutdown, EVERY).await {
             break;
@@ -43,10 +60,41 @@ pub async fn connect(state: &AppState, connected: &mut HashSet<String>) -> sqlx:
         }
         match state.lines.client().connect(&line).await {
             Ok(()) => {
+                if state.lines.client().reports_may_be_lost(&line) {
+                    catch_up(state, &line, clock::now_ms() - 24 * HOUR_MS).await?;
+                }
                 connected.insert(line.id);
             }
-            Err(error) => tracing::warn!(line = %line.id, kind = line.bridge_kind.as_str(), error, "could not register msgline with the line's device; will try again"),
+            Err(error) => {
+                tracing::warn!(line = %line.id, kind = line.bridge_kind.as_str(), error, "could not register msgline with the line's device; will try again")
+            }
         }
     }
     Ok(())
+}
+
+async fn catch_up_all(state: &AppState, since: i64) -> sqlx::Result<()> {
+    for line in db::lines::list_all(&state.db).await? {
+        if state.lines.client().reports_may_be_lost(&line) {
+            catch_up(state, &line, since).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Asks the line about its messages moved since `since` that still wait for a receipt, and moves
+/// each forward to where the line says it is. Returns how many moved.
+pub async fn catch_up(state: &AppState, line: &Line, since: i64) -> sqlx::Result<usize> {
+    let mut moved = 0;
+    for id in db::messages::awaiting_receipts(&state.db, &line.id, since, CATCH_UP_BATCH).await? {
+        let StatusLookup::Known(answer) = state.lines.client().message_status(line, &id).await else { continue };
+        let mut tx = state.db.writer().begin().await?;
+        let changed = db::messages::advance_through(&mut tx, &id, &answer.status, answer.reason.as_deref()).await?;
+        tx.commit().await?;
+        moved += usize::from(changed.is_some());
+    }
+    if moved > 0 {
+        tracing::info!(line = %line.id, moved, "caught up with receipts the line reported while msgline was away");
+    }
+    Ok(moved)
 }

@@ -1,11 +1,14 @@
 //! Integration tests: the real server on a loopback port, real HTTP, a fresh database per test.
 
+mod devices;
 mod fakemodel;
 mod helpers;
 mod receiver;
 mod simline;
 
 mod agents;
+mod android;
+mod bluebubbles;
 mod cards;
 mod cli;
 mod contacts;

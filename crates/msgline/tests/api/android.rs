@@ -1,0 +1,163 @@
+//! Lines of kind `android-gateway` against the fake SMS Gateway for Android: send, lifecycle,
+//! inbound, signatures, cards and refusals, a send that times out but went through, and `kill -9`.
+
+use std::collections::HashSet;
+
+use hmac::{Hmac, Mac};
+use serde_json::json;
+use sha2::Sha256;
+
+use crate::{
+    devices::{DeviceLine, GW_PASSWORD, Kind},
+    helpers::eventually,
+};
+
+const FRIEND: &str = "+12015550123";
+
+fn sign(key: &str, body: &str, timestamp: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
+    mac.update(body.as_bytes());
+    mac.update(timestamp.as_bytes());
+    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn an_android_line_registers_its_webhooks_sends_with_msglines_id_and_reports_delivery() {
+    let line = DeviceLine::start(Kind::Android, &[]).await;
+    assert_eq!(line.created["webhook_registered"], true, "{}", line.created);
+    assert_eq!(line.created["bridge_kind"], "android-gateway");
+
+    // The customer sees the kind and the capabilities, never a credential.
+    let shown = line.api_get(&format!("/lines/{}", line.line_id)).await;
+    assert_eq!(shown["bridge_kind"], "android-gateway");
+    assert_eq!(shown["capabilities"], json!({"imessage": false, "sms": true, "groups": false, "polls": false}));
+    let listed = line.api_get("/lines").await.to_string();
+    assert!(!listed.contains(GW_PASSWORD) && !listed.contains("hook_secret") && !listed.contains("bridge_url"));
+
+    // msgline registered one webhook per event, with a URL carrying the line's secret.
+    let hooks = line.fake.get("/control/webhooks").await;
+    let events: HashSet<String> =
+        hooks.as_array().unwrap().iter().map(|h| h["event"].as_str().unwrap().to_string()).collect();
+    let expected: HashSet<String> =
+        ["sms:received", "sms:sent", "sms:delivered", "sms:failed"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(events, expected);
+    let secret = line.hook_secret().await;
+    assert!(hooks.as_array().unwrap().iter().all(|h| h["url"].as_str().unwrap().contains(&secret)));
+
+    let id = line.send_text(FRIEND, "Your table is ready").await;
+    line.wait_status(&id, "delivered").await;
+    let sent = line.fake.sent().await;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["id"], id.as_str(), "the gateway's id is msgline's");
+    assert_eq!(sent[0]["phoneNumbers"], json!([FRIEND]));
+    assert_eq!(sent[0]["text"], "Your table is ready");
+    // The delivery came by webhook: sent, then delivered.
+    let message = line.api_get(&format!("/messages/{id}")).await;
+    assert_eq!(message["channel"], "sms");
+    assert!(message["sent_at"].is_string() && message["delivered_at"].is_string(), "{message}");
+}
+
+#[tokio::test]
+async fn an_sms_to_the_phone_arrives_once_even_when_the_webhook_repeats() {
+    let line = DeviceLine::start(Kind::Android, &[]).await;
+    line.fake.control("/control/repeat-webhooks", json!({"times": 3})).await;
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "Is it still open?"})).await;
+    let inbound = eventually(20, "the inbound SMS", || async {
+        let list = line.inbound().await;
+        (!list.is_empty()).then_some(list)
+    })
+    .await;
+    assert_eq!(inbound[0]["body"], "Is it still open?");
+    assert_eq!(inbound[0]["channel"], "sms");
+    // Repeats change nothing.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(line.inbound().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_webhook_with_a_bad_signature_or_an_old_timestamp_is_refused_and_changes_nothing() {
+    let line = DeviceLine::start(Kind::Android, &[]).await;
+    let secret = line.hook_secret().await;
+    let body = json!({
+        "id": "evt-1", "webhookId": "w", "event": "sms:received", "deviceId": "d",
+        "payload": {"messageId": "in-1", "sender": FRIEND, "phoneNumber": FRIEND, "message": "forged",
+                    "receivedAt": "2026-11-25T00:00:00.000+00:00"}
+    })
+    .to_string();
+    let now = (msgline::clock::now_ms() / 1000).to_string();
+    let query = format!("secret={secret}");
+    let good = sign(&secret, &body, &now);
+
+    // Without the URL's secret, with a wrong key, with a stale timestamp, unsigned: 401.
+    assert_eq!(line.post_hook("secret=wrong", &[("X-Signature", &good), ("X-Timestamp", &now)], &body).await, 401);
+    let wrong = sign("not-the-key", &body, &now);
+    assert_eq!(line.post_hook(&query, &[("X-Signature", &wrong), ("X-Timestamp", &now)], &body).await, 401);
+    let old = (msgline::clock::now_ms() / 1000 - 3600).to_string();
+    let old_signed = sign(&secret, &body, &old);
+    assert_eq!(line.post_hook(&query, &[("X-Signature", &old_signed), ("X-Timestamp", &old)], &body).await, 401);
+    assert_eq!(line.post_hook(&query, &[], &body).await, 401);
+    assert!(line.inbound().await.is_empty(), "nothing refused was stored");
+
+    // The phone signing with another key (its setting changed by hand) is refused too.
+    line.fake.control("/control/signing-key", json!({"key": "changed-on-the-phone"})).await;
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "signed with the wrong key"})).await;
+    // A correctly signed one is applied.
+    assert_eq!(line.post_hook(&query, &[("X-Signature", &good), ("X-Timestamp", &now)], &body).await, 200);
+    let inbound = line.inbound().await;
+    assert_eq!(inbound.len(), 1, "{inbound:?}");
+    assert_eq!(inbound[0]["body"], "forged");
+}
+
+#[tokio::test]
+async fn cards_go_as_text_and_polls_and_groups_are_refused_with_clear_errors() {
+    let line = DeviceLine::start(Kind::Android, &[]).await;
+    let (status, card) =
+        line.api_post("/contact-cards", json!({"to": FRIEND, "name": "Ann Lee", "phone": "+12015550177"})).await;
+    assert_eq!(status, 202, "{card}");
+    let id = card["message"]["id"].as_str().unwrap().to_string();
+    line.wait_status(&id, "delivered").await;
+    let sent = line.fake.sent().await;
+    assert!(sent[0]["text"].as_str().unwrap().contains("Ann Lee: +12015550177"), "{sent:?}");
+
+    let (status, poll) =
+        line.api_post("/polls", json!({"to": FRIEND, "question": "Lunch?", "options": ["Yes", "No"]})).await;
+    assert_eq!(status, 400, "{poll}");
+    assert_eq!(poll["error"], "poll_requires_imessage", "{poll}");
+    let (status, group) =
+        line.api_post("/groups", json!({"participants": [FRIEND, "+12015550124"], "body": "Hi all"})).await;
+    assert_eq!(status, 409, "{group}");
+    assert_eq!(group["error"], "group_chats_unsupported", "{group}");
+    assert_eq!(line.fake.sent().await.len(), 1, "nothing refused reached the phone");
+}
+
+#[tokio::test]
+async fn a_message_the_phone_cannot_send_is_failed_with_its_reason() {
+    let line = DeviceLine::start(Kind::Android, &[]).await;
+    line.fake.control("/control/mode", json!({"mode": "fail", "reason": "RESULT_ERROR_NO_SERVICE"})).await;
+    let id = line.send_text(FRIEND, "Anyone there?").await;
+    let error = line.wait_status(&id, "failed").await;
+    assert!(error.unwrap_or_default().contains("RESULT_ERROR_NO_SERVICE"));
+}
+
+#[tokio::test]
+async fn a_send_that_times_out_but_went_through_is_unknown_then_settled_without_a_second_send() {
+    let line = DeviceLine::start(Kind::Android, &[("MSGLINE_BRIDGE_TIMEOUT_MS", "500")]).await;
+    line.fake.control("/control/mode", json!({"mode": "slow", "delay_ms": 3000})).await;
+    let id = line.send_text(FRIEND, "Slow network").await;
+    eventually(20, "the send to time out", || async {
+        let attempts = line
+            .count(&format!("SELECT COUNT(*) FROM delivery_attempts WHERE message_id = '{id}' AND outcome = 'timeout'"))
+            .await;
+        (attempts >= 1).then_some(())
+    })
+    .await;
+    line.wait_status(&id, "delivered").await;
+    let stats = line.fake.get("/control/stats").await;
+    assert_eq!(stats["repeated_ids"], 0, "msgline never posted the message again: {stats}");
+    assert_eq!(line.fake.sent().await.len(), 1);
+}
+
+#[tokio::test]
+async fn kill_9_in_the_middle_of_sends_loses_nothing_and_sends_nothing_twice() {
+    crate::devices::kill_9_test(Kind::Android).await;
+}

@@ -1,0 +1,189 @@
+//! Lines of kind `bluebubbles` against the fake BlueBubbles Server: send, lifecycle to read,
+//! inbound, cards, polls by fallback text, groups, the Private API helper missing, refused and
+//! slow sends, webhook secrets, and `kill -9`.
+
+use serde_json::json;
+
+use crate::{
+    devices::{BB_PASSWORD, DeviceLine, Kind},
+    helpers::eventually,
+};
+
+/// Reachable over iMessage in the fake (an odd last digit); `SMS_ONLY` is not.
+const FRIEND: &str = "+12015550123";
+const SMS_ONLY: &str = "+12015550124";
+
+#[tokio::test]
+async fn a_bluebubbles_line_registers_its_webhook_and_sends_to_the_chat_guid_with_msglines_id() {
+    let line = DeviceLine::start(Kind::BlueBubbles, &[]).await;
+    assert_eq!(line.created["webhook_registered"], true, "{}", line.created);
+
+    let shown = line.api_get(&format!("/lines/{}", line.line_id)).await;
+    assert_eq!(shown["bridge_kind"], "bluebubbles");
+    assert_eq!(shown["capabilities"], json!({"imessage": true, "sms": true, "groups": true, "polls": false}));
+    let listed = line.api_get("/lines").await.to_string();
+    assert!(!listed.contains(BB_PASSWORD) && !listed.contains("hook_secret"));
+
+    let hooks = line.fake.get("/control/webhooks").await;
+    let hooks = hooks.as_array().expect("webhooks");
+    assert_eq!(hooks.len(), 1, "one webhook, registered once: {hooks:?}");
+    assert!(hooks[0]["url"].as_str().unwrap().contains(&line.hook_secret().await));
+
+    // iMessage: delivered, then read, from the Mac's receipts.
+    let id = line.send_text(FRIEND, "See you at 8").await;
+    line.wait_status(&id, "read").await;
+    // A number without iMessage goes to the SMS chat: delivered, never read.
+    let sms = line.send_text(SMS_ONLY, "See you at 9").await;
+    line.wait_status(&sms, "delivered").await;
+
+    let sent = line.fake.sent().await;
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0]["tempGuid"], id.as_str());
+    assert_eq!(sent[0]["chatGuid"], format!("iMessage;-;{FRIEND}"));
+    assert_eq!(sent[0]["text"], "See you at 8");
+    assert_eq!(sent[1]["chatGuid"], format!("SMS;-;{SMS_ONLY}"));
+    let message = line.api_get(&format!("/messages/{sms}")).await;
+    assert_eq!(message["channel"], "sms");
+
+    // A second start registers nothing new.
+    let mut line = line;
+    line.kill().await;
+    line.serve().await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(line.fake.get("/control/webhooks").await.as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_imessage_to_the_mac_arrives_once_and_a_hook_without_the_secret_is_refused() {
+    let line = DeviceLine::start(Kind::BlueBubbles, &[]).await;
+    line.fake.control("/control/repeat-webhooks", json!({"times": 3})).await;
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "Running late"})).await;
+    let inbound = eventually(20, "the inbound iMessage", || async {
+        let list = line.inbound().await;
+        (!list.is_empty()).then_some(list)
+    })
+    .await;
+    assert_eq!(inbound[0]["body"], "Running late");
+    assert_eq!(inbound[0]["channel"], "imessage");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(line.inbound().await.len(), 1, "a repeated webhook changes nothing");
+
+    let forged = json!({"type": "new-message", "data": {"guid": "forged", "text": "hi", "isFromMe": false,
+                        "handle": {"address": FRIEND}, "chats": [{"guid": format!("iMessage;-;{FRIEND}")}]}})
+    .to_string();
+    assert_eq!(line.post_hook("secret=wrong", &[], &forged).await, 401);
+    assert_eq!(line.post_hook("", &[], &forged).await, 401);
+    assert_eq!(line.inbound().await.len(), 1, "nothing refused was stored");
+}
+
+#[tokio::test]
+async fn a_card_is_a_vcf_attachment_and_a_poll_is_its_fallback_text_with_replies_as_votes() {
+    let line = DeviceLine::start(Kind::BlueBubbles, &[]).await;
+    let (status, card) =
+        line.api_post("/contact-cards", json!({"to": FRIEND, "name": "Ann Lee", "phone": "+12015550177"})).await;
+    assert_eq!(status, 202, "{card}");
+    let card_id = card["message"]["id"].as_str().unwrap().to_string();
+    line.wait_status(&card_id, "read").await;
+    let sent = line.fake.sent().await;
+    assert_eq!(sent[0]["attachment_name"], format!("{card_id}.vcf"));
+    assert!(sent[0]["attachment_text"].as_str().unwrap().contains("FN:Ann Lee"), "{sent:?}");
+
+    let (status, poll) =
+        line.api_post("/polls", json!({"to": FRIEND, "question": "Lunch?", "options": ["Pizza", "Salad"]})).await;
+    assert_eq!(status, 202, "{poll}");
+    let poll_message = poll["message"]["id"].as_str().unwrap().to_string();
+    let poll_id = poll["poll"]["id"].as_str().unwrap().to_string();
+    line.wait_status(&poll_message, "read").await;
+    let sent = line.fake.sent().await;
+    // The card's caption (its `body`, the name by default) follows it as its own text.
+    assert_eq!(sent[1]["tempGuid"], format!("{card_id}-caption"), "{sent:?}");
+    assert_eq!(sent[1]["text"], "Ann Lee");
+    let poll_sent = sent.iter().find(|s| s["tempGuid"] == poll_message.as_str()).expect("the poll went out");
+    let text = poll_sent["text"].as_str().unwrap();
+    assert!(text.contains("Lunch?") && text.contains("1. Pizza") && text.contains("2. Salad"), "{text}");
+
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "2"})).await;
+    let tally = eventually(20, "the reply to count as a vote", || async {
+        let poll = line.api_get(&format!("/polls/{poll_id}")).await;
+        (poll["total_votes"] == 1).then_some(poll)
+    })
+    .await;
+    assert_eq!(tally["tally"][1]["votes"], 1, "{tally}");
+}
+
+#[tokio::test]
+async fn a_group_is_created_on_the_mac_and_later_messages_and_replies_use_its_chat() {
+    let line = DeviceLine::start(Kind::BlueBubbles, &[]).await;
+    let (status, created) = line
+        .api_post("/groups", json!({"participants": [FRIEND, "+12015550125"], "body": "Hi all", "name": "Trip"}))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let group_id = created["group"]["id"].as_str().unwrap().to_string();
+    let sent = line.fake.sent().await;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let chat = sent[0]["chatGuid"].as_str().expect("the new chat's guid").to_string();
+    assert!(chat.contains(";+;"), "a group chat guid: {chat}");
+    assert_eq!(sent[0]["addresses"], json!([FRIEND, "+12015550125"]));
+    assert_eq!(sent[0]["text"], "Hi all");
+
+    let (status, next) = line.api_post("/messages", json!({"conversation_id": group_id, "body": "Bring snacks"})).await;
+    assert_eq!(status, 202, "{next}");
+    let next_id = next["message"]["id"].as_str().unwrap().to_string();
+    line.wait_status(&next_id, "delivered").await;
+    let sent = line.fake.sent().await;
+    assert_eq!(sent[1]["chatGuid"], chat.as_str());
+    assert_eq!(sent[1]["tempGuid"], next_id.as_str());
+
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "On it", "chat": chat})).await;
+    let inbound = eventually(20, "the group reply", || async {
+        let list = line.inbound().await;
+        (!list.is_empty()).then_some(list)
+    })
+    .await;
+    assert_eq!(inbound[0]["conversation_id"], group_id.as_str(), "{inbound:?}");
+}
+
+#[tokio::test]
+async fn without_the_private_api_helper_groups_are_refused_and_one_to_one_still_works() {
+    let line = DeviceLine::start_with(Kind::BlueBubbles, &["--no-helper"], &[]).await;
+    let shown = line.api_get(&format!("/lines/{}", line.line_id)).await;
+    assert_eq!(shown["capabilities"]["groups"], false, "{shown}");
+    let (status, refused) =
+        line.api_post("/groups", json!({"participants": [FRIEND, "+12015550125"], "body": "Hi"})).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"], "group_chats_unsupported");
+    // Without the helper the server cannot say who has iMessage: msgline's usual rules apply.
+    let id = line.send_text(FRIEND, "Still here").await;
+    line.wait_status(&id, "delivered").await;
+    assert_eq!(line.fake.sent().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_send_the_mac_reports_as_failed_is_failed_with_the_imessage_error() {
+    let line = DeviceLine::start(Kind::BlueBubbles, &[]).await;
+    line.fake.control("/control/mode", json!({"mode": "error"})).await;
+    let id = line.send_text(FRIEND, "Will not go").await;
+    let error = line.wait_status(&id, "failed").await.unwrap_or_default();
+    assert!(error.contains("error 22"), "{error}");
+}
+
+#[tokio::test]
+async fn a_send_that_times_out_but_went_through_is_settled_by_asking_the_mac_never_by_sending_again() {
+    let line = DeviceLine::start(Kind::BlueBubbles, &[("MSGLINE_BRIDGE_TIMEOUT_MS", "500")]).await;
+    line.fake.control("/control/mode", json!({"mode": "slow", "delay_ms": 3000})).await;
+    let id = line.send_text(FRIEND, "Slow Mac").await;
+    eventually(20, "the send to time out", || async {
+        let sql = format!("SELECT COUNT(*) FROM delivery_attempts WHERE message_id = '{id}' AND outcome = 'timeout'");
+        (line.count(&sql).await >= 1).then_some(())
+    })
+    .await;
+    line.wait_status(&id, "read").await;
+    let stats = line.fake.get("/control/stats").await;
+    assert_eq!(stats["repeated_temp_guids"], 0, "{stats}");
+    assert_eq!(line.fake.sent().await.len(), 1);
+}
+
+#[tokio::test]
+async fn kill_9_in_the_middle_of_sends_loses_nothing_and_sends_nothing_twice() {
+    crate::devices::kill_9_test(Kind::BlueBubbles).await;
+}

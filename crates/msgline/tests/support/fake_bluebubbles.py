@@ -1,0 +1,514 @@
+#!/usr/bin/env python3
+"""A fake BlueBubbles Server (a Mac signed in to iMessage) for msgline's tests.
+
+Written from the server's source (BlueBubblesApp/bluebubbles-server, packages/server/src/server/):
+  api/http/api/v1/httpRoutes.ts            the routes under /api/v1 and which need the Private API
+  api/http/api/v1/middleware/authMiddleware.ts      the password as ?password= (or guid/token)
+  api/http/api/v1/middleware/privateApiMiddleware.ts  500 iMessage Error without the helper
+  api/http/api/v1/responses/{errors,success,types}.ts the {status, message, data, error} envelope
+  api/http/api/v1/routers/messageRouter.ts  text, attachment, query, find; a send is synchronous
+  api/http/api/v1/validators/messageValidator.ts     tempGuid rules and "already queued"
+  api/http/api/v1/routers/chatRouter.ts + api/interfaces/chatInterface.ts  chat/new
+  api/http/api/v1/routers/handleRouter.ts  availability/imessage
+  api/http/api/v1/routers/serverRouter.ts + api/interfaces/generalInterface.ts  server/info
+  api/http/api/v1/routers/webhookRouter.ts + validators/webhookValidator.ts  webhooks
+  databases/server/index.ts (addWebhook: one webhook per URL), services/webhookService/index.ts
+  (unsigned {type, data} POSTs), api/serializers/{Message,Chat,Handle}Serializer.ts (fields).
+
+What it cannot reproduce: Apple's delivery timing, the real iMessage error codes beyond the one
+it is told to use, attachments other than what msgline sends, and the Mac's database races.
+
+    fake_bluebubbles.py --listen 127.0.0.1:PORT --password PW [--step-ms 50] [--no-helper]
+
+Control routes (no password): POST /control/inbound {from, body, chat?, service?},
+POST /control/helper {connected}, POST /control/mode {mode: accept|slow|error, delay_ms, code},
+POST /control/repeat-webhooks {times}, GET /control/sent, GET /control/stats, GET /control/webhooks.
+"""
+
+import argparse
+import email.parser
+import email.policy
+import itertools
+import json
+import time
+import uuid
+
+from fake_common import App, Reply, deliver, later, now_ms
+
+app = App()
+state = {
+    "password": "",
+    "helper": True,
+    "step": 0.05,
+    "mode": "accept",
+    "delay": 0.0,
+    "code": 22,
+    "messages": {},  # guid -> serialized message
+    "order": [],  # guids in creation order
+    "chats": {},  # guid -> serialized chat
+    "webhooks": [],
+    "sent": [],
+    "send_cache": set(),
+    "temp_guids": set(),
+    "repeated": 0,
+    "sends": 0,
+}
+rowids = itertools.count(1)
+
+EVENTS = ["*", "new-message", "updated-message", "message-send-error", "group-name-change", "participant-removed",
+          "participant-added", "participant-left", "chat-read-status-changed", "typing-indicator"]
+
+
+def envelope(status, message, data=None, error=None):
+    body = {"status": status, "message": message}
+    if data is not None:
+        body["data"] = data
+    if error is not None:
+        body["error"] = error
+    return Reply(status, body)
+
+
+def success(data, message="Success"):
+    return envelope(200, message, data)
+
+
+def bad_request(error):
+    return envelope(400, "You've made a bad request! Please check your request params & body", None,
+                    {"type": "Validation Error", "message": error})
+
+
+def imessage_error(message, error, data=None):
+    return envelope(500, message, data, {"type": "iMessage Error", "message": error})
+
+
+def not_found(error):
+    return envelope(404, "The requested resource was not found", None, {"type": "Database Error", "message": error})
+
+
+def chat_for(guid, participants=None, name=None):
+    with app.lock:
+        if guid not in state["chats"]:
+            state["chats"][guid] = {
+                "originalROWID": next(rowids),
+                "guid": guid,
+                "style": 43 if ";+;" in guid else 45,
+                "chatIdentifier": guid.split(";")[-1],
+                "isArchived": False,
+                "displayName": name or "",
+                "participants": [{"address": a, "service": guid.split(";")[0]} for a in (participants or [])],
+            }
+        return state["chats"][guid]
+
+
+def brief_chat(chat):
+    return {k: v for k, v in chat.items() if k != "participants"}
+
+
+def new_message(chat_guid, text, from_me, sender=None, attachment=None):
+    guid = str(uuid.uuid4()).upper()
+    chat = chat_for(chat_guid)
+    service = chat_guid.split(";")[0]
+    other = sender or (None if ";+;" in chat_guid else chat_guid.split(";")[-1])
+    message = {
+        "originalROWID": next(rowids),
+        "guid": guid,
+        "text": text,
+        "attributedBody": None,
+        "handle": {"originalROWID": 1, "address": other, "service": service} if other else None,
+        "handleId": 1 if other else 0,
+        "otherHandle": 0,
+        "attachments": [attachment] if attachment else [],
+        "subject": None,
+        "error": 0,
+        "dateCreated": now_ms(),
+        "dateRead": None,
+        "dateDelivered": None,
+        "isDelivered": False,
+        "isFromMe": from_me,
+        "hasDdResults": False,
+        "isArchived": False,
+        "itemType": 0,
+        "groupTitle": None,
+        "groupActionType": 0,
+        "balloonBundleId": None,
+        "associatedMessageGuid": None,
+        "associatedMessageType": None,
+        "expressiveSendStyleId": None,
+        "threadOriginatorGuid": None,
+        "hasPayloadData": False,
+        "chats": [brief_chat(chat)],
+    }
+    with app.lock:
+        state["messages"][guid] = message
+        state["order"].append(guid)
+    return message
+
+
+def emit(kind, data):
+    body = json.dumps({"type": kind, "data": data}).encode()
+    with app.lock:
+        hooks = [h for h in state["webhooks"] if "*" in h["events"] or kind in h["events"]]
+        times = app.repeat
+    for hook in hooks:
+        deliver(hook["url"], body, lambda: {}, times)
+
+
+def advance(guid, field):
+    with app.lock:
+        message = state["messages"][guid]
+        message[field] = now_ms()
+        if field == "dateDelivered":
+            message["isDelivered"] = True
+        snapshot = dict(message)
+    emit("updated-message", snapshot)
+
+
+def go_out(message):
+    """The Mac's receipts after a sent message: delivered, then read (iMessage 1:1 only)."""
+    emit("new-message", dict(message))
+    chat = message["chats"][0]["guid"]
+    later(state["step"], advance, message["guid"], "dateDelivered")
+    if chat.startswith("iMessage;-;"):
+        later(state["step"] * 2, advance, message["guid"], "dateRead")
+
+
+def authorized(request):
+    token = request.query.get("guid") or request.query.get("password") or request.query.get("token")
+    if not token:
+        return envelope(401, "You are not authorized to access this resource", None,
+                        {"type": "Authentication Error", "message": "Missing server password!"})
+    if token.strip() != state["password"].strip():
+        return envelope(401, "You are not authorized to access this resource", None,
+                        {"type": "Authentication Error", "message": "Unauthorized"})
+    return None
+
+
+def protected(function):
+    def check(request):
+        refused = authorized(request)
+        return refused if refused else function(request)
+
+    return check
+
+
+def private_api(function):
+    def check(request):
+        if not state["helper"]:
+            return imessage_error(
+                "Please make sure you have completed the setup for the Private API, and your helper is connected!",
+                "Private API Helper is not connected!")
+        return function(request)
+
+    return check
+
+
+def note_temp_guid(temp_guid):
+    """Counts sends and any call that repeats a temp guid seen before (msgline must never)."""
+    with app.lock:
+        state["sends"] += 1
+        if temp_guid:
+            if temp_guid in state["temp_guids"]:
+                state["repeated"] += 1
+            state["temp_guids"].add(temp_guid)
+
+
+def synchronous_send(temp_guid, chat_guid, text, record, attachment=None):
+    """Sends as the server does: the message is in the Mac's database at once, the answer comes when
+    the server has seen it (after `delay` in slow mode); an error code fails it."""
+    if chat_guid not in state["chats"] and ";+;" in chat_guid:
+        return imessage_error("Message Send Error", "Chat does not exist!")
+    with app.lock:
+        state["send_cache"].add(temp_guid)
+        mode, delay, code = state["mode"], state["delay"], state["code"]
+    try:
+        message = new_message(chat_guid, text, True, attachment=attachment)
+        record["guid"] = message["guid"]
+        with app.lock:
+            state["sent"].append(record)
+        if mode == "slow":
+            time.sleep(delay)
+        if mode == "error":
+            message["error"] = code
+            emit("message-send-error", dict(message))
+            data = dict(message, tempGuid=temp_guid)
+            return imessage_error("Message Send Error", "Failed to send message! See attached message error code.",
+                                  data)
+        go_out(message)
+        return success(dict(message, tempGuid=temp_guid), "Message sent!")
+    finally:
+        with app.lock:
+            state["send_cache"].discard(temp_guid)
+
+
+@app.route("GET", "/api/v1/ping")
+@protected
+def ping(request):
+    return success("pong", "Ping received!")
+
+
+@app.route("GET", "/api/v1/server/info")
+@protected
+def server_info(request):
+    return success({
+        "computer_id": "fake-mac",
+        "os_version": "14.5",
+        "server_version": "1.9.9",
+        "private_api": True,
+        "proxy_service": "lan-url",
+        "helper_connected": state["helper"],
+        "detected_icloud": "line@example.com",
+        "detected_imessage": "line@example.com",
+        "macos_time_sync": 0,
+        "local_ipv4s": ["127.0.0.1"],
+        "local_ipv6s": [],
+    })
+
+
+@app.route("GET", "/api/v1/handle/availability/imessage")
+@protected
+@private_api
+def availability(request):
+    address = request.query.get("address")
+    if not address:
+        return bad_request("The address field is required.")
+    # The fake's rule: a number ending in an odd digit has iMessage.
+    return success({"available": address[-1].isdigit() and int(address[-1]) % 2 == 1})
+
+
+@app.route("POST", "/api/v1/message/text")
+@protected
+def send_text(request):
+    body = request.json()
+    temp_guid, chat_guid, text = body.get("tempGuid"), body.get("chatGuid"), body.get("message")
+    method = body.get("method") or "apple-script"
+    if not chat_guid:
+        return bad_request("The chatGuid field is required.")
+    if method == "apple-script" and not temp_guid:
+        return bad_request("A 'tempGuid' is required when sending via AppleScript")
+    if method == "apple-script" and not text:
+        return bad_request("A 'message' is required when sending via AppleScript")
+    if method == "private-api" and not state["helper"]:
+        return imessage_error("Message Send Error", "Private API Helper is not connected!")
+    with app.lock:
+        if temp_guid in state["send_cache"]:
+            note_temp_guid(temp_guid)
+            return bad_request(f"Message is already queued to be sent! (Temp GUID: {temp_guid})")
+    note_temp_guid(temp_guid)
+    record = {"tempGuid": temp_guid, "chatGuid": chat_guid, "text": text, "method": method, "at": now_ms()}
+    return synchronous_send(temp_guid, chat_guid, text, record)
+
+
+def multipart_fields(request):
+    content_type = request.headers.get("Content-Type", "")
+    parser = email.parser.BytesParser(policy=email.policy.HTTP)
+    message = parser.parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + request.raw)
+    fields, files = {}, {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        if filename is not None:
+            files[name] = (filename, part.get_content_type(), payload)
+        else:
+            fields[name] = payload.decode()
+    return fields, files
+
+
+@app.route("POST", "/api/v1/message/attachment")
+@protected
+def send_attachment(request):
+    fields, files = multipart_fields(request)
+    if "attachment" not in files:
+        return bad_request("An attachment is required!")
+    if not fields.get("chatGuid"):
+        return bad_request("The chatGuid field is required.")
+    if not fields.get("name"):
+        return bad_request("The name field is required.")
+    temp_guid, chat_guid, name = fields.get("tempGuid"), fields["chatGuid"], fields["name"]
+    with app.lock:
+        if temp_guid and temp_guid in state["send_cache"]:
+            note_temp_guid(temp_guid)
+            return bad_request("Attachment is already queued to be sent!")
+    note_temp_guid(temp_guid)
+    _, mime, payload = files["attachment"]
+    attachment = {"originalROWID": next(rowids), "guid": str(uuid.uuid4()).upper(), "uti": "public.vcard",
+                  "mimeType": mime, "transferName": name, "totalBytes": len(payload)}
+    record = {"tempGuid": temp_guid, "chatGuid": chat_guid, "text": "\ufffc", "method": fields.get("method"),
+              "attachment_name": name, "attachment_text": payload.decode(errors="replace"), "at": now_ms()}
+    return synchronous_send(temp_guid, chat_guid, "\ufffc", record, attachment)
+
+
+@app.route("POST", "/api/v1/chat/new")
+@protected
+def chat_new(request):
+    body = request.json()
+    addresses, text = body.get("addresses") or [], body.get("message")
+    method, service = body.get("method") or "apple-script", body.get("service") or "iMessage"
+    if not addresses:
+        return imessage_error("The server has encountered an error", "No addresses provided!")
+    if method == "apple-script" and len(addresses) > 1:
+        return imessage_error("Failed to create chat!", "Cannot create group chats on macOS Big Sur or newer!")
+    if method == "private-api" and not text:
+        return imessage_error("Failed to create chat!", "A message is required when creating chats with the Private API!")
+    if method == "private-api" and not state["helper"]:
+        return imessage_error("Failed to create chat!", "Private API Helper is not connected!")
+    note_temp_guid(body.get("tempGuid"))
+    if state["mode"] == "slow":
+        time.sleep(state["delay"])
+    guid = f"{service};+;chat{uuid.uuid4().int % 10**18:018d}" if len(addresses) > 1 else f"{service};-;{addresses[0]}"
+    chat = chat_for(guid, addresses)
+    message = new_message(guid, text, True)
+    with app.lock:
+        state["sent"].append({"guid": message["guid"], "tempGuid": body.get("tempGuid"), "chatGuid": guid,
+                              "text": text, "method": method, "addresses": addresses, "at": now_ms()})
+    go_out(message)
+    data = dict(chat, messages=[dict(message, tempGuid=body.get("tempGuid"))])
+    return success(data, "Successfully created chat!")
+
+
+@app.route("POST", "/api/v1/message/query")
+@protected
+def query(request):
+    body = request.json()
+    chat_guid, after, before = body.get("chatGuid"), body.get("after"), body.get("before")
+    offset, limit = int(body.get("offset") or 0), int(body.get("limit") or 100)
+    with_chats = any(w in ("chat", "chats", "chat.participants", "chats.participants") for w in body.get("with") or [])
+    if chat_guid and chat_guid not in state["chats"]:
+        return success([], f"No chat found with GUID: {chat_guid}")
+    with app.lock:
+        found = [dict(state["messages"][g]) for g in state["order"]]
+    found = [m for m in found if (after is None or m["dateCreated"] > int(after))
+             and (before is None or m["dateCreated"] < int(before))
+             and (not chat_guid or m["chats"][0]["guid"] == chat_guid)]
+    if str(body.get("sort") or "DESC").upper() != "ASC":
+        found.reverse()
+    total = len(found)
+    found = found[offset:offset + limit]
+    if not with_chats:
+        for message in found:
+            message.pop("chats", None)
+    reply = success(found)
+    reply.body["metadata"] = {"offset": offset, "limit": limit, "total": total, "count": len(found)}
+    return reply
+
+
+@app.route("GET", "/api/v1/message/(?P<guid>[^/]+)")
+@protected
+def find(request):
+    with app.lock:
+        message = state["messages"].get(request.params["guid"])
+        message = dict(message) if message else None
+    if message is None:
+        return not_found("Message does not exist!")
+    return success(message)
+
+
+@app.route("GET", "/api/v1/webhook")
+@protected
+def webhooks(request):
+    url, hook_id = request.query.get("url"), request.query.get("id")
+    with app.lock:
+        hooks = [h for h in state["webhooks"] if (not url or h["url"] == url) and (not hook_id or str(h["id"]) == hook_id)]
+    return success(hooks, "Successfully fetched webhooks!")
+
+
+@app.route("POST", "/api/v1/webhook")
+@protected
+def create_webhook(request):
+    body = request.json()
+    url, events = body.get("url"), body.get("events")
+    if not isinstance(url, str) or not isinstance(events, list):
+        return bad_request("The url and events fields are required.")
+    if not url.startswith("http"):
+        return bad_request("Webhook URL must include an HTTP scheme!")
+    for event in events:
+        if not isinstance(event, str):
+            return bad_request("Webhook events must be strings!")
+        if event not in EVENTS:
+            return bad_request(f"Invalid webhook event: {event}! Webhook must be one of: {','.join(EVENTS)}")
+    with app.lock:
+        existing = next((h for h in state["webhooks"] if h["url"] == url), None)
+        if existing:  # the server keeps one webhook per URL and returns it unchanged
+            return success(existing, "Successfully created webhook!")
+        hook = {"id": len(state["webhooks"]) + 1, "url": url, "events": events, "created": now_ms()}
+        state["webhooks"].append(hook)
+    return success(hook, "Successfully created webhook!")
+
+
+@app.route("DELETE", "/api/v1/webhook/(?P<id>[0-9]+)")
+@protected
+def delete_webhook(request):
+    with app.lock:
+        before = len(state["webhooks"])
+        state["webhooks"] = [h for h in state["webhooks"] if str(h["id"]) != request.params["id"]]
+        if len(state["webhooks"]) == before:
+            return not_found("Webhook does not exist!")
+    return success(None, "Successfully deleted webhook!")
+
+
+@app.route("POST", "/control/inbound")
+def control_inbound(request):
+    body = request.json()
+    sender, service = body["from"], body.get("service") or "iMessage"
+    chat = body.get("chat") or f"{service};-;{sender}"
+    message = new_message(chat, body["body"], False, sender=sender)
+    message["handle"] = {"originalROWID": 2, "address": sender, "service": service}
+    emit("new-message", dict(message))
+    return Reply(200, {"guid": message["guid"]})
+
+
+@app.route("POST", "/control/helper")
+def control_helper(request):
+    state["helper"] = bool(request.json().get("connected"))
+    return Reply(200, {"helper": state["helper"]})
+
+
+@app.route("POST", "/control/mode")
+def control_mode(request):
+    body = request.json()
+    with app.lock:
+        state["mode"] = body.get("mode", "accept")
+        state["delay"] = float(body.get("delay_ms", 0)) / 1000
+        state["code"] = int(body.get("code", 22))
+    return Reply(200, {"mode": state["mode"]})
+
+
+@app.route("POST", "/control/repeat-webhooks")
+def control_repeat(request):
+    app.repeat = max(1, int(request.json().get("times", 1)))
+    return Reply(200, {"times": app.repeat})
+
+
+@app.route("GET", "/control/sent")
+def control_sent(request):
+    with app.lock:
+        return Reply(200, list(state["sent"]))
+
+
+@app.route("GET", "/control/stats")
+def control_stats(request):
+    with app.lock:
+        return Reply(200, {"sends": state["sends"], "repeated_temp_guids": state["repeated"]})
+
+
+@app.route("GET", "/control/webhooks")
+def control_webhooks(request):
+    with app.lock:
+        return Reply(200, list(state["webhooks"]))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--listen", required=True)
+    parser.add_argument("--password", required=True)
+    parser.add_argument("--step-ms", type=float, default=50)
+    parser.add_argument("--no-helper", action="store_true")
+    args = parser.parse_args()
+    state["password"] = args.password
+    state["step"] = args.step_ms / 1000
+    state["helper"] = not args.no_helper
+    app.serve(args.listen)
+
+
+if __name__ == "__main__":
+    main()
