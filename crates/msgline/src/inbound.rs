@@ -10,7 +10,11 @@ use crate::{
     bridge::{BridgeEvent, BridgeEventPayload},
     clock,
     db::{self, Db, contacts::Contact, lines::Line, messages::NewMessage},
-    domain::{phone::E164, poll},
+    domain::{
+        lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
+        phone::E164,
+        poll,
+    },
     ids,
 };
 
@@ -69,10 +73,11 @@ async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyho
     let reports = events
         .iter()
         .filter_map(|e| match &e.payload {
+            // A status msgline does not know moves nothing.
             BridgeEventPayload::MessageStatus { message_id, status, reason } => Some(db::messages::StatusReport {
                 event_id: e.id.clone(),
                 message_id: message_id.clone(),
-                status: status.clone(),
+                status: status.parse().ok()?,
                 reason: reason.clone(),
             }),
             _ => None,
@@ -135,11 +140,15 @@ async fn status_moved(
     status: &str,
     reason: Option<&str>,
 ) -> anyhow::Result<()> {
+    let Ok(status) = status.parse::<MessageStatus>() else {
+        tracing::warn!(line = %line.id, message = message_id, status, "a status msgline does not know; ignored");
+        return Ok(());
+    };
     let Some(message) = db::messages::get_any(conn, message_id).await? else {
         tracing::warn!(line = %line.id, message = message_id, "status for a message this service does not know");
         return Ok(());
     };
-    if message.line_id != line.id || message.direction != "outbound" {
+    if message.line_id != line.id || message.direction != Direction::Outbound {
         tracing::warn!(line = %line.id, message = message_id, "status for a message of another line; ignored");
         return Ok(());
     }
@@ -197,7 +206,7 @@ async fn inbound(
         Some(group) => group.id,
         None => db::conversations::find_or_create_direct(conn, &org_id, &line.id, &contact.id, &from).await?.id,
     };
-    let channel = if channel == "sms" { "sms" } else { "imessage" };
+    let channel = if channel == "sms" { Channel::Sms } else { Channel::Imessage };
     // A reply naming an option of the conversation's latest poll is a vote on it.
     if let Some(poll) = db::polls::latest_in_conversation(conn, &conversation_id).await?
         && let Some(index) = poll::match_reply(body, &poll.options)
@@ -212,12 +221,12 @@ async fn inbound(
             conversation_id: conversation_id.clone(),
             contact_id: Some(contact.id),
             line_id: line.id.clone(),
-            direction: "inbound",
-            channel: channel.into(),
-            kind: "text".into(),
+            direction: Direction::Inbound,
+            channel,
+            kind: MessageKind::Text,
             body: body.to_string(),
             payload: None,
-            status: "received",
+            status: MessageStatus::Received,
             agent_id: None,
             attachment: None,
         },
@@ -272,7 +281,7 @@ async fn native_vote(
     };
     let from = E164::parse(from, None).map(E164::into_string).unwrap_or_else(|_| from.trim().to_string());
     let contact = db::contacts::find_or_create(&mut *conn, &poll.org_id, &from).await?;
-    record_vote(conn, &poll, &contact, index, "imessage", None).await
+    record_vote(conn, &poll, &contact, index, Channel::Imessage, None).await
 }
 
 /// Stores a vote: an inbound `poll_vote` message naming the option and the question, the vote
@@ -282,7 +291,7 @@ async fn record_vote(
     poll: &db::polls::Poll,
     contact: &Contact,
     index: usize,
-    channel: &str,
+    channel: Channel,
     reply: Option<&str>,
 ) -> anyhow::Result<()> {
     let option = &poll.options[index];
@@ -293,14 +302,14 @@ async fn record_vote(
             conversation_id: poll.conversation_id.clone(),
             contact_id: Some(contact.id.clone()),
             line_id: poll.line_id.clone(),
-            direction: "inbound",
-            channel: channel.into(),
-            kind: "poll_vote".into(),
+            direction: Direction::Inbound,
+            channel,
+            kind: MessageKind::PollVote,
             body: poll::vote_text(option, &poll.question),
             payload: Some(
                 json!({"poll_vote": {"poll_id": poll.id, "option": option, "option_index": index, "reply": reply}}),
             ),
-            status: "received",
+            status: MessageStatus::Received,
             agent_id: None,
             attachment: None,
         },
@@ -338,8 +347,9 @@ async fn group_settled(
     reason: Option<&str>,
 ) -> anyhow::Result<()> {
     use sqlx::Row;
-    let Some(group) =
-        db::conversations::get_any(conn, group_id).await?.filter(|g| g.line_id == line.id && g.kind == "group")
+    let Some(group) = db::conversations::get_any(conn, group_id)
+        .await?
+        .filter(|g| g.line_id == line.id && g.kind == ConversationKind::Group)
     else {
         tracing::warn!(line = %line.id, group = group_id, "state for a group this line did not create; ignored");
         return Ok(());

@@ -15,6 +15,7 @@ use super::{
 use crate::{
     db,
     domain::{
+        lifecycle::MessageKind,
         phone::E164,
         photo::{MAX_PHOTO_BYTES, Photo},
         scope::Scope,
@@ -116,7 +117,7 @@ pub async fn send_card_request(
         None => name.clone(),
     };
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/contact-cards", &raw)?;
-    let mut input = request.fields.into_input(caption, "contact_card")?;
+    let mut input = request.fields.into_input(caption, MessageKind::ContactCard)?;
     input.agent_id = sending_agent.map(str::to_string);
     if let Some(sent) = send::prior(state, caller, idempotency.as_ref()).await? {
         return Ok(sent);

@@ -22,7 +22,7 @@ use super::{
 };
 use crate::{
     db,
-    domain::{phone::E164, scope::Scope},
+    domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
     send::groups::{self, GroupInput, MAX_PARTICIPANTS},
 };
@@ -95,7 +95,7 @@ async fn get_group(State(state): State<AppState>, caller: Principal, Path(id): P
     caller.require(Scope::Read)?;
     let group = db::conversations::get(&state.db, &caller.org_id, &id)
         .await?
-        .filter(|c| c.kind == "group")
+        .filter(|c| c.kind == ConversationKind::Group)
         .filter(|c| caller.line_id.as_ref().is_none_or(|bound| bound == &c.line_id))
         .ok_or_else(|| ApiError::not_found("group"))?;
     Ok(Json(group.group_json()))

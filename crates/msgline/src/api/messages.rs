@@ -20,6 +20,7 @@ use crate::{
     db::{self, messages::MessageFilter},
     domain::{
         idempotency::{IdempotencyKey, fingerprint},
+        lifecycle::{Direction, MessageKind, MessageStatus},
         phone::E164,
         scope::Scope,
     },
@@ -49,7 +50,7 @@ pub struct SendFields {
 
 impl SendFields {
     /// Parses recipient, line and channel into a send with the given body and kind.
-    pub fn into_input(self, body: String, kind: &'static str) -> ApiResult<SendInput> {
+    pub fn into_input(self, body: String, kind: MessageKind) -> ApiResult<SendInput> {
         let to = match self.to.as_deref() {
             Some(to) => Some(super::contacts::phone_field("to", to, self.default_country.as_deref())?),
             None => None,
@@ -181,7 +182,7 @@ pub async fn send_text(
     let request: SendMessage = from_value(raw.clone())?;
     let body = required_text("body", request.body, MAX_BODY_CHARS)?;
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &raw)?;
-    let mut input = request.fields.into_input(body, "text")?;
+    let mut input = request.fields.into_input(body, MessageKind::Text)?;
     input.agent_id = agent_id.map(str::to_string);
     send::submit(state, caller, input, idempotency, Map::new()).await
 }
@@ -196,8 +197,6 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-const STATUSES: [&str; 8] = ["queued", "submitted", "sent", "delivered", "read", "failed", "unknown", "received"];
-
 async fn list_messages(
     State(state): State<AppState>,
     caller: Principal,
@@ -205,14 +204,20 @@ async fn list_messages(
 ) -> ApiResult<axum::response::Response> {
     caller.require(Scope::Read)?;
     let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
-    let direction = query.direction.filter(|d| !d.is_empty());
-    if direction.as_deref().is_some_and(|d| d != "inbound" && d != "outbound") {
-        return Err(ApiError::invalid("direction", "direction must be inbound or outbound"));
-    }
-    let status = query.status.filter(|s| !s.is_empty());
-    if status.as_deref().is_some_and(|s| !STATUSES.contains(&s)) {
-        return Err(ApiError::invalid("status", format!("status must be one of {}", STATUSES.join(", "))));
-    }
+    let direction = match query.direction.as_deref().filter(|d| !d.is_empty()) {
+        Some(d) => Some(
+            d.parse::<Direction>()
+                .map_err(|_| ApiError::invalid("direction", "direction must be inbound or outbound"))?,
+        ),
+        None => None,
+    };
+    let status =
+        match query.status.as_deref().filter(|s| !s.is_empty()) {
+            Some(s) => Some(s.parse::<MessageStatus>().map_err(|_| {
+                ApiError::invalid("status", format!("status must be one of {}", MessageStatus::names()))
+            })?),
+            None => None,
+        };
     let filter = MessageFilter {
         conversation_id: query.conversation_id.filter(|c| !c.is_empty()),
         contact_id: query.contact_id.filter(|c| !c.is_empty()),

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     db,
-    domain::{poll, scope::Scope},
+    domain::{lifecycle::MessageKind, poll, scope::Scope},
     error::{ApiError, ApiResult},
     send::{self, PollSpec, Sent},
 };
@@ -61,7 +61,7 @@ pub async fn send_poll_request(
     let options = request.options.ok_or_else(|| ApiError::invalid("options", "options is required"))?;
     let options = poll::parse_options(&options).map_err(|e| ApiError::invalid("options", e))?;
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/polls", &raw)?;
-    let mut input = request.fields.into_input(question.clone(), "poll")?;
+    let mut input = request.fields.into_input(question.clone(), MessageKind::Poll)?;
     let spec = PollSpec { id: db::polls::new_id(), question, options };
     let summary = serde_json::json!({"id": spec.id, "question": spec.question, "options": spec.options});
     input.imessage_only = true;

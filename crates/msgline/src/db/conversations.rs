@@ -6,15 +6,14 @@ use std::collections::HashMap;
 use sqlx::{Row, any::AnyRow};
 
 use super::{Db, Page, Paged};
-use crate::{clock, ids};
+use crate::{clock, domain::lifecycle::ConversationKind, ids};
 
 #[derive(Debug, Clone)]
 pub struct Conversation {
     pub id: String,
     pub org_id: String,
     pub line_id: String,
-    /// `direct` or `group`.
-    pub kind: String,
+    pub kind: ConversationKind,
     pub contact_id: Option<String>,
     pub name: Option<String>,
     pub group_state: Option<String>,
@@ -33,16 +32,16 @@ const COLUMNS: &str = "id, org_id, line_id, kind, contact_id, name, group_state,
 
 fn from_row(row: &AnyRow) -> sqlx::Result<Conversation> {
     Ok(Conversation {
-        id: row.try_get(0)?,
-        org_id: row.try_get(1)?,
-        line_id: row.try_get(2)?,
-        kind: row.try_get(3)?,
-        contact_id: row.try_get(4)?,
-        name: row.try_get(5)?,
-        group_state: row.try_get(6)?,
+        id: row.try_get("id")?,
+        org_id: row.try_get("org_id")?,
+        line_id: row.try_get("line_id")?,
+        kind: super::parsed(row, "kind")?,
+        contact_id: row.try_get("contact_id")?,
+        name: row.try_get("name")?,
+        group_state: row.try_get("group_state")?,
         participants: Vec::new(),
-        created_at: row.try_get(7)?,
-        last_message_at: row.try_get(8)?,
+        created_at: row.try_get("created_at")?,
+        last_message_at: row.try_get("last_message_at")?,
     })
 }
 
@@ -213,12 +212,6 @@ async fn participants(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, V
     Ok(out)
 }
 
-/// `direct` or `group`, for a conversation id.
-pub async fn kind_of(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<Option<String>> {
-    let row = sqlx::query("SELECT kind FROM conversations WHERE id = $1").bind(id).fetch_optional(&mut *conn).await?;
-    row.map(|r| r.try_get(0)).transpose()
-}
-
 /// A group conversation of the organisation on this line, by id.
 pub async fn get_group_on_line(
     conn: &mut sqlx::AnyConnection,
@@ -263,7 +256,7 @@ pub async fn create_group(
         id: ids::new_id("conv"),
         org_id: org_id.to_string(),
         line_id: line_id.to_string(),
-        kind: "group".into(),
+        kind: ConversationKind::Group,
         contact_id: None,
         name: name.map(str::to_string),
         group_state: Some("creating".into()),

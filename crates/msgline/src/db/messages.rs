@@ -7,7 +7,11 @@ use std::collections::HashMap;
 use sqlx::{AnyConnection, Row};
 
 use super::{Batch, Db, ListQuery, Page, Paged, events};
-use crate::{clock, ids};
+use crate::{
+    clock,
+    domain::lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
+    ids,
+};
 
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -16,12 +20,12 @@ pub struct Message {
     pub conversation_id: String,
     pub contact_id: Option<String>,
     pub line_id: String,
-    pub direction: String,
-    pub channel: String,
-    pub kind: String,
+    pub direction: Direction,
+    pub channel: Channel,
+    pub kind: MessageKind,
     pub body: String,
     pub payload: Option<Value>,
-    pub status: String,
+    pub status: MessageStatus,
     pub error: Option<String>,
     pub delivery_unknown: bool,
     pub agent_id: Option<String>,
@@ -58,11 +62,11 @@ impl Message {
             conversation_id: &self.conversation_id,
             contact_id: self.contact_id.as_deref(),
             line_id: &self.line_id,
-            direction: &self.direction,
-            channel: &self.channel,
-            kind: &self.kind,
+            direction: self.direction,
+            channel: self.channel,
+            kind: self.kind,
             body: &self.body,
-            status: &self.status,
+            status: self.status,
             error: self.error.as_deref(),
             delivery_unknown: self.delivery_unknown,
             agent_id: self.agent_id.as_deref(),
@@ -80,7 +84,7 @@ impl Message {
     }
 
     pub fn is_final(&self) -> bool {
-        matches!(self.status.as_str(), "delivered" | "read" | "failed" | "received")
+        self.status.is_final()
     }
 }
 
@@ -92,11 +96,11 @@ pub struct MessageView<'a> {
     conversation_id: &'a str,
     contact_id: Option<&'a str>,
     line_id: &'a str,
-    direction: &'a str,
-    channel: &'a str,
-    kind: &'a str,
+    direction: Direction,
+    channel: Channel,
+    kind: MessageKind,
     body: &'a str,
-    status: &'a str,
+    status: MessageStatus,
     error: Option<&'a str>,
     delivery_unknown: bool,
     agent_id: Option<&'a str>,
@@ -110,56 +114,34 @@ pub struct MessageView<'a> {
     extra: Option<&'a serde_json::Map<String, Value>>,
 }
 
-/// Where a status stands in the outbound lifecycle; moves only go forward.
-fn rank(status: &str) -> Option<u8> {
-    match status {
-        "queued" => Some(0),
-        "unknown" => Some(1),
-        "submitted" => Some(2),
-        "sent" => Some(3),
-        "delivered" => Some(4),
-        "read" => Some(5),
-        _ => None,
-    }
-}
-
-/// Whether a message may move from `from` to `to`.
-pub fn may_move(from: &str, to: &str) -> bool {
-    match (from, to) {
-        ("failed" | "received", _) => false,
-        (from, "failed") => rank(from).is_some_and(|r| r < 4),
-        (from, to) => matches!((rank(from), rank(to)), (Some(a), Some(b)) if b > a),
-    }
-}
-
 const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, payload, \
      status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at, \
      attachment";
 
 fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Message> {
-    let payload = row.opt_text(9)?;
+    let payload = row.opt_text("payload")?;
     Ok(Message {
-        id: row.text(0)?,
-        org_id: row.text(1)?,
-        conversation_id: row.text(2)?,
-        contact_id: row.opt_text(3)?,
-        line_id: row.text(4)?,
-        direction: row.text(5)?,
-        channel: row.text(6)?,
-        kind: row.text(7)?,
-        body: row.text(8)?,
+        id: row.text("id")?,
+        org_id: row.text("org_id")?,
+        conversation_id: row.text("conversation_id")?,
+        contact_id: row.opt_text("contact_id")?,
+        line_id: row.text("line_id")?,
+        direction: super::parsed(row, "direction")?,
+        channel: super::parsed(row, "channel")?,
+        kind: super::parsed(row, "kind")?,
+        body: row.text("body")?,
         payload: payload.and_then(|p| serde_json::from_str(&p).ok()),
-        status: row.text(10)?,
-        error: row.opt_text(11)?,
-        delivery_unknown: row.int(12)? != 0,
-        agent_id: row.opt_text(13)?,
-        created_at: row.int(14)?,
-        updated_at: row.int(15)?,
-        submitted_at: row.opt_int(16)?,
-        sent_at: row.opt_int(17)?,
-        delivered_at: row.opt_int(18)?,
-        read_at: row.opt_int(19)?,
-        attachment: row.opt_text(20)?,
+        status: super::parsed(row, "status")?,
+        error: row.opt_text("error")?,
+        delivery_unknown: row.int("delivery_unknown")? != 0,
+        agent_id: row.opt_text("agent_id")?,
+        created_at: row.int("created_at")?,
+        updated_at: row.int("updated_at")?,
+        submitted_at: row.opt_int("submitted_at")?,
+        sent_at: row.opt_int("sent_at")?,
+        delivered_at: row.opt_int("delivered_at")?,
+        read_at: row.opt_int("read_at")?,
+        attachment: row.opt_text("attachment")?,
     })
 }
 
@@ -170,12 +152,12 @@ pub struct NewMessage {
     pub conversation_id: String,
     pub contact_id: Option<String>,
     pub line_id: String,
-    pub direction: &'static str,
-    pub channel: String,
-    pub kind: String,
+    pub direction: Direction,
+    pub channel: Channel,
+    pub kind: MessageKind,
     pub body: String,
     pub payload: Option<Value>,
-    pub status: &'static str,
+    pub status: MessageStatus,
     pub agent_id: Option<String>,
     pub attachment: Option<String>,
 }
@@ -198,12 +180,12 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
         conversation_id: new.conversation_id,
         contact_id: new.contact_id,
         line_id: new.line_id,
-        direction: new.direction.into(),
+        direction: new.direction,
         channel: new.channel,
         kind: new.kind,
         body: new.body,
         payload: new.payload,
-        status: new.status.into(),
+        status: new.status,
         error: None,
         delivery_unknown: false,
         agent_id: new.agent_id,
@@ -226,12 +208,12 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
             (&message.conversation_id).into(),
             message.contact_id.clone().into(),
             (&message.line_id).into(),
-            (&message.direction).into(),
-            (&message.channel).into(),
-            (&message.kind).into(),
+            message.direction.as_str().into(),
+            message.channel.as_str().into(),
+            message.kind.as_str().into(),
             (&message.body).into(),
             message.payload.as_ref().map(Value::to_string).into(),
-            (&message.status).into(),
+            message.status.as_str().into(),
             message.agent_id.clone().into(),
             now.into(),
             message.attachment.clone().into(),
@@ -269,8 +251,8 @@ pub async fn get_any(conn: &mut AnyConnection, id: &str) -> sqlx::Result<Option<
 pub struct MessageFilter {
     pub conversation_id: Option<String>,
     pub contact_id: Option<String>,
-    pub direction: Option<String>,
-    pub status: Option<String>,
+    pub direction: Option<Direction>,
+    pub status: Option<MessageStatus>,
     /// Only messages on this line (a line-bound key).
     pub line_id: Option<String>,
 }
@@ -280,24 +262,29 @@ pub async fn list(db: &Db, org_id: &str, filter: &MessageFilter, page: &Page) ->
     ListQuery::new(format!("SELECT {COLUMNS} FROM messages WHERE org_id = $1"), org_id)
         .eq("conversation_id", filter.conversation_id.as_deref())
         .eq("contact_id", filter.contact_id.as_deref())
-        .eq("direction", filter.direction.as_deref())
-        .eq("status", filter.status.as_deref())
+        .eq("direction", filter.direction.map(Direction::as_str))
+        .eq("status", filter.status.map(MessageStatus::as_str))
         .eq("line_id", filter.line_id.as_deref())
         .fetch_rows(db, page, |row| from_row(row), |m| &m.id)
         .await
 }
 
-/// The statuses a message may move to `to` from.
-fn sources(to: &str) -> &'static [&'static str] {
-    match to {
-        "unknown" => &["queued"],
-        "submitted" => &["queued", "unknown"],
-        "sent" => &["queued", "unknown", "submitted"],
-        "delivered" => &["queued", "unknown", "submitted", "sent"],
-        "read" => &["queued", "unknown", "submitted", "sent", "delivered"],
-        "failed" => &["queued", "unknown", "submitted", "sent"],
-        _ => &[],
+/// The condition and the stamp of a move to `status`: `status IN (…)` of the statuses it may come
+/// from, and the `, <status>_at = $4` it sets. `None` when nothing may move to `status`.
+fn move_sql(status: MessageStatus) -> Option<(String, &'static str)> {
+    let from = status.sources();
+    if from.is_empty() {
+        return None;
     }
+    let stamp = match status {
+        MessageStatus::Submitted => ", submitted_at = $4",
+        MessageStatus::Sent => ", sent_at = $4",
+        MessageStatus::Delivered => ", delivered_at = $4",
+        MessageStatus::Read => ", read_at = $4",
+        _ => "",
+    };
+    let allowed = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+    Some((format!("status IN ({allowed})"), stamp))
 }
 
 /// Moves a message to `status` if that is a move forward, recording `reason` for a failure,
@@ -305,7 +292,7 @@ fn sources(to: &str) -> &'static [&'static str] {
 pub async fn advance(
     conn: &mut AnyConnection,
     id: &str,
-    status: &str,
+    status: MessageStatus,
     reason: Option<&str>,
 ) -> sqlx::Result<Option<Message>> {
     let mut batch = Batch::new();
@@ -323,46 +310,36 @@ pub fn stage_advance(
     batch: &mut Batch,
     backend: super::Backend,
     before: &Message,
-    status: &str,
+    status: MessageStatus,
     reason: Option<&str>,
 ) -> Option<Message> {
-    let from = sources(status);
-    if from.is_empty() {
-        return None;
-    }
+    let (allowed, stamp) = move_sql(status)?;
     let now = clock::now_ms();
-    let stamp = match status {
-        "submitted" => ", submitted_at = $4",
-        "sent" => ", sent_at = $4",
-        "delivered" => ", delivered_at = $4",
-        "read" => ", read_at = $4",
-        _ => "",
-    };
-    let allowed = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
     let update = format!(
         "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
-         WHERE id = $5 AND status IN ({allowed})"
+         WHERE id = $5 AND {allowed}"
     );
+    let unknown = status == MessageStatus::Unknown;
     let update_args: Vec<super::Arg> =
-        vec![status.into(), reason.into(), ((status == "unknown") as i64).into(), now.into(), (&before.id).into()];
+        vec![status.as_str().into(), reason.into(), (unknown as i64).into(), now.into(), (&before.id).into()];
     let mut after = before.clone();
-    after.status = status.to_string();
+    after.status = status;
     if reason.is_some() {
         after.error = reason.map(str::to_string);
     }
-    after.delivery_unknown = status == "unknown";
+    after.delivery_unknown = unknown;
     after.updated_at = now;
     match status {
-        "submitted" => after.submitted_at = Some(now),
-        "sent" => after.sent_at = Some(now),
-        "delivered" => after.delivered_at = Some(now),
-        "read" => after.read_at = Some(now),
+        MessageStatus::Submitted => after.submitted_at = Some(now),
+        MessageStatus::Sent => after.sent_at = Some(now),
+        MessageStatus::Delivered => after.delivered_at = Some(now),
+        MessageStatus::Read => after.read_at = Some(now),
         _ => {}
     }
     let event_args: Vec<super::Arg> = vec![
         crate::ids::new_id("evt").into(),
         (&after.org_id).into(),
-        format!("messaging.message.{}", after.status).into(),
+        after.status.event_type().into(),
         (&after.id).into(),
         after.event_data().into(),
         now.into(),
@@ -376,30 +353,18 @@ pub async fn advance_staged(
     conn: &mut AnyConnection,
     batch: &mut Batch,
     id: &str,
-    status: &str,
+    status: MessageStatus,
     reason: Option<&str>,
 ) -> sqlx::Result<Option<Message>> {
-    let from = sources(status);
-    if from.is_empty() {
-        return Ok(None);
-    }
-    let now = clock::now_ms();
-    let stamp = match status {
-        "submitted" => ", submitted_at = $4",
-        "sent" => ", sent_at = $4",
-        "delivered" => ", delivered_at = $4",
-        "read" => ", read_at = $4",
-        _ => "",
-    };
-    let allowed = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+    let Some((allowed, stamp)) = move_sql(status) else { return Ok(None) };
     let row = sqlx::query(&format!(
         "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
-         WHERE id = $5 AND status IN ({allowed}) RETURNING {COLUMNS}"
+         WHERE id = $5 AND {allowed} RETURNING {COLUMNS}"
     ))
-    .bind(status)
+    .bind(status.as_str())
     .bind(reason)
-    .bind((status == "unknown") as i64)
-    .bind(now)
+    .bind((status == MessageStatus::Unknown) as i64)
+    .bind(clock::now_ms())
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
@@ -437,7 +402,7 @@ pub async fn last_sender_org(conn: &mut AnyConnection, line_id: &str, phone: &st
 pub async fn advance_through(
     conn: &mut AnyConnection,
     id: &str,
-    target: &str,
+    target: MessageStatus,
     reason: Option<&str>,
 ) -> sqlx::Result<Option<Message>> {
     let Some(current) = get_any(conn, id).await? else { return Ok(None) };
@@ -452,20 +417,13 @@ pub async fn advance_through_staged(
     conn: &mut AnyConnection,
     batch: &mut Batch,
     current: &Message,
-    target: &str,
+    target: MessageStatus,
     reason: Option<&str>,
 ) -> sqlx::Result<Option<Message>> {
-    if target == "failed" {
-        return advance_staged(conn, batch, &current.id, "failed", reason).await;
-    }
-    let (Some(from), Some(to)) = (rank(&current.status), rank(target)) else { return Ok(None) };
     let mut last = None;
-    for step in ["submitted", "sent", "delivered", "read"] {
-        let r = rank(step).expect("ranked");
-        if r > from
-            && r <= to
-            && let Some(moved) = advance_staged(conn, batch, &current.id, step, None).await?
-        {
+    for step in current.status.steps_to(target) {
+        let reason = if step == MessageStatus::Failed { reason } else { None };
+        if let Some(moved) = advance_staged(conn, batch, &current.id, step, reason).await? {
             last = Some(moved);
         }
     }
@@ -501,21 +459,9 @@ pub async fn get_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Ve
     query.persistent(false).fetch_all(&mut *conn).await?.iter().map(from_row).collect()
 }
 
-/// The statuses a message passes through from `from` to `target`, each writing its own event.
-pub fn steps_to(from: &str, target: &str) -> Vec<&'static str> {
-    if target == "failed" {
-        return if may_move(from, "failed") { vec!["failed"] } else { Vec::new() };
-    }
-    let (Some(from), Some(to)) = (rank(from), rank(target)) else { return Vec::new() };
-    ["submitted", "sent", "delivered", "read"]
-        .into_iter()
-        .filter(|step| rank(step).is_some_and(|r| r > from && r <= to))
-        .collect()
-}
-
 /// A message to hand to its line, with its conversation's kind and, for a direct message, the
 /// recipient's phone.
-pub type ForDispatch = (Message, String, Option<String>);
+pub type ForDispatch = (Message, ConversationKind, Option<String>);
 
 /// The messages of a claim, ready to hand to their lines, by id: one read for all of them.
 pub async fn for_dispatch(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String, ForDispatch>> {
@@ -536,10 +482,14 @@ pub async fn for_dispatch(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String,
         super::Backend::Sqlite => (super::batch::placeholders(ids.len()), ids.iter().map(|id| (*id).into()).collect()),
     };
     let sql = format!(
-        "SELECT {columns}, c.kind, ct.phone FROM messages m JOIN conversations c ON c.id = m.conversation_id \
+        "SELECT {columns}, c.kind AS conversation_kind, ct.phone AS contact_phone FROM messages m JOIN conversations c ON c.id = m.conversation_id \
          LEFT JOIN contacts ct ON ct.id = m.contact_id WHERE m.id IN ({wanted})"
     );
-    let rows = db.read_rows(sql, args, |row| Ok((from_row(row)?, row.text(21)?, row.opt_text(22)?))).await?;
+    let rows = db
+        .read_rows(sql, args, |row| {
+            Ok((from_row(row)?, super::parsed(row, "conversation_kind")?, row.opt_text("contact_phone")?))
+        })
+        .await?;
     Ok(rows.into_iter().map(|found| (found.0.id.clone(), found)).collect())
 }
 
@@ -558,7 +508,7 @@ pub struct StatusReport {
     /// The callback's id, recorded so that a repeat changes nothing.
     pub event_id: String,
     pub message_id: String,
-    pub status: String,
+    pub status: MessageStatus,
     pub reason: Option<String>,
 }
 
@@ -675,7 +625,7 @@ fn plan_reports(
     let mut of_message: HashMap<&str, usize> = HashMap::new();
     for (report, _) in reports.iter().zip(fresh).filter(|(_, fresh)| **fresh) {
         let Some(current) =
-            messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == "outbound")
+            messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == Direction::Outbound)
         else {
             tracing::warn!(line = line_id, message = %report.message_id, "status for a message this line did not send; ignored");
             continue;
@@ -690,8 +640,8 @@ fn plan_reports(
         });
         let batch = &mut batches[at];
         let mut current = current.clone();
-        for step in steps_to(&current.status, &report.status) {
-            let reason = if step == "failed" { report.reason.as_deref() } else { None };
+        for step in current.status.steps_to(report.status) {
+            let reason = if step == MessageStatus::Failed { report.reason.as_deref() } else { None };
             if let Some(after) = stage_advance(batch, backend, &current, step, reason) {
                 current = after;
             }

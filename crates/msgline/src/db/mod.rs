@@ -210,49 +210,60 @@ fn with_mode(url: &str, mode: &str) -> String {
 
 /// A row's columns by position, whether it was read through sqlx or on the committer thread.
 pub trait Columns {
-    fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>>;
-    fn opt_int(&self, index: usize) -> sqlx::Result<Option<i64>>;
+    fn opt_text(&self, column: &str) -> sqlx::Result<Option<String>>;
+    fn opt_int(&self, column: &str) -> sqlx::Result<Option<i64>>;
 
-    fn text(&self, index: usize) -> sqlx::Result<String> {
-        self.opt_text(index)?.ok_or_else(|| null_column(index))
+    fn text(&self, column: &str) -> sqlx::Result<String> {
+        self.opt_text(column)?.ok_or_else(|| null_column(column))
     }
 
-    fn int(&self, index: usize) -> sqlx::Result<i64> {
-        self.opt_int(index)?.ok_or_else(|| null_column(index))
+    fn int(&self, column: &str) -> sqlx::Result<i64> {
+        self.opt_int(column)?.ok_or_else(|| null_column(column))
     }
 }
 
-fn null_column(index: usize) -> sqlx::Error {
-    sqlx::Error::ColumnDecode { index: index.to_string(), source: "unexpected NULL".into() }
+/// A column holding one of a type's names (a status, a kind), as that type.
+pub fn parsed<T>(row: &(impl Columns + ?Sized), column: &str) -> sqlx::Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    row.text(column)?
+        .parse()
+        .map_err(|e: T::Err| sqlx::Error::ColumnDecode { index: column.to_string(), source: Box::new(e) })
+}
+
+fn null_column(column: &str) -> sqlx::Error {
+    sqlx::Error::ColumnDecode { index: column.to_string(), source: "unexpected NULL".into() }
 }
 
 impl Columns for sqlx::any::AnyRow {
-    fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>> {
-        sqlx::Row::try_get(self, index)
+    fn opt_text(&self, column: &str) -> sqlx::Result<Option<String>> {
+        sqlx::Row::try_get(self, column)
     }
 
-    fn opt_int(&self, index: usize) -> sqlx::Result<Option<i64>> {
-        sqlx::Row::try_get(self, index)
+    fn opt_int(&self, column: &str) -> sqlx::Result<Option<i64>> {
+        sqlx::Row::try_get(self, column)
     }
 }
 
 impl Columns for sqlx::postgres::PgRow {
-    fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>> {
-        sqlx::Row::try_get(self, index)
+    fn opt_text(&self, column: &str) -> sqlx::Result<Option<String>> {
+        sqlx::Row::try_get(self, column)
     }
 
-    fn opt_int(&self, index: usize) -> sqlx::Result<Option<i64>> {
-        sqlx::Row::try_get(self, index)
+    fn opt_int(&self, column: &str) -> sqlx::Result<Option<i64>> {
+        sqlx::Row::try_get(self, column)
     }
 }
 
 impl Columns for rusqlite::Row<'_> {
-    fn opt_text(&self, index: usize) -> sqlx::Result<Option<String>> {
-        self.get(index).map_err(|e| sqlx::Error::ColumnDecode { index: index.to_string(), source: Box::new(e) })
+    fn opt_text(&self, column: &str) -> sqlx::Result<Option<String>> {
+        self.get(column).map_err(|e| sqlx::Error::ColumnDecode { index: column.to_string(), source: Box::new(e) })
     }
 
-    fn opt_int(&self, index: usize) -> sqlx::Result<Option<i64>> {
-        self.get(index).map_err(|e| sqlx::Error::ColumnDecode { index: index.to_string(), source: Box::new(e) })
+    fn opt_int(&self, column: &str) -> sqlx::Result<Option<i64>> {
+        self.get(column).map_err(|e| sqlx::Error::ColumnDecode { index: column.to_string(), source: Box::new(e) })
     }
 }
 

@@ -98,7 +98,7 @@ pub async fn claim_pending(db: &Db, now: i64, lease_ms: i64, limit: i64) -> sqlx
 }
 
 fn job_from_row(row: &dyn super::Columns) -> sqlx::Result<Job> {
-    Ok(Job { message_id: row.text(0)?, line_id: row.text(1)?, attempts: row.int(2)? })
+    Ok(Job { message_id: row.text("message_id")?, line_id: row.text("line_id")?, attempts: row.int("attempts")? })
 }
 
 /// Claims up to `limit` jobs whose outcome must be asked of the line: those marked unknown and

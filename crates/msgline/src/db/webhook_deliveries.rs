@@ -56,17 +56,17 @@ struct Pending {
 
 fn pending_from_row(row: &impl super::Columns) -> sqlx::Result<Pending> {
     Ok(Pending {
-        id: row.text(0)?,
-        org_id: row.text(1)?,
-        kind: row.text(2)?,
-        created_at: row.int(3)?,
-        line_id: row.opt_text(4)?,
+        id: row.text("id")?,
+        org_id: row.text("org_id")?,
+        kind: row.text("type")?,
+        created_at: row.int("created_at")?,
+        line_id: row.opt_text("line_id")?,
     })
 }
 
 fn pending_sql(db: &Db) -> String {
     format!(
-        "SELECT id, org_id, type, created_at, (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) \
+        "SELECT id, org_id, type, created_at, (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) AS line_id \
          FROM events WHERE webhooks_pending = 1 ORDER BY id LIMIT $1{}",
         skip_locked(db)
     )
@@ -191,11 +191,11 @@ pub async fn claim_due(db: &Db, now: i64, lease_ms: i64, limit: i64) -> sqlx::Re
     );
     super::write_returning(db, sql, vec![(now + lease_ms).into(), now.into(), limit.into()], |row| {
         Ok(Claimed {
-            id: row.text(0)?,
-            org_id: row.text(1)?,
-            webhook_id: row.text(2)?,
-            event_id: row.text(3)?,
-            attempt: row.int(4)?,
+            id: row.text("id")?,
+            org_id: row.text("org_id")?,
+            webhook_id: row.text("webhook_id")?,
+            event_id: row.text("event_id")?,
+            attempt: row.int("attempts")?,
         })
     })
     .await
@@ -223,7 +223,12 @@ pub async fn events(db: &Db, ids: impl IntoIterator<Item = &str>) -> sqlx::Resul
     let args = ids.iter().map(|id| (*id).into()).collect();
     let found = db
         .read_rows(sql, args, |row| {
-            Ok(StoredEvent { id: row.text(0)?, kind: row.text(1)?, data: row.text(2)?, created_at: row.int(3)? })
+            Ok(StoredEvent {
+                id: row.text("id")?,
+                kind: row.text("type")?,
+                data: row.text("data")?,
+                created_at: row.int("created_at")?,
+            })
         })
         .await?;
     Ok(found.into_iter().map(|event| (event.id.clone(), event)).collect())

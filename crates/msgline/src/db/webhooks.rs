@@ -69,21 +69,21 @@ pub const COLUMNS: &str = "id, org_id, line_id, url, description, event_types, s
 
 pub fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Webhook> {
     Ok(Webhook {
-        id: row.text(0)?,
-        org_id: row.text(1)?,
-        line_id: row.opt_text(2)?,
-        url: row.text(3)?,
-        description: row.opt_text(4)?,
-        events: Subscriptions::from_stored(&row.text(5)?),
-        secret: row.text(6)?,
-        previous_secret: row.opt_text(7)?,
-        previous_secret_expires_at: row.opt_int(8)?,
-        enabled: row.int(9)? != 0,
-        disabled_reason: row.opt_text(10)?,
-        disabled_at: row.opt_int(11)?,
-        failing_since: row.opt_int(12)?,
-        created_at: row.int(13)?,
-        updated_at: row.int(14)?,
+        id: row.text("id")?,
+        org_id: row.text("org_id")?,
+        line_id: row.opt_text("line_id")?,
+        url: row.text("url")?,
+        description: row.opt_text("description")?,
+        events: Subscriptions::from_stored(&row.text("event_types")?),
+        secret: row.text("secret")?,
+        previous_secret: row.opt_text("previous_secret")?,
+        previous_secret_expires_at: row.opt_int("previous_secret_expires_at")?,
+        enabled: row.int("enabled")? != 0,
+        disabled_reason: row.opt_text("disabled_reason")?,
+        disabled_at: row.opt_int("disabled_at")?,
+        failing_since: row.opt_int("failing_since")?,
+        created_at: row.int("created_at")?,
+        updated_at: row.int("updated_at")?,
     })
 }
 

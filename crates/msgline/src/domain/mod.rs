@@ -2,6 +2,7 @@
 
 pub mod apikey;
 pub mod idempotency;
+pub mod lifecycle;
 pub mod phone;
 pub mod photo;
 pub mod poll;

@@ -18,7 +18,11 @@ use crate::{
         lines::LineKind,
         messages::{Message, NewMessage},
     },
-    domain::{idempotency::fingerprint, phone::E164},
+    domain::{
+        idempotency::fingerprint,
+        lifecycle::{Channel, Direction, MessageKind, MessageStatus},
+        phone::E164,
+    },
     error::{ApiError, ApiResult},
 };
 
@@ -201,12 +205,12 @@ pub async fn create(
             conversation_id: group.id.clone(),
             contact_id: None,
             line_id: line.id.clone(),
-            direction: "outbound",
-            channel: "imessage".into(),
-            kind: "text".into(),
+            direction: Direction::Outbound,
+            channel: Channel::Imessage,
+            kind: MessageKind::Text,
             body: input.body.clone(),
             payload: None,
-            status: "queued",
+            status: MessageStatus::Queued,
             agent_id: None,
             attachment: None,
         },
@@ -288,9 +292,9 @@ pub async fn settle(
 ) -> sqlx::Result<(Conversation, Message)> {
     let moved = db::conversations::settle_group(conn, group_id, group_state).await?;
     let message_status = match group_state {
-        "created" => "submitted",
-        "unknown" => "unknown",
-        _ => "failed",
+        "created" => MessageStatus::Submitted,
+        "unknown" => MessageStatus::Unknown,
+        _ => MessageStatus::Failed,
     };
     db::messages::advance(conn, message_id, message_status, reason).await?;
     let group = db::conversations::get_any(conn, group_id).await?.expect("the group exists");

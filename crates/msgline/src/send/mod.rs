@@ -18,7 +18,10 @@ use crate::{
         idempotency::{IdemScope, Prior},
         messages::{Message, NewMessage},
     },
-    domain::idempotency::IdempotencyKey,
+    domain::{
+        idempotency::IdempotencyKey,
+        lifecycle::{Direction, MessageKind, MessageStatus},
+    },
     error::{ApiError, ApiResult},
 };
 
@@ -33,7 +36,7 @@ pub struct SendInput {
     pub channel: Option<String>,
     pub body: String,
     /// `text`, `contact_card` or `poll`.
-    pub kind: &'static str,
+    pub kind: MessageKind,
     /// Stored with the message and merged into its JSON (`contact_card`, `poll`).
     pub payload: Option<Value>,
     pub agent_id: Option<String>,
@@ -120,12 +123,12 @@ fn outbound(
         conversation_id,
         contact_id,
         line_id: target.line.id.clone(),
-        direction: "outbound",
-        channel: target.channel.clone(),
-        kind: input.kind.to_string(),
+        direction: Direction::Outbound,
+        channel: target.channel,
+        kind: input.kind,
         body: input.body.clone(),
         payload: input.payload.clone(),
-        status: "queued",
+        status: MessageStatus::Queued,
         agent_id: input.agent_id.clone(),
         attachment: input.attachment.clone(),
     }

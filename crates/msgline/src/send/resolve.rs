@@ -6,7 +6,10 @@ use super::SendInput;
 use crate::{
     api::{AppState, auth::Principal},
     db::{self, conversations::Conversation, lines::Line},
-    domain::phone::E164,
+    domain::{
+        lifecycle::{Channel, ConversationKind},
+        phone::E164,
+    },
     error::{ApiError, ApiResult},
 };
 
@@ -22,7 +25,7 @@ pub struct Recipient {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub line: Line,
-    pub channel: String,
+    pub channel: Channel,
     pub destination: Destination,
     /// Reachability learned from the bridge during resolution, to store on the contact.
     learned_reachability: Option<bool>,
@@ -254,7 +257,7 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
         agree("contact_id", &contact.phone)?;
     }
     let destination = match conversation {
-        Some(conversation) if conversation.kind == "group" => {
+        Some(conversation) if conversation.kind == ConversationKind::Group => {
             if phone.is_some() {
                 return Err(ApiError::invalid("conversation_id", "a group conversation takes no to or contact_id"));
             }
@@ -295,7 +298,7 @@ async fn choose_channel(
     line: &Line,
     destination: &Destination,
     input: &SendInput,
-) -> ApiResult<(String, Option<bool>)> {
+) -> ApiResult<(Channel, Option<bool>)> {
     let capabilities = state.lines.capabilities(line).await;
     let poll_refusal = || {
         ApiError::new(axum::http::StatusCode::BAD_REQUEST, "poll_requires_imessage")
@@ -306,7 +309,7 @@ async fn choose_channel(
             if input.channel.as_deref() == Some("sms") {
                 return Err(ApiError::invalid("channel", "group conversations are iMessage only"));
             }
-            return Ok(("imessage".into(), None));
+            return Ok((Channel::Imessage, None));
         }
         Destination::Direct { phone, .. } => phone,
     };
@@ -316,7 +319,7 @@ async fn choose_channel(
             if capabilities.is_some_and(|c| !c.sms) {
                 return Err(ApiError::invalid("channel", "this line cannot send SMS"));
             }
-            return Ok(("sms".into(), None));
+            return Ok((Channel::Sms, None));
         }
         Some("imessage") if capabilities.is_some_and(|c| !c.imessage) => {
             return Err(if input.imessage_only {
@@ -325,23 +328,23 @@ async fn choose_channel(
                 ApiError::invalid("channel", "this line cannot send iMessage")
             });
         }
-        Some("imessage") if !input.imessage_only => return Ok(("imessage".into(), None)),
+        Some("imessage") if !input.imessage_only => return Ok((Channel::Imessage, None)),
         Some("imessage") | None => {}
         Some(_) => return Err(ApiError::invalid("channel", "channel must be sms or imessage")),
     }
     // Automatic choice (and every poll): is the recipient reachable over iMessage?
     let line_has_imessage = capabilities.is_none_or(|c| c.imessage);
     if !line_has_imessage {
-        return if input.imessage_only { Err(poll_refusal()) } else { Ok(("sms".into(), None)) };
+        return if input.imessage_only { Err(poll_refusal()) } else { Ok((Channel::Sms, None)) };
     }
     let (reachable, learned) = reachability(state, org_id, line, phone).await?;
     match reachable {
-        Some(true) => Ok(("imessage".into(), learned)),
+        Some(true) => Ok((Channel::Imessage, learned)),
         Some(false) if input.imessage_only => Err(poll_refusal()),
         // Not known (the bridge could not be asked): a poll is still attempted over iMessage.
-        None if input.imessage_only => Ok(("imessage".into(), learned)),
-        _ if capabilities.is_none_or(|c| c.sms) => Ok(("sms".into(), learned)),
-        _ => Ok(("imessage".into(), learned)),
+        None if input.imessage_only => Ok((Channel::Imessage, learned)),
+        _ if capabilities.is_none_or(|c| c.sms) => Ok((Channel::Sms, learned)),
+        _ => Ok((Channel::Imessage, learned)),
     }
 }
 

@@ -14,6 +14,7 @@ use crate::{
     bridge::{SendRequest, client::SendOutcome},
     clock,
     db::{self, outbox::Job},
+    domain::lifecycle::{ConversationKind, MessageStatus},
 };
 
 /// Most calls to bridges in flight at once from one instance.
@@ -93,27 +94,26 @@ async fn deliver(state: &AppState, job: &Job, message: Option<db::messages::ForD
         db::outbox::complete(&mut conn, &job.message_id).await?;
         return Ok(());
     };
-    if message.status != "queued" && message.status != "unknown" {
+    if !matches!(message.status, MessageStatus::Queued | MessageStatus::Unknown) {
         // Settled already (a callback came first).
         let mut conn = state.db.writer().acquire().await?;
         db::outbox::complete(&mut conn, &job.message_id).await?;
         return Ok(());
     }
-    let recipients = match (kind.as_str(), phone) {
-        ("direct", Some(phone)) => vec![phone],
+    let recipients = match (kind, phone) {
+        (ConversationKind::Direct, Some(phone)) => vec![phone],
         _ => {
             let mut conn = state.db.reader().acquire().await?;
             db::messages::recipients(&mut conn, &message.conversation_id).await?
         }
     };
-    let conversation = Some(kind);
-    let is_group = conversation.as_deref() == Some("group");
+    let is_group = kind == ConversationKind::Group;
     let request = SendRequest {
         id: message.id.clone(),
         to: if is_group { Vec::new() } else { recipients },
         chat: is_group.then(|| message.conversation_id.clone()),
-        channel: message.channel.clone(),
-        kind: message.kind.clone(),
+        channel: message.channel.to_string(),
+        kind: message.kind.to_string(),
         body: message.body.clone(),
         vcard: message.attachment.clone(),
         poll: message.payload.as_ref().and_then(|p| p.get("poll")).cloned(),
@@ -143,9 +143,9 @@ async fn deliver(state: &AppState, job: &Job, message: Option<db::messages::ForD
         },
     );
     let next = match &result.outcome {
-        SendOutcome::Accepted => Some(("submitted", None)),
-        SendOutcome::Rejected(reason) => Some(("failed", Some(reason.as_str()))),
-        SendOutcome::Timeout | SendOutcome::Unknown(_) => Some(("unknown", None)),
+        SendOutcome::Accepted => Some((MessageStatus::Submitted, None)),
+        SendOutcome::Rejected(reason) => Some((MessageStatus::Failed, Some(reason.as_str()))),
+        SendOutcome::Timeout | SendOutcome::Unknown(_) => Some((MessageStatus::Unknown, None)),
         SendOutcome::Unreachable(_) | SendOutcome::RetryLater => None,
     };
     match state.db.group() {

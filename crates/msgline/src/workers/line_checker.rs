@@ -15,6 +15,7 @@ use crate::{
     bridge::client::StatusLookup,
     clock,
     db::{self, lines::Line},
+    domain::lifecycle::MessageStatus,
 };
 
 const EVERY: Duration = Duration::from_secs(30);
@@ -88,8 +89,9 @@ pub async fn catch_up(state: &AppState, line: &Line, since: i64) -> sqlx::Result
     let mut moved = 0;
     for id in db::messages::awaiting_receipts(&state.db, &line.id, since, CATCH_UP_BATCH).await? {
         let StatusLookup::Known(answer) = state.lines.client().message_status(line, &id).await else { continue };
+        let Ok(status) = answer.status.parse::<MessageStatus>() else { continue };
         let mut tx = state.db.writer().begin().await?;
-        let changed = db::messages::advance_through(&mut tx, &id, &answer.status, answer.reason.as_deref()).await?;
+        let changed = db::messages::advance_through(&mut tx, &id, status, answer.reason.as_deref()).await?;
         tx.commit().await?;
         moved += usize::from(changed.is_some());
     }

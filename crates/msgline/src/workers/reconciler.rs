@@ -13,6 +13,7 @@ use crate::{
     bridge::client::StatusLookup,
     clock,
     db::{self, outbox::Job},
+    domain::lifecycle::{ConversationKind, MessageStatus},
     send,
 };
 
@@ -65,7 +66,12 @@ async fn settle_group(state: &AppState, line: &db::lines::Line, job: &Job) -> an
         let mut conn = state.db.writer().acquire().await?;
         let Some(message) = db::messages::get_any(&mut conn, &job.message_id).await? else { return Ok(false) };
         match db::conversations::get_any(&mut conn, &message.conversation_id).await? {
-            Some(c) if c.kind == "group" && matches!(c.group_state.as_deref(), Some("creating" | "unknown")) => c,
+            Some(c)
+                if c.kind == ConversationKind::Group
+                    && matches!(c.group_state.as_deref(), Some("creating" | "unknown")) =>
+            {
+                c
+            }
             _ => return Ok(false),
         }
     };
@@ -91,7 +97,7 @@ async fn settle_group(state: &AppState, line: &db::lines::Line, job: &Job) -> an
         }
         StatusLookup::Failed(error) => {
             db::conversations::settle_group(&mut tx, &group.id, "unknown").await?;
-            db::messages::advance(&mut tx, &job.message_id, "unknown", None).await?;
+            db::messages::advance(&mut tx, &job.message_id, MessageStatus::Unknown, None).await?;
             db::outbox::mark_unknown(&mut tx, &job.message_id, now + next_ask(now - group.created_at)).await?;
             tracing::debug!(group = %group.id, error, "could not ask the line about a group; will ask again");
             true
@@ -115,8 +121,13 @@ async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
         return Ok(());
     };
     match lookup {
+        StatusLookup::Known(answer) if answer.status.parse::<MessageStatus>().is_err() => {
+            db::outbox::mark_unknown(&mut tx, &message.id, now + next_ask(now - message.created_at)).await?;
+            tracing::warn!(message = %message.id, status = %answer.status, "the line answered a status msgline does not know; will ask again");
+        }
         StatusLookup::Known(answer) => {
-            db::messages::advance_through(&mut tx, &message.id, &answer.status, answer.reason.as_deref()).await?;
+            let status = answer.status.parse().unwrap_or(MessageStatus::Unknown);
+            db::messages::advance_through(&mut tx, &message.id, status, answer.reason.as_deref()).await?;
             db::outbox::complete(&mut tx, &message.id).await?;
             tracing::info!(message = %message.id, status = %answer.status, "settled a message with its line");
         }

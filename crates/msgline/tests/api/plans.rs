@@ -3,7 +3,10 @@
 //! connection lives; a plan made on an empty table must still find rows by key once the table
 //! is large.
 
-use msgline::db::{self, Db};
+use msgline::{
+    db::{self, Db},
+    domain::lifecycle::MessageStatus,
+};
 use sqlx::Row;
 
 use crate::helpers::{TestDb, eventually};
@@ -37,7 +40,7 @@ async fn submit_all(db: &Db, org: &str, ids: &[String]) {
         let db = db.clone();
         tasks.push(tokio::spawn(async move {
             let mut batch = db::Batch::new();
-            db::messages::stage_advance(&mut batch, db.backend(), &message, "submitted", None)
+            db::messages::stage_advance(&mut batch, db.backend(), &message, MessageStatus::Submitted, None)
                 .expect("queued may move to submitted");
             db.group().expect("PostgreSQL commits in groups").commit_moves(batch).await
         }));
