@@ -174,6 +174,7 @@ pub async fn insert(conn: &mut AnyConnection, new: NewMessage) -> sqlx::Result<M
 /// The statements of [`insert`], staged into a batch.
 pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
     let now = clock::now_ms();
+    let queued = new.status == MessageStatus::Queued && new.direction == Direction::Outbound;
     let message = Message {
         id: ids::new_id("msg"),
         org_id: new.org_id,
@@ -199,8 +200,8 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
     };
     batch.push(
         format!(
-            "INSERT INTO messages ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14)"
+            "INSERT INTO messages ({COLUMNS}, outbox_state, available_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16)"
         ),
         vec![
             (&message.id).into(),
@@ -217,6 +218,9 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
             message.agent_id.clone().into(),
             now.into(),
             message.attachment.clone().into(),
+            // A queued outbound message is its own outbox job, due now.
+            queued.then_some(super::outbox::PENDING).into(),
+            queued.then_some(now).into(),
         ],
     );
     // Conditional: of two messages committed out of order, the later one still shows.

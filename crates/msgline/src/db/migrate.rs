@@ -35,6 +35,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(9, "0009_update_room"),
     migration!(10, "0010_events_by_message"),
     migration!(11, "0011_line_kinds"),
+    migration!(12, "0012_message_outbox"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -217,7 +217,7 @@ pub async fn create(
     )
     .await?;
     let lease_ms = state.config.bridge_timeout_ms as i64 + 5_000;
-    db::outbox::insert_claimed(&mut tx, &message.id, &line.id, now, lease_ms).await?;
+    db::outbox::claim_inserted(&mut tx, &message.id, now, lease_ms).await?;
     if let Some(idem) = &idempotency {
         let noted = json!({"group": {"id": group.id}, "message": {"id": message.id}});
         db::idempotency::note_progress(&mut tx, &idem.scope(&principal.org_id), &noted).await?;

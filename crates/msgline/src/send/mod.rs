@@ -175,7 +175,6 @@ pub async fn submit(
         };
         let message =
             db::messages::stage_insert(&mut batch, outbound(principal, &target, &input, conversation_id, contact_id));
-        db::outbox::stage_insert(&mut batch, &message.id, &message.line_id, message.created_at);
         let body = envelope(&message, &extra);
         if let Some(idem) = &idempotency {
             db::idempotency::stage_done(
@@ -235,7 +234,6 @@ pub async fn submit(
         batch = db::Batch::new();
         db::polls::insert(&mut tx, &poll).await?;
     }
-    db::outbox::stage_insert(&mut batch, &message.id, &message.line_id, message.created_at);
     let body = envelope(&message, &extra);
     if let Some(idem) = &idempotency {
         db::idempotency::stage_complete(&mut batch, &idem.scope(&principal.org_id), 202, &body);

@@ -114,3 +114,70 @@ async fn postgres_leaves_room_on_each_page_for_message_and_conversation_updates(
         .collect();
     assert_eq!(options, expected);
 }
+
+/// Upgrading a database whose outbox was a table of its own: every waiting job lands on its
+/// message, settled messages have none, and the dispatcher claims what was pending.
+#[tokio::test]
+async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
+    let (sqlite, postgres) = (TestDb::new_sqlite().await, TestDb::new_postgres().await);
+    for test_db in [&sqlite, &postgres] {
+        let db = Db::connect(test_db.url()).await.expect("the database connects");
+        let mut conn = db.writer().acquire().await.unwrap();
+        sqlx::raw_sql(
+            "CREATE TABLE msgline_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+        )
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+        for migration in msgline::db::MIGRATIONS.iter().filter(|m| m.version < 12) {
+            let sql = match db.backend() {
+                msgline::db::Backend::Sqlite => migration.sqlite,
+                msgline::db::Backend::Postgres => migration.postgres,
+            };
+            sqlx::raw_sql(sql).execute(&mut *conn).await.unwrap();
+            sqlx::query("INSERT INTO msgline_migrations (version, name, applied_at) VALUES ($1, $2, 0)")
+                .bind(migration.version)
+                .bind(migration.name)
+                .execute(&mut *conn)
+                .await
+                .unwrap();
+        }
+        sqlx::raw_sql(
+            "INSERT INTO orgs (id, name, created_at) VALUES ('org_1', 'Old', 1);
+             INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_secret_hash, status, created_at) \
+               VALUES ('line_1', 'org_1', '+12015550100', 'dedicated', 'http://127.0.0.1:9', 'h', 'online', 1);
+             INSERT INTO conversations (id, org_id, line_id, kind, created_at) \
+               VALUES ('conv_1', 'org_1', 'line_1', 'group', 1);
+             INSERT INTO messages (id, org_id, conversation_id, line_id, direction, channel, kind, body, status, \
+               delivery_unknown, created_at, updated_at) VALUES \
+               ('msg_pending', 'org_1', 'conv_1', 'line_1', 'outbound', 'imessage', 'text', 'a', 'queued', 0, 1, 1), \
+               ('msg_unknown', 'org_1', 'conv_1', 'line_1', 'outbound', 'imessage', 'text', 'b', 'unknown', 1, 1, 1), \
+               ('msg_done', 'org_1', 'conv_1', 'line_1', 'outbound', 'imessage', 'text', 'c', 'delivered', 0, 1, 1);
+             INSERT INTO outbox (message_id, line_id, state, attempts, available_at, claimed_until, created_at) VALUES \
+               ('msg_pending', 'line_1', 'pending', 0, 5, NULL, 1), \
+               ('msg_unknown', 'line_1', 'unknown', 2, 7, NULL, 1);",
+        )
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+        drop(conn);
+
+        assert_eq!(db.migrate().await.unwrap(), vec!["0012_message_outbox"]);
+        let rows = strings(
+            &db,
+            "SELECT id, COALESCE(outbox_state, '-'), CAST(outbox_attempts AS TEXT), \
+             COALESCE(CAST(available_at AS TEXT), '-') FROM messages",
+        )
+        .await;
+        let expected: BTreeSet<Vec<String>> =
+            [["msg_done", "-", "0", "-"], ["msg_pending", "pending", "0", "5"], ["msg_unknown", "unknown", "2", "7"]]
+                .iter()
+                .map(|row| row.iter().map(|s| s.to_string()).collect())
+                .collect();
+        assert_eq!(rows, expected, "on {:?}", db.backend());
+        let claimed = msgline::db::outbox::claim_pending(&db, 10, 1_000, 10).await.unwrap();
+        assert_eq!(claimed.iter().map(|j| j.message_id.as_str()).collect::<Vec<_>>(), vec!["msg_pending"]);
+        assert_eq!(claimed[0].attempts, 1);
+        db.close().await;
+    }
+}
