@@ -23,8 +23,9 @@ const RETRY: &str =
     "UPDATE messages SET outbox_state = 'pending', available_at = $1, claimed_until = NULL WHERE id = $2";
 const UNKNOWN: &str =
     "UPDATE messages SET outbox_state = 'unknown', available_at = $1, claimed_until = NULL WHERE id = $2";
-const COMPLETE: &str =
-    "UPDATE messages SET outbox_state = NULL, available_at = NULL, claimed_until = NULL WHERE id = $1";
+/// A no-op for a message settled already (a second callback about it writes no row version).
+const COMPLETE: &str = "UPDATE messages SET outbox_state = NULL, available_at = NULL, claimed_until = NULL \
+     WHERE id = $1 AND outbox_state IS NOT NULL";
 
 /// Stages a job's return to `pending` (due at `available_at`) into a batch.
 pub fn stage_retry_at(batch: &mut super::Batch, message_id: &str, available_at: i64) {
