@@ -317,11 +317,38 @@ pub fn stage_advance(
     status: MessageStatus,
     reason: Option<&str>,
 ) -> Option<Message> {
+    stage_move(batch, backend, before, status, reason, false)
+}
+
+/// [`stage_advance`] that also ends the message's outbox job in the same write: the move that
+/// records the line's answer to a send is the last the job needs. One row version instead of
+/// two (on PostgreSQL the job's end changes an indexed column, so it is never a HOT update).
+/// The caller still stages [`super::outbox::stage_complete`] for the case where the move does
+/// not apply; it writes nothing when the job has ended.
+pub fn stage_advance_settling(
+    batch: &mut Batch,
+    backend: super::Backend,
+    before: &Message,
+    status: MessageStatus,
+    reason: Option<&str>,
+) -> Option<Message> {
+    stage_move(batch, backend, before, status, reason, true)
+}
+
+fn stage_move(
+    batch: &mut Batch,
+    backend: super::Backend,
+    before: &Message,
+    status: MessageStatus,
+    reason: Option<&str>,
+    settle: bool,
+) -> Option<Message> {
     let (allowed, stamp) = move_sql(status)?;
     let now = clock::now_ms();
+    let settled = if settle { ", outbox_state = NULL, available_at = NULL, claimed_until = NULL" } else { "" };
     let update = format!(
-        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
-         WHERE id = $5 AND {allowed}"
+        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp}\
+         {settled} WHERE id = $5 AND {allowed}"
     );
     let unknown = status == MessageStatus::Unknown;
     let update_args: Vec<super::Arg> =

@@ -151,8 +151,17 @@ async fn deliver(state: &AppState, job: &Job, message: Option<db::messages::ForD
     match state.db.group() {
         // The whole outcome is one staged write, committed together with others.
         Some(group) => {
-            if let Some((status, reason)) = next {
-                db::messages::stage_advance(&mut batch, state.db.backend(), &message, status, reason);
+            match next {
+                // The line answered for good: the move ends the job in the same write.
+                Some((status, reason))
+                    if matches!(result.outcome, SendOutcome::Accepted | SendOutcome::Rejected(_)) =>
+                {
+                    db::messages::stage_advance_settling(&mut batch, state.db.backend(), &message, status, reason);
+                }
+                Some((status, reason)) => {
+                    db::messages::stage_advance(&mut batch, state.db.backend(), &message, status, reason);
+                }
+                None => {}
             }
             stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
             group.commit_moves(batch).await?;
