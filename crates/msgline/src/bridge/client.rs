@@ -77,6 +77,13 @@ pub struct BridgeClient {
 
 /// Calls `$method` on the adapter of `$line`'s kind.
 macro_rules! on_kind {
+    (sync $self:ident, $line:expr, $method:ident()) => {
+        match $line.bridge_kind {
+            BridgeKind::Msgline => $self.msgline.$method(),
+            BridgeKind::BlueBubbles => $self.bluebubbles.$method(),
+            BridgeKind::AndroidGateway => $self.android.$method(),
+        }
+    };
     ($self:ident, $line:expr, $method:ident($($arg:expr),*)) => {
         match $line.bridge_kind {
             BridgeKind::Msgline => $self.msgline.$method($line, $($arg),*).await,
@@ -126,11 +133,7 @@ impl BridgeClient {
     /// Asks the line what became of a message.
     /// See [`LineAdapter::reports_may_be_lost`].
     pub fn reports_may_be_lost(&self, line: &Line) -> bool {
-        match line.bridge_kind {
-            BridgeKind::Msgline => self.msgline.reports_may_be_lost(),
-            BridgeKind::BlueBubbles => self.bluebubbles.reports_may_be_lost(),
-            BridgeKind::AndroidGateway => self.android.reports_may_be_lost(),
-        }
+        on_kind!(sync self, line, reports_may_be_lost())
     }
 
     pub async fn message_status(&self, line: &Line, id: &str) -> StatusLookup {

@@ -273,9 +273,11 @@ pub async fn list(db: &Db, org_id: &str, filter: &MessageFilter, page: &Page) ->
         .await
 }
 
-/// The condition and the stamp of a move to `status`: `status IN (…)` of the statuses it may come
-/// from, and the `, <status>_at = $4` it sets. `None` when nothing may move to `status`.
-fn move_sql(status: MessageStatus) -> Option<(String, &'static str)> {
+/// The update of a move to `status` (`$1` status, `$2` reason, `$3` delivery_unknown, `$4` now,
+/// `$5` id), conditional on the message standing where it may come from, stamping
+/// `<status>_at`, and ending its outbox job too when `settle`. `None` when nothing may move to
+/// `status`.
+fn move_sql(status: MessageStatus, settle: bool) -> Option<String> {
     let from = status.sources();
     if from.is_empty() {
         return None;
@@ -287,8 +289,12 @@ fn move_sql(status: MessageStatus) -> Option<(String, &'static str)> {
         MessageStatus::Read => ", read_at = $4",
         _ => "",
     };
+    let settled = if settle { format!(", {}", super::outbox::SETTLED) } else { String::new() };
     let allowed = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
-    Some((format!("status IN ({allowed})"), stamp))
+    Some(format!(
+        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp}\
+         {settled} WHERE id = $5 AND status IN ({allowed})"
+    ))
 }
 
 /// Moves a message to `status` if that is a move forward, recording `reason` for a failure,
@@ -343,13 +349,8 @@ fn stage_move(
     reason: Option<&str>,
     settle: bool,
 ) -> Option<Message> {
-    let (allowed, stamp) = move_sql(status)?;
+    let update = move_sql(status, settle)?;
     let now = clock::now_ms();
-    let settled = if settle { ", outbox_state = NULL, available_at = NULL, claimed_until = NULL" } else { "" };
-    let update = format!(
-        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp}\
-         {settled} WHERE id = $5 AND {allowed}"
-    );
     let unknown = status == MessageStatus::Unknown;
     let update_args: Vec<super::Arg> =
         vec![status.as_str().into(), reason.into(), (unknown as i64).into(), now.into(), (&before.id).into()];
@@ -387,18 +388,15 @@ pub async fn advance_staged(
     status: MessageStatus,
     reason: Option<&str>,
 ) -> sqlx::Result<Option<Message>> {
-    let Some((allowed, stamp)) = move_sql(status) else { return Ok(None) };
-    let row = sqlx::query(&format!(
-        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamp} \
-         WHERE id = $5 AND {allowed} RETURNING {COLUMNS}"
-    ))
-    .bind(status.as_str())
-    .bind(reason)
-    .bind((status == MessageStatus::Unknown) as i64)
-    .bind(clock::now_ms())
-    .bind(id)
-    .fetch_optional(&mut *conn)
-    .await?;
+    let Some(update) = move_sql(status, false) else { return Ok(None) };
+    let row = sqlx::query(&format!("{update} RETURNING {COLUMNS}"))
+        .bind(status.as_str())
+        .bind(reason)
+        .bind((status == MessageStatus::Unknown) as i64)
+        .bind(clock::now_ms())
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
     let Some(message) = row.as_ref().map(from_row).transpose()? else { return Ok(None) };
     events::stage_message_event(batch, &message);
     Ok(Some(message))

@@ -208,7 +208,7 @@ fn with_mode(url: &str, mode: &str) -> String {
     }
 }
 
-/// A row's columns by position, whether it was read through sqlx or on the committer thread.
+/// A row's columns by name, whether it was read through sqlx or on the committer thread.
 pub trait Columns {
     fn opt_text(&self, column: &str) -> sqlx::Result<Option<String>>;
     fn opt_int(&self, column: &str) -> sqlx::Result<Option<i64>>;

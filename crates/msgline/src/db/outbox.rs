@@ -5,6 +5,8 @@
 //! ([`super::messages::stage_insert`]); jobs are claimed, committed, then worked on outside any
 //! transaction, so a crash never loses a send and never hides one that may have happened.
 
+use std::sync::LazyLock;
+
 use sqlx::{AnyConnection, Row};
 
 use super::{Backend, Db};
@@ -23,9 +25,11 @@ const RETRY: &str =
     "UPDATE messages SET outbox_state = 'pending', available_at = $1, claimed_until = NULL WHERE id = $2";
 const UNKNOWN: &str =
     "UPDATE messages SET outbox_state = 'unknown', available_at = $1, claimed_until = NULL WHERE id = $2";
+/// The assignments that end a message's job (also made by a status move that settles it).
+pub const SETTLED: &str = "outbox_state = NULL, available_at = NULL, claimed_until = NULL";
 /// A no-op for a message settled already (a second callback about it writes no row version).
-const COMPLETE: &str = "UPDATE messages SET outbox_state = NULL, available_at = NULL, claimed_until = NULL \
-     WHERE id = $1 AND outbox_state IS NOT NULL";
+static COMPLETE: LazyLock<String> =
+    LazyLock::new(|| format!("UPDATE messages SET {SETTLED} WHERE id = $1 AND outbox_state IS NOT NULL"));
 
 /// Stages a job's return to `pending` (due at `available_at`) into a batch.
 pub fn stage_retry_at(batch: &mut super::Batch, message_id: &str, available_at: i64) {
@@ -39,7 +43,7 @@ pub fn stage_mark_unknown(batch: &mut super::Batch, message_id: &str, available_
 
 /// Stages the end of a job into a batch.
 pub fn stage_complete(batch: &mut super::Batch, message_id: &str) {
-    batch.push(COMPLETE, vec![message_id.into()]);
+    batch.push(COMPLETE.as_str(), vec![message_id.into()]);
 }
 
 /// Makes a just-inserted message's job one already claimed by the request that wrote it (group
@@ -110,7 +114,7 @@ pub async fn mark_unknown(conn: &mut AnyConnection, message_id: &str, available_
 
 /// Settled with the line: nothing more to do.
 pub async fn complete(conn: &mut AnyConnection, message_id: &str) -> sqlx::Result<()> {
-    sqlx::query(COMPLETE).bind(message_id).execute(&mut *conn).await?;
+    sqlx::query(COMPLETE.as_str()).bind(message_id).execute(&mut *conn).await?;
     Ok(())
 }
 

@@ -142,33 +142,26 @@ async fn deliver(state: &AppState, job: &Job, message: Option<db::messages::ForD
             error: error_text.as_deref(),
         },
     );
+    // The move, and whether the line answered for good (the move then ends the job too).
     let next = match &result.outcome {
-        SendOutcome::Accepted => Some((MessageStatus::Submitted, None)),
-        SendOutcome::Rejected(reason) => Some((MessageStatus::Failed, Some(reason.as_str()))),
-        SendOutcome::Timeout | SendOutcome::Unknown(_) => Some((MessageStatus::Unknown, None)),
+        SendOutcome::Accepted => Some((MessageStatus::Submitted, None, true)),
+        SendOutcome::Rejected(reason) => Some((MessageStatus::Failed, Some(reason.as_str()), true)),
+        SendOutcome::Timeout | SendOutcome::Unknown(_) => Some((MessageStatus::Unknown, None, false)),
         SendOutcome::Unreachable(_) | SendOutcome::RetryLater => None,
     };
     match state.db.group() {
         // The whole outcome is one staged write, committed together with others.
         Some(group) => {
-            match next {
-                // The line answered for good: the move ends the job in the same write.
-                Some((status, reason))
-                    if matches!(result.outcome, SendOutcome::Accepted | SendOutcome::Rejected(_)) =>
-                {
-                    db::messages::stage_advance_settling(&mut batch, state.db.backend(), &message, status, reason);
-                }
-                Some((status, reason)) => {
-                    db::messages::stage_advance(&mut batch, state.db.backend(), &message, status, reason);
-                }
-                None => {}
+            if let Some((status, reason, settle)) = next {
+                let stage = if settle { db::messages::stage_advance_settling } else { db::messages::stage_advance };
+                stage(&mut batch, state.db.backend(), &message, status, reason);
             }
             stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
             group.commit_moves(batch).await?;
         }
         None => {
             let mut tx = state.db.writer().begin().await?;
-            if let Some((status, reason)) = next {
+            if let Some((status, reason, _)) = next {
                 db::messages::advance_staged(&mut tx, &mut batch, &message.id, status, reason).await?;
             }
             stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
