@@ -1,7 +1,7 @@
 //! Crash safety: `kill -9` of `msgline serve` in the middle of 500 sends loses nothing and
 //! sends nothing twice.
 
-use std::{collections::HashSet, sync::Arc, time::Duration};
+use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use serde_json::{Value, json};
 use tokio::{process::Child, sync::Mutex};
@@ -9,6 +9,34 @@ use tokio::{process::Child, sync::Mutex};
 use crate::helpers::{ProcessLine, TestDb, eventually, process_line, serve_process};
 
 const TOTAL: usize = 500;
+
+/// Sends as the crash tests make them: message `i` goes to `+1201555{1000 + i}` with
+/// `Idempotency-Key: crash-{i}`, and the id of each one accepted (202) is added to `accepted`.
+pub fn numbered_sends(
+    client: reqwest::Client,
+    url: String,
+    key: String,
+    accepted: Arc<Mutex<HashSet<String>>>,
+) -> impl Fn(usize) -> Pin<Box<dyn Future<Output = ()> + Send>> + Clone {
+    move |i: usize| {
+        let (client, url, key, accepted) = (client.clone(), url.clone(), key.clone(), accepted.clone());
+        Box::pin(async move {
+            let answer = client
+                .post(url)
+                .bearer_auth(&key)
+                .header("Idempotency-Key", format!("crash-{i}"))
+                .json(&json!({"to": format!("+1201555{:04}", 1000 + i), "body": format!("message {i}")}))
+                .send()
+                .await;
+            if let Ok(answer) = answer
+                && answer.status() == 202
+            {
+                let body: Value = answer.json().await.unwrap();
+                accepted.lock().await.insert(body["message"]["id"].as_str().unwrap().to_string());
+            }
+        })
+    }
+}
 
 async fn serve(db_url: &str, port: u16) -> Child {
     serve_with(db_url, port, &[]).await
@@ -29,29 +57,8 @@ async fn kill_9_in_the_middle_of_500_sends_loses_nothing_and_sends_nothing_twice
     let mut server = serve(&url, port).await;
     let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
     let accepted = Arc::new(Mutex::new(HashSet::<String>::new()));
-    let send = {
-        let (client, key, accepted) = (client.clone(), key.clone(), accepted.clone());
-        move |i: usize| {
-            let client = client.clone();
-            let key = key.clone();
-            let accepted = accepted.clone();
-            async move {
-                let answer = client
-                    .post(format!("http://127.0.0.1:{port}/api/v1/messaging/messages"))
-                    .bearer_auth(&key)
-                    .header("Idempotency-Key", format!("crash-{i}"))
-                    .json(&json!({"to": format!("+1201555{:04}", 1000 + i), "body": format!("message {i}")}))
-                    .send()
-                    .await;
-                if let Ok(answer) = answer
-                    && answer.status() == 202
-                {
-                    let body: Value = answer.json().await.unwrap();
-                    accepted.lock().await.insert(body["message"]["id"].as_str().unwrap().to_string());
-                }
-            }
-        }
-    };
+    let messages = format!("http://127.0.0.1:{port}/api/v1/messaging/messages");
+    let send = numbered_sends(client.clone(), messages, key.clone(), accepted.clone());
 
     // First half with 16 in flight; the server is killed while sends and deliveries are under way.
     let first_half = futures_util::stream::iter(0..TOTAL / 2);

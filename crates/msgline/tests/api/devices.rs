@@ -291,27 +291,7 @@ pub async fn kill_9_test(kind: Kind) {
     line.fake.control("/control/mode", json!({"mode": "slow", "delay_ms": 300})).await;
     let accepted = Arc::new(Mutex::new(HashSet::<String>::new()));
     let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
-    let send = {
-        let (client, key, accepted, url) = (client.clone(), line.key.clone(), accepted.clone(), line.api("/messages"));
-        move |i: usize| {
-            let (client, key, accepted, url) = (client.clone(), key.clone(), accepted.clone(), url.clone());
-            async move {
-                let answer = client
-                    .post(url)
-                    .bearer_auth(&key)
-                    .header("Idempotency-Key", format!("crash-{i}"))
-                    .json(&json!({"to": format!("+1201555{:04}", 1000 + i), "body": format!("message {i}")}))
-                    .send()
-                    .await;
-                if let Ok(answer) = answer
-                    && answer.status() == 202
-                {
-                    let body: Value = answer.json().await.unwrap();
-                    accepted.lock().await.insert(body["message"]["id"].as_str().unwrap().to_string());
-                }
-            }
-        }
-    };
+    let send = crate::crash::numbered_sends(client, line.api("/messages"), line.key.clone(), accepted.clone());
     let sending = tokio::spawn({
         let send = send.clone();
         async move { futures_util::stream::iter(0..TOTAL / 2).for_each_concurrent(8, send).await }
@@ -340,26 +320,19 @@ pub async fn kill_9_test(kind: Kind) {
         }
         if tokio::time::Instant::now() >= deadline {
             let mut story = Vec::new();
+            // What happened to the first two, for the failure message.
+            let history = [
+                ("events", "SELECT type, created_at FROM events WHERE message_id = $1 ORDER BY created_at"),
+                ("refs", "SELECT remote_id, created_at FROM bridge_refs WHERE local_id = $1"),
+                ("attempts", "SELECT outcome, created_at FROM delivery_attempts WHERE message_id = $1"),
+            ];
             for (id, _, _) in unsettled.iter().take(2) {
-                let events: Vec<(String, i64)> =
-                    sqlx::query_as("SELECT type, created_at FROM events WHERE message_id = $1 ORDER BY created_at")
-                        .bind(id)
-                        .fetch_all(db.writer())
-                        .await
-                        .unwrap();
-                let refs: Vec<(String, i64)> =
-                    sqlx::query_as("SELECT remote_id, created_at FROM bridge_refs WHERE local_id = $1")
-                        .bind(id)
-                        .fetch_all(db.writer())
-                        .await
-                        .unwrap();
-                let attempts: Vec<(String, i64)> =
-                    sqlx::query_as("SELECT outcome, created_at FROM delivery_attempts WHERE message_id = $1")
-                        .bind(id)
-                        .fetch_all(db.writer())
-                        .await
-                        .unwrap();
-                story.push(format!("{id}: events {events:?} refs {refs:?} attempts {attempts:?}"));
+                let mut told = id.clone();
+                for (what, sql) in history {
+                    let rows: Vec<(String, i64)> = sqlx::query_as(sql).bind(id).fetch_all(db.writer()).await.unwrap();
+                    told.push_str(&format!(" {what} {rows:?}"));
+                }
+                story.push(told);
             }
             panic!("messages still unsettled: {unsettled:?}\n{}", story.join("\n"));
         }

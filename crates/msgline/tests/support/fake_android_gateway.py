@@ -293,12 +293,6 @@ def control_mode(request):
     return Reply(200, {"mode": state["mode"]})
 
 
-@app.route("POST", "/control/repeat-webhooks")
-def control_repeat(request):
-    app.repeat = max(1, int(request.json().get("times", 1)))
-    return Reply(200, {"times": app.repeat})
-
-
 @app.route("POST", "/control/signing-key")
 def control_signing_key(request):
     state["signing_key"] = request.json()["key"]
@@ -311,22 +305,7 @@ def control_clock_skew(request):
     return Reply(200, {})
 
 
-@app.route("GET", "/control/sent")
-def control_sent(request):
-    with app.lock:
-        return Reply(200, list(state["sent"]))
-
-
-@app.route("GET", "/control/stats")
-def control_stats(request):
-    with app.lock:
-        return Reply(200, {"sends": state["sends"], "repeated_ids": state["repeated"]})
-
-
-@app.route("GET", "/control/webhooks")
-def control_webhooks(request):
-    with app.lock:
-        return Reply(200, list(state["webhooks"].values()))
+app.control_routes(state, "repeated_ids", lambda: list(state["webhooks"].values()))
 
 
 def main():

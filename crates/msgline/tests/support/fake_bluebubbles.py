@@ -473,28 +473,7 @@ def control_mode(request):
     return Reply(200, {"mode": state["mode"]})
 
 
-@app.route("POST", "/control/repeat-webhooks")
-def control_repeat(request):
-    app.repeat = max(1, int(request.json().get("times", 1)))
-    return Reply(200, {"times": app.repeat})
-
-
-@app.route("GET", "/control/sent")
-def control_sent(request):
-    with app.lock:
-        return Reply(200, list(state["sent"]))
-
-
-@app.route("GET", "/control/stats")
-def control_stats(request):
-    with app.lock:
-        return Reply(200, {"sends": state["sends"], "repeated_temp_guids": state["repeated"]})
-
-
-@app.route("GET", "/control/webhooks")
-def control_webhooks(request):
-    with app.lock:
-        return Reply(200, list(state["webhooks"]))
+app.control_routes(state, "repeated_temp_guids", lambda: list(state["webhooks"]))
 
 
 def main():

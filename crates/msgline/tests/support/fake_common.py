@@ -62,6 +62,31 @@ class App:
                 return function(request)
         return self.not_found(request)
 
+    def control_routes(self, state, repeated, webhooks):
+        """The control routes every fake has: repeat each webhook delivery, and what was sent
+        (`state["sent"]`), counted (`state["sends"]`, and `state["repeated"]` reported as
+        `repeated`) and registered (`webhooks()`)."""
+
+        @self.route("POST", "/control/repeat-webhooks")
+        def control_repeat(request):
+            self.repeat = max(1, int(request.json().get("times", 1)))
+            return Reply(200, {"times": self.repeat})
+
+        @self.route("GET", "/control/sent")
+        def control_sent(request):
+            with self.lock:
+                return Reply(200, list(state["sent"]))
+
+        @self.route("GET", "/control/stats")
+        def control_stats(request):
+            with self.lock:
+                return Reply(200, {"sends": state["sends"], repeated: state["repeated"]})
+
+        @self.route("GET", "/control/webhooks")
+        def control_webhooks(request):
+            with self.lock:
+                return Reply(200, webhooks())
+
     def not_found(self, request):
         return Reply(404, {"message": f"no route {request.method} {request.path}"})
 
