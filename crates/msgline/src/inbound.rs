@@ -15,7 +15,6 @@ use crate::{
         phone::E164,
         poll,
     },
-    ids,
 };
 
 /// What became of one callback.
@@ -42,24 +41,19 @@ pub async fn handle_all(
         }
     }
     if events.len() > 1 {
-        let mut tx = db.writer().begin().await?;
-        let mut handled = Vec::with_capacity(events.len());
-        let mut failed = false;
-        for event in events {
-            match apply(&mut tx, line, event, agent_runs_per_minute).await {
-                Ok(h) => handled.push(h),
-                Err(error) => {
-                    tracing::debug!(error = %error, "a batch of callbacks failed; applying them one by one");
-                    failed = true;
-                    break;
+        let together = db
+            .transaction(async |tx| {
+                let mut handled = Vec::with_capacity(events.len());
+                for event in events {
+                    handled.push(apply(tx, line, event, agent_runs_per_minute).await?);
                 }
-            }
+                anyhow::Ok(handled)
+            })
+            .await;
+        match together {
+            Ok(handled) => return Ok(handled),
+            Err(error) => tracing::debug!(error = %error, "a batch of callbacks failed; applying them one by one"),
         }
-        if !failed {
-            tx.commit().await?;
-            return Ok(handled);
-        }
-        tx.rollback().await?;
     }
     let mut handled = Vec::with_capacity(events.len());
     for event in events {
@@ -74,7 +68,7 @@ async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyho
         .iter()
         .filter_map(|e| match &e.payload {
             // A status msgline does not know moves nothing.
-            BridgeEventPayload::MessageStatus { message_id, status, reason } => Some(db::messages::StatusReport {
+            BridgeEventPayload::MessageStatus { message_id, status, reason } => Some(db::reports::StatusReport {
                 event_id: e.id.clone(),
                 message_id: message_id.clone(),
                 status: status.parse().ok()?,
@@ -83,20 +77,13 @@ async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyho
             _ => None,
         })
         .collect();
-    let fresh = db::messages::apply_reports(db, &line.id, reports).await?;
+    let fresh = db::reports::apply_reports(db, &line.id, reports).await?;
     Ok(fresh.into_iter().map(|fresh| if fresh { Handled::Applied } else { Handled::Duplicate }).collect())
 }
 
 /// Applies one callback in its own transaction.
 pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent, agent_runs_per_minute: u32) -> anyhow::Result<Handled> {
-    let mut tx = db.writer().begin().await?;
-    let handled = apply(&mut tx, line, event, agent_runs_per_minute).await?;
-    if handled == Handled::Applied {
-        tx.commit().await?;
-    } else {
-        tx.rollback().await?;
-    }
-    Ok(handled)
+    db.transaction(async |tx| apply(tx, line, event, agent_runs_per_minute).await).await
 }
 
 async fn apply(
@@ -105,15 +92,7 @@ async fn apply(
     event: &BridgeEvent,
     agent_runs_per_minute: u32,
 ) -> anyhow::Result<Handled> {
-    let fresh = sqlx::query(db::messages::RECORD_CALLBACK)
-        .bind(&line.id)
-        .bind(&event.id)
-        .bind(clock::now_ms())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-        == 1;
-    if !fresh {
+    if !db::reports::record_callback(tx, &line.id, &event.id).await? {
         return Ok(Handled::Duplicate);
     }
     match &event.payload {
@@ -180,17 +159,8 @@ async fn inbound(
         None => db::messages::last_sender_org(conn, &line.id, &from).await?,
     };
     let Some(org_id) = org_id else {
-        sqlx::query(
-            "INSERT INTO unrouted_inbound (id, line_id, from_phone, body, payload, received_at) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(ids::new_id("unr"))
-        .bind(&line.id)
-        .bind(&from)
-        .bind(body)
-        .bind(serde_json::json!({"chat": chat, "channel": channel}).to_string())
-        .bind(clock::now_ms())
-        .execute(&mut *conn)
-        .await?;
+        let payload = serde_json::json!({"chat": chat, "channel": channel});
+        db::unrouted::insert(conn, &line.id, &from, body, &payload).await?;
         tracing::warn!(line = %line.id, "inbound message on a shared line with no organisation to route it to; kept as unrouted");
         return Ok(());
     };
@@ -328,16 +298,6 @@ async fn record_vote(
     Ok(())
 }
 
-/// How many inbound messages are waiting unrouted on a line (for operators and tests).
-pub async fn unrouted_count(db: &Db, line_id: &str) -> sqlx::Result<i64> {
-    use sqlx::Row;
-    sqlx::query("SELECT COUNT(*) FROM unrouted_inbound WHERE line_id = $1")
-        .bind(line_id)
-        .fetch_one(db.writer())
-        .await?
-        .try_get(0)
-}
-
 /// A line telling how a group creation ended.
 async fn group_settled(
     conn: &mut AnyConnection,
@@ -346,7 +306,6 @@ async fn group_settled(
     state: &str,
     reason: Option<&str>,
 ) -> anyhow::Result<()> {
-    use sqlx::Row;
     let Some(group) = db::conversations::get_any(conn, group_id)
         .await?
         .filter(|g| g.line_id == line.id && g.kind == ConversationKind::Group)
@@ -357,14 +316,7 @@ async fn group_settled(
     if !matches!(state, "created" | "failed") {
         return Ok(());
     }
-    let opening: Option<String> =
-        sqlx::query("SELECT id FROM messages WHERE org_id = $1 AND conversation_id = $2 ORDER BY id LIMIT 1")
-            .bind(&group.org_id)
-            .bind(&group.id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .map(|r| r.try_get(0))
-            .transpose()?;
+    let opening = db::messages::first_in_conversation(conn, &group.org_id, &group.id).await?;
     if let Some(message_id) = opening {
         crate::send::groups::settle(conn, &group.id, &message_id, state, reason).await?;
         if state == "failed" {

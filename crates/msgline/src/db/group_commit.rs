@@ -27,7 +27,7 @@ const LANE_SETTINGS: &str = "SET enable_seqscan = off";
 enum Work {
     Batch(Batch),
     /// A line's status reports (PostgreSQL): recorded, read and moved inside the commit.
-    Reports(String, Vec<super::messages::StatusReport>),
+    Reports(String, Vec<super::reports::StatusReport>),
 }
 
 struct Job {
@@ -143,7 +143,7 @@ impl GroupWriter {
     pub(super) async fn apply_reports(
         &self,
         line_id: String,
-        reports: Vec<super::messages::StatusReport>,
+        reports: Vec<super::reports::StatusReport>,
     ) -> sqlx::Result<Vec<bool>> {
         self.send(0, Work::Reports(line_id, reports)).await
     }
@@ -250,14 +250,14 @@ async fn commit_group_postgres(conn: &mut sqlx::AnyConnection, jobs: Vec<Job>) -
 
 /// The jobs' work inside one transaction; per job, its answer.
 async fn run_postgres(conn: &mut sqlx::AnyConnection, jobs: &[Job]) -> sqlx::Result<Vec<Vec<bool>>> {
-    let lines: Vec<(&str, &[super::messages::StatusReport])> = jobs
+    let lines: Vec<(&str, &[super::reports::StatusReport])> = jobs
         .iter()
         .filter_map(|job| match &job.work {
             Work::Reports(line, reports) => Some((line.as_str(), reports.as_slice())),
             Work::Batch(_) => None,
         })
         .collect();
-    let (fresh, moves) = super::messages::record_and_plan(conn, Backend::Postgres, &lines).await?;
+    let (fresh, moves) = super::reports::record_and_plan(conn, Backend::Postgres, &lines).await?;
     let mut sequences: Vec<&Batch> = jobs
         .iter()
         .filter_map(|job| match &job.work {

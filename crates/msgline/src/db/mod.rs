@@ -23,17 +23,19 @@ pub mod orgs;
 pub mod outbox;
 mod page;
 pub mod polls;
+pub mod reports;
+pub mod unrouted;
 pub mod webhook_deliveries;
 pub mod webhooks;
 
 pub use batch::{Arg, Batch};
-pub use group_commit::GroupWriter;
+use group_commit::GroupWriter;
 pub use page::{ListQuery, Page, Paged};
 
 use std::time::Duration;
 
 use sqlx::{
-    AnyPool, Executor,
+    AnyConnection, AnyPool, Executor,
     any::{AnyPoolOptions, install_default_drivers},
 };
 
@@ -175,8 +177,47 @@ impl Db {
     }
 
     /// The group committer.
-    pub fn group(&self) -> Option<&GroupWriter> {
+    fn group(&self) -> Option<&GroupWriter> {
         self.group.as_ref()
+    }
+
+    /// Commits a unit of work that reads nothing back, and returns once it is durable. Where it
+    /// runs is the database's choice, not the caller's: on a SQLite file the committer thread,
+    /// on PostgreSQL any lane but the one that moves messages, in memory the single lane; many
+    /// units share one commit.
+    pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
+        match self.group() {
+            Some(group) => group.commit(batch).await,
+            None => self.commit_alone(batch).await,
+        }
+    }
+
+    /// Commits a unit of work that moves existing messages (a status move, its event, the end of
+    /// its outbox job). On PostgreSQL these go through one lane, so that two commits never wait
+    /// on each other's row locks; elsewhere as [`Db::commit`].
+    pub async fn commit_moves(&self, batch: Batch) -> sqlx::Result<()> {
+        match self.group() {
+            Some(group) => group.commit_moves(batch).await,
+            None => self.commit_alone(batch).await,
+        }
+    }
+
+    async fn commit_alone(&self, batch: Batch) -> sqlx::Result<()> {
+        let mut tx = self.writer.begin().await?;
+        batch.execute(&mut tx).await?;
+        tx.commit().await
+    }
+
+    /// Runs a unit of work that reads as it writes in one transaction of its own: committed if
+    /// `work` succeeds, rolled back if it fails.
+    pub async fn transaction<T, E>(&self, work: impl AsyncFnOnce(&mut AnyConnection) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<sqlx::Error>,
+    {
+        let mut tx = self.writer.begin().await?;
+        let value = work(&mut tx).await?;
+        tx.commit().await?;
+        Ok(value)
     }
 
     /// Applies every migration not yet applied; returns the names of those it applied.

@@ -63,19 +63,21 @@ pub fn new_id() -> String {
     ids::new_id("poll")
 }
 
-pub async fn insert(conn: &mut AnyConnection, poll: &Poll) -> sqlx::Result<()> {
-    sqlx::query(&format!("INSERT INTO polls ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"))
-        .bind(&poll.id)
-        .bind(&poll.org_id)
-        .bind(&poll.message_id)
-        .bind(&poll.conversation_id)
-        .bind(&poll.line_id)
-        .bind(&poll.question)
-        .bind(serde_json::to_string(&poll.options).expect("strings"))
-        .bind(poll.created_at)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
+/// Stages a poll's row into the batch that stores its message.
+pub fn stage_insert(batch: &mut super::Batch, poll: &Poll) {
+    batch.push(
+        format!("INSERT INTO polls ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"),
+        vec![
+            (&poll.id).into(),
+            (&poll.org_id).into(),
+            (&poll.message_id).into(),
+            (&poll.conversation_id).into(),
+            (&poll.line_id).into(),
+            (&poll.question).into(),
+            serde_json::to_string(&poll.options).expect("strings").into(),
+            poll.created_at.into(),
+        ],
+    );
 }
 
 pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Poll>> {

@@ -1,6 +1,7 @@
-//! The one send path every sender uses: the public endpoints, and later polls, contact cards
-//! and hosted agents. It resolves line, recipient and channel, then writes in one transaction
-//! the idempotency record, contact, conversation, message, outbox job and first event.
+//! The one send path every sender uses: the public endpoints, polls, contact cards and hosted
+//! agents. It resolves line, recipient and channel, then hands the database one unit of work:
+//! the idempotency record, contact, conversation, message (its own outbox job), poll and first
+//! event, committed together.
 
 pub mod groups;
 mod resolve;
@@ -163,84 +164,54 @@ pub async fn submit(
     let target = resolve::resolve(state, principal, &input).await?;
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
 
-    // A send without a poll reads nothing back from the writer: it shares a commit with others.
-    // Its contact and conversation come from the cache or are read and, if missing, created in
-    // the same commit.
-    let known = state.threads.get(&principal.org_id, &target);
-    if let (Some(group), None) = (state.db.group(), &input.poll) {
+    // One unit of work that reads nothing back, shared with other sends in one commit. Its
+    // contact and conversation come from the cache, else are read and, if missing, created in
+    // the same unit. If another request created them first, or holds the key, the unit breaks
+    // a unique constraint: the answer is then that request's, or the unit is staged again from
+    // what it left.
+    let mut cached = state.threads.get(&principal.org_id, &target);
+    let mut retried = false;
+    loop {
         let mut batch = db::Batch::new();
-        let (conversation_id, contact_id) = match known {
+        let (conversation_id, contact_id) = match cached.take() {
             Some(known) => known,
             None => target.stage_thread(&state.db, &mut batch, &principal.org_id).await?,
         };
         let message =
             db::messages::stage_insert(&mut batch, outbound(principal, &target, &input, conversation_id, contact_id));
-        let body = envelope(&message, &extra);
-        if let Some(idem) = &idempotency {
-            db::idempotency::stage_done(
+        if let Some(poll) = &input.poll {
+            db::polls::stage_insert(
                 &mut batch,
-                &idem.scope(&principal.org_id),
-                &idem.fingerprint,
-                now,
-                ttl_ms,
-                202,
-                &body,
+                &db::polls::Poll {
+                    id: poll.id.clone(),
+                    org_id: principal.org_id.clone(),
+                    message_id: message.id.clone(),
+                    conversation_id: message.conversation_id.clone(),
+                    line_id: message.line_id.clone(),
+                    question: poll.question.clone(),
+                    options: poll.options.clone(),
+                    created_at: message.created_at,
+                },
             );
         }
-        match group.commit(batch).await {
+        let body = envelope(&message, &extra);
+        if let Some(idem) = &idempotency {
+            let scope = idem.scope(&principal.org_id);
+            db::idempotency::stage_done(&mut batch, &scope, &idem.fingerprint, now, ttl_ms, 202, &body);
+        }
+        match state.db.commit(batch).await {
             Ok(()) => {
                 state.threads.remember(&principal.org_id, &target, &message);
                 state.dispatch.notify_one();
                 return Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) });
             }
-            // Another request holds the key, or created the contact or conversation first: answer
-            // from what it left, or take the transaction path, which finds them.
-            Err(error) if db::is_unique_violation(&error) => {
+            Err(error) if db::is_unique_violation(&error) && !retried => {
                 if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {
                     return Ok(sent);
                 }
+                retried = true;
             }
             Err(error) => return Err(error.into()),
         }
     }
-
-    let mut tx = state.db.writer().begin().await?;
-    if let Some(idem) = &idempotency
-        && let Some(prior) =
-            db::idempotency::claim(&mut tx, &idem.scope(&principal.org_id), &idem.fingerprint, now, ttl_ms).await?
-    {
-        tx.rollback().await?;
-        return replay(prior);
-    }
-    let (conversation_id, contact_id) = match state.threads.get(&principal.org_id, &target) {
-        Some(known) => known,
-        None => target.materialise(&mut tx, &principal.org_id).await?,
-    };
-    let mut batch = db::Batch::new();
-    let message =
-        db::messages::stage_insert(&mut batch, outbound(principal, &target, &input, conversation_id, contact_id));
-    if let Some(poll) = input.poll {
-        let poll = db::polls::Poll {
-            id: poll.id,
-            org_id: principal.org_id.clone(),
-            message_id: message.id.clone(),
-            conversation_id: message.conversation_id.clone(),
-            line_id: message.line_id.clone(),
-            question: poll.question,
-            options: poll.options,
-            created_at: message.created_at,
-        };
-        batch.execute(&mut tx).await?;
-        batch = db::Batch::new();
-        db::polls::insert(&mut tx, &poll).await?;
-    }
-    let body = envelope(&message, &extra);
-    if let Some(idem) = &idempotency {
-        db::idempotency::stage_complete(&mut batch, &idem.scope(&principal.org_id), 202, &body);
-    }
-    batch.execute(&mut tx).await?;
-    tx.commit().await?;
-    state.threads.remember(&principal.org_id, &target, &message);
-    state.dispatch.notify_one();
-    Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) })
 }

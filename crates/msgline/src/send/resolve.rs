@@ -1,7 +1,5 @@
 //! Which line, which recipient, which channel: everything a send decides before it writes.
 
-use sqlx::AnyConnection;
-
 use super::SendInput;
 use crate::{
     api::{AppState, auth::Principal},
@@ -119,38 +117,6 @@ impl Target {
             }
         };
         Ok((conversation_id, Some(contact_id)))
-    }
-
-    /// Finds or creates the contact and conversation inside the send's transaction; returns
-    /// (conversation id, contact id).
-    pub async fn materialise(&self, conn: &mut AnyConnection, org_id: &str) -> ApiResult<(String, Option<String>)> {
-        match &self.destination {
-            Destination::Group { conversation } => Ok((conversation.id.clone(), None)),
-            Destination::Direct { phone, contact_id, conversation_id } => {
-                let contact_id = match contact_id {
-                    Some(id) => id.clone(),
-                    None => db::contacts::find_or_create(&mut *conn, org_id, phone.as_str()).await?.id,
-                };
-                if let Some(reachable) = self.learned_reachability {
-                    db::contacts::record_reachability(conn, &contact_id, reachable).await?;
-                }
-                let conversation_id = match conversation_id {
-                    Some(id) => id.clone(),
-                    None => {
-                        db::conversations::find_or_create_direct(
-                            conn,
-                            org_id,
-                            &self.line.id,
-                            &contact_id,
-                            phone.as_str(),
-                        )
-                        .await?
-                        .id
-                    }
-                };
-                Ok((conversation_id, Some(contact_id)))
-            }
-        }
     }
 }
 

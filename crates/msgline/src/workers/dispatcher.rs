@@ -149,26 +149,14 @@ async fn deliver(state: &AppState, job: &Job, message: Option<db::messages::ForD
         SendOutcome::Timeout | SendOutcome::Unknown(_) => Some((MessageStatus::Unknown, None, false)),
         SendOutcome::Unreachable(_) | SendOutcome::RetryLater => None,
     };
-    match state.db.group() {
-        // The whole outcome is one staged write, committed together with others.
-        Some(group) => {
-            if let Some((status, reason, settle)) = next {
-                let stage = if settle { db::messages::stage_advance_settling } else { db::messages::stage_advance };
-                stage(&mut batch, state.db.backend(), &message, status, reason);
-            }
-            stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
-            group.commit_moves(batch).await?;
-        }
-        None => {
-            let mut tx = state.db.writer().begin().await?;
-            if let Some((status, reason, _)) = next {
-                db::messages::advance_staged(&mut tx, &mut batch, &message.id, status, reason).await?;
-            }
-            stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
-            batch.execute(&mut tx).await?;
-            tx.commit().await?;
-        }
+    // The whole outcome is one unit of work: the move (with its event), the attempt and the
+    // end or next turn of the outbox job.
+    if let Some((status, reason, settle)) = next {
+        let stage = if settle { db::messages::stage_advance_settling } else { db::messages::stage_advance };
+        stage(&mut batch, state.db.backend(), &message, status, reason);
     }
+    stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
+    state.db.commit_moves(batch).await?;
     if !matches!(result.outcome, SendOutcome::Accepted) {
         tracing::info!(message = %message.id, line = %line.id, outcome = ?result.outcome, "delivery attempt did not succeed");
     }

@@ -226,11 +226,11 @@ async fn deliver(
     };
 
     // The common case, a delivery, reads nothing back: it shares a commit with other writes.
-    if let (Outcome::Delivered, Some(group)) = (&outcome, state.db.group()) {
+    if let Outcome::Delivered = &outcome {
         let mut batch = db::Batch::new();
         let attempt = attempt(Settle::Delivered);
         db::webhook_deliveries::stage_delivered(&mut batch, state.db.backend(), claimed, status, &attempt);
-        group.commit(batch).await?;
+        state.db.commit(batch).await?;
         return Ok(());
     }
 

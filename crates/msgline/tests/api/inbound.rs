@@ -59,7 +59,7 @@ async fn an_inbound_message_nobody_wrote_to_is_kept_unrouted() {
     assert_eq!(answer["callback_status"], 200);
     let inbound = app.get("/messages?direction=inbound", &app.org.key).await.expect(200);
     assert!(inbound["data"].as_array().unwrap().is_empty());
-    assert_eq!(msgline::inbound::unrouted_count(app.db(), &shared.line_id).await.unwrap(), 1);
+    assert_eq!(msgline::db::unrouted::count(app.db(), &shared.line_id).await.unwrap(), 1);
 }
 
 #[tokio::test]

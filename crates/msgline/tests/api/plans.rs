@@ -42,7 +42,7 @@ async fn submit_all(db: &Db, org: &str, ids: &[String]) {
             let mut batch = db::Batch::new();
             db::messages::stage_advance(&mut batch, db.backend(), &message, MessageStatus::Submitted, None)
                 .expect("queued may move to submitted");
-            db.group().expect("PostgreSQL commits in groups").commit_moves(batch).await
+            db.commit_moves(batch).await
         }));
     }
     for task in tasks {
