@@ -22,9 +22,7 @@ impl Application {
         let db = Db::connect(&config.database_url).await?;
         db.migrate().await?;
         if config.bench_routes {
-            sqlx::query("CREATE TABLE IF NOT EXISTS bench_floor (id TEXT PRIMARY KEY, created_at BIGINT NOT NULL)")
-                .execute(db.writer())
-                .await?;
+            crate::bench::server::prepare(&db).await?;
         }
         let addr = config.listen_addr()?;
         let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;

@@ -104,7 +104,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let mut router = Router::new();
     if state.config.bench_routes {
-        router = router.route("/bench/floor", axum::routing::post(bench_floor));
+        router = router.merge(crate::bench::server::routes());
     }
     router
         .nest(BASE, authenticated.merge(bridge_events::router()))
@@ -180,14 +180,4 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
         headers.insert(HeaderName::from_static("ratelimit"), remaining);
     }
     response
-}
-
-/// The storage ceiling `msgline bench` compares with: one durable single-row insert.
-async fn bench_floor(State(state): State<AppState>) -> Result<axum::http::StatusCode, ApiError> {
-    sqlx::query("INSERT INTO bench_floor (id, created_at) VALUES ($1, $2)")
-        .bind(ids::new_id("floor"))
-        .bind(crate::clock::now_ms())
-        .execute(state.db.writer())
-        .await?;
-    Ok(axum::http::StatusCode::NO_CONTENT)
 }

@@ -64,8 +64,9 @@ pub struct Db {
     pg_readers: Option<sqlx::PgPool>,
 }
 
+// As the committer's (see `native::WRITER_PRAGMAS`): wait for another writer, don't fail.
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;";
+     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 30000;";
 // Readers open the file read-write (a read-only open of a WAL database can stall in the busy
 // handler) and refuse writes with query_only.
 const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA query_only = ON;";
@@ -358,57 +359,4 @@ impl Backend {
             Backend::Postgres => "postgres",
         }
     }
-}
-
-/// Fills the database with `rows` inbound messages spread over 1,000 conversations (for the read
-/// benchmark); returns the id of one conversation to read.
-pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
-    use sqlx::Row;
-    let line: String =
-        sqlx::query("SELECT id FROM lines ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
-    let org: String =
-        sqlx::query("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
-    let mut conversations = Vec::new();
-    {
-        let mut tx = db.writer().begin().await?;
-        for i in 0..1000 {
-            let phone = format!("+1201555{:04}", 7000 + (i % 2000));
-            let contact = contacts::find_or_create(&mut *tx, &org, &phone).await?;
-            let conversation = conversations::find_or_create_direct(&mut tx, &org, &line, &contact.id, &phone).await?;
-            conversations.push((conversation.id, contact.id));
-        }
-        tx.commit().await?;
-    }
-    let now = crate::clock::now_ms();
-    let batch = 5_000;
-    let mut written = 0;
-    while written < rows {
-        let mut tx = db.writer().begin().await?;
-        let n = batch.min(rows - written);
-        for i in 0..n {
-            let (conversation, contact) = &conversations[((written + i) % 1000) as usize];
-            sqlx::query(
-                "INSERT INTO messages (id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, \
-                 status, delivery_unknown, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, 'inbound', 'sms', 'text', 'seeded message', 'received', 0, $6, $6)",
-            )
-            .bind(crate::ids::new_id("msg"))
-            .bind(&org)
-            .bind(conversation)
-            .bind(contact)
-            .bind(&line)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        written += n;
-        // Copy what was written into the database file and empty the log: otherwise the log
-        // grows by gigabytes while the server's readers hold it open, and every server
-        // connection maps its index (megabytes of resident memory) for the rest of the run.
-        if db.backend() == Backend::Sqlite && (written % 100_000 == 0 || written == rows) {
-            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(db.writer()).await?;
-        }
-    }
-    Ok(conversations[0].0.clone())
 }

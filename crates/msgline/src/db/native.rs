@@ -21,11 +21,13 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{Arg, group_commit::MAX_GROUP};
 
-/// What every connection that writes to the file sets. Checkpoints (copying the write-ahead
+/// What every connection that writes to the file sets. A writer waits up to 30 s for another
+/// process that holds the file's write lock (a bench's seeder, an operator's `sqlite3`) instead
+/// of failing with `database is locked`. Checkpoints (copying the write-ahead
 /// log back into the database file, with an fsync) run on a thread of their own instead of
 /// inside whichever commit crosses the log's size limit.
 pub const WRITER_PRAGMAS: &str = "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
-     PRAGMA busy_timeout = 5000; PRAGMA wal_autocheckpoint = 0;";
+     PRAGMA busy_timeout = 30000; PRAGMA wal_autocheckpoint = 0;";
 
 /// How often the checkpointer copies the log into the database file.
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);

@@ -356,6 +356,16 @@ pub async fn cli_value(database_url: &str, args: &[&str]) -> Value {
 /// `msgline serve` as its own process on `port` (limits raised, quiet logs, plus `env`), once it
 /// answers `/readyz`. Killed when dropped.
 pub async fn serve_process(database_url: &str, port: u16, env: &[(&str, &str)]) -> tokio::process::Child {
+    serve_process_with(database_url, port, env, std::process::Stdio::inherit()).await
+}
+
+/// [`serve_process`] with its log (stderr) going to `log`.
+pub async fn serve_process_with(
+    database_url: &str,
+    port: u16,
+    env: &[(&str, &str)],
+    log: std::process::Stdio,
+) -> tokio::process::Child {
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
         .arg("serve")
         .env("MSGLINE_DATABASE_URL", database_url)
@@ -366,6 +376,7 @@ pub async fn serve_process(database_url: &str, port: u16, env: &[(&str, &str)]) 
         .env_remove("MSGLINE_CONFIG")
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
+        .stderr(log)
         .kill_on_drop(true)
         .spawn()
         .expect("serve starts");

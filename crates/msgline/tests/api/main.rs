@@ -22,6 +22,7 @@ mod inbound;
 mod isolation;
 mod keys;
 mod lines;
+mod locks;
 mod messages;
 mod plans;
 mod polls;

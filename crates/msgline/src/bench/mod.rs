@@ -22,6 +22,8 @@ use tokio::{
 
 use crate::{admin, db::Db, ids};
 
+pub mod server;
+
 #[derive(Debug, Clone)]
 pub struct BenchArgs {
     /// `sqlite`, `postgres`, or a `postgres://` admin URL to create the bench database from.
@@ -437,7 +439,7 @@ async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Valu
 
 async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
     // A million messages over many conversations; the one read is an ordinary thread.
-    let seeded = crate::db::seed_messages(&h.db, args.read_rows).await?;
+    let seeded = server::seed_messages(&h.db, args.read_rows).await?;
     let http = client(args.connections);
     let url = format!("{}/api/v1/messaging/messages?conversation_id={}&limit=50", h.base, seeded);
     let keys = h.keys.clone();

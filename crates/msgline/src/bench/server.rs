@@ -1,0 +1,92 @@
+//! What `msgline serve` runs for the bench alone (with `bench_routes`): the floor route, one
+//! durable single-row insert and nothing else, and the seeder of the read scenario. Nothing here
+//! is part of the product's serving path.
+
+use axum::{Router, extract::State, http::StatusCode};
+use sqlx::Row;
+
+use crate::{
+    api::AppState,
+    db::{self, Backend, Db},
+    error::ApiError,
+    ids,
+};
+
+/// Creates the floor's table.
+pub async fn prepare(db: &Db) -> sqlx::Result<()> {
+    sqlx::query("CREATE TABLE IF NOT EXISTS bench_floor (id TEXT PRIMARY KEY, created_at BIGINT NOT NULL)")
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}
+
+/// `POST /bench/floor`.
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/bench/floor", axum::routing::post(floor))
+}
+
+/// The storage ceiling `msgline bench` compares with: one durable single-row insert.
+async fn floor(State(state): State<AppState>) -> Result<StatusCode, ApiError> {
+    sqlx::query("INSERT INTO bench_floor (id, created_at) VALUES ($1, $2)")
+        .bind(ids::new_id("floor"))
+        .bind(crate::clock::now_ms())
+        .execute(state.db.writer())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Fills the database with `rows` inbound messages spread over 1,000 conversations (for the read
+/// benchmark); returns the id of one conversation to read.
+pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
+    let line: String =
+        sqlx::query("SELECT id FROM lines ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
+    let org: String =
+        sqlx::query("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
+    let mut conversations = Vec::new();
+    {
+        let mut tx = db.writer().begin().await?;
+        for i in 0..1000 {
+            let phone = format!("+1201555{:04}", 7000 + (i % 2000));
+            let contact = db::contacts::find_or_create(&mut *tx, &org, &phone).await?;
+            let conversation =
+                db::conversations::find_or_create_direct(&mut tx, &org, &line, &contact.id, &phone).await?;
+            conversations.push((conversation.id, contact.id));
+        }
+        tx.commit().await?;
+    }
+    let now = crate::clock::now_ms();
+    // Small transactions with a pause between them: the server, writing to the same file
+    // from another process, gets the write lock between two of them.
+    let batch = 1_000;
+    let mut written = 0;
+    while written < rows {
+        let mut tx = db.writer().begin().await?;
+        let n = batch.min(rows - written);
+        for i in 0..n {
+            let (conversation, contact) = &conversations[((written + i) % 1000) as usize];
+            sqlx::query(
+                "INSERT INTO messages (id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, \
+                 status, delivery_unknown, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, 'inbound', 'sms', 'text', 'seeded message', 'received', 0, $6, $6)",
+            )
+            .bind(crate::ids::new_id("msg"))
+            .bind(&org)
+            .bind(conversation)
+            .bind(contact)
+            .bind(&line)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        written += n;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        // Copy what was written into the database file and empty the log: otherwise the log
+        // grows by gigabytes while the server's readers hold it open, and every server
+        // connection maps its index (megabytes of resident memory) for the rest of the run.
+        if db.backend() == Backend::Sqlite && (written % 100_000 == 0 || written == rows) {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(db.writer()).await?;
+        }
+    }
+    Ok(conversations[0].0.clone())
+}
