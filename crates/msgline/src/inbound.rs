@@ -1,6 +1,8 @@
 //! Bridge callbacks: status moves of outbound messages, inbound messages, poll votes and group
-//! state. Each callback id is recorded in the same transaction as its effect, so a repeated
-//! callback changes nothing and a failed one can be retried.
+//! state. A callback that is not a status report has its id recorded in the same transaction as
+//! its effect, so a repeat changes nothing and a failed one can be retried; a status report
+//! needs no record, since its message only moves forward and a repeat finds it moved (see
+//! [`db::reports`]).
 
 use sqlx::AnyConnection;
 
@@ -34,7 +36,7 @@ pub async fn handle_all(
     agent_runs_per_minute: u32,
 ) -> anyhow::Result<Vec<Handled>> {
     let statuses_only = events.iter().all(|e| matches!(e.payload, BridgeEventPayload::MessageStatus { .. }));
-    if events.len() > 1 && statuses_only {
+    if statuses_only {
         match statuses_in_bulk(db, line, events).await {
             Ok(handled) => return Ok(handled),
             Err(error) => tracing::debug!(error = %error, "bulk status callbacks failed; applying them one by one"),
@@ -92,13 +94,12 @@ async fn apply(
     event: &BridgeEvent,
     agent_runs_per_minute: u32,
 ) -> anyhow::Result<Handled> {
-    if !db::reports::record_callback(tx, &line.id, &event.id).await? {
-        return Ok(Handled::Duplicate);
-    }
     match &event.payload {
         BridgeEventPayload::MessageStatus { message_id, status, reason } => {
-            status_moved(tx, line, message_id, status, reason.as_deref()).await?
+            let moved = status_moved(tx, line, message_id, status, reason.as_deref()).await?;
+            return Ok(if moved { Handled::Applied } else { Handled::Duplicate });
         }
+        _ if !db::reports::record_callback(tx, &line.id, &event.id).await? => return Ok(Handled::Duplicate),
         BridgeEventPayload::Inbound { from, body, chat, channel } => {
             inbound(tx, line, from, body, chat.as_deref(), channel, agent_runs_per_minute).await?
         }
@@ -112,31 +113,35 @@ async fn apply(
     Ok(Handled::Applied)
 }
 
+/// Moves an outbound message as its line reports; whether it moved.
 async fn status_moved(
     conn: &mut AnyConnection,
     line: &Line,
     message_id: &str,
     status: &str,
     reason: Option<&str>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let Ok(status) = status.parse::<MessageStatus>() else {
         tracing::warn!(line = %line.id, message = message_id, status, "a status msgline does not know; ignored");
-        return Ok(());
+        return Ok(false);
     };
     let Some(message) = db::messages::get_any(conn, message_id).await? else {
         tracing::warn!(line = %line.id, message = message_id, "status for a message this service does not know");
-        return Ok(());
+        return Ok(false);
     };
     if message.line_id != line.id || message.direction != Direction::Outbound {
         tracing::warn!(line = %line.id, message = message_id, "status for a message of another line; ignored");
-        return Ok(());
+        return Ok(false);
     }
     let mut batch = db::Batch::new();
-    db::messages::advance_through_staged(conn, &mut batch, &message, status, reason).await?;
+    let moved = db::messages::advance_through_staged(conn, &mut batch, &message, status, reason).await?;
+    if moved.is_none() {
+        return Ok(false);
+    }
     // The line has told: nothing left to send or ask.
     db::outbox::stage_complete(&mut batch, message_id);
     batch.execute(conn).await?;
-    Ok(())
+    Ok(true)
 }
 
 async fn inbound(

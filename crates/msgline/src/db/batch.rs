@@ -68,12 +68,9 @@ pub(super) struct Statement {
     pub sql: String,
     pub args: Vec<Arg>,
     /// For an insert that [`Batch::push_if_updated`] made wait for its update on SQLite (`sql`
-    /// is then `INSERT … SELECT … WHERE changes() > 0`), the same insert as one row of `VALUES`:
-    /// for a runner that counts the rows the update changed itself. (SQLite gives an
-    /// `INSERT … SELECT` into a table with a foreign key a statement journal, a copy of every
-    /// page it changes; a single-row `VALUES` insert checks its keys before it writes and needs
-    /// none.)
-    pub values_if_changed: Option<String>,
+    /// is then `INSERT … SELECT … WHERE changes() > 0 AND …`), the same insert without the
+    /// `changes()` test: for a runner that counts the rows the update changed itself.
+    pub if_changed: Option<String>,
 }
 
 /// `$1, $2, …, $count`: the parameters of an `IN (…)` list.
@@ -130,14 +127,16 @@ impl Batch {
 
     /// Adds a statement whose parameters are `$1..$n` in the order of `args`.
     pub fn push(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
-        self.statements.push(Statement { sql: sql.into(), args, values_if_changed: None });
+        self.statements.push(Statement { sql: sql.into(), args, if_changed: None });
         self
     }
 
-    /// Stages `update` (parameters `$1..$n` from `update_args`) and, only if it changed a row,
-    /// `insert_into` (`INSERT INTO table (columns)`) with the values `select` makes of the
-    /// placeholders of `insert_args`: on SQLite by `changes()`, the rows the previous statement
-    /// changed; on PostgreSQL as one statement whose update feeds the insert.
+    /// Stages `update` (parameters `$1..$n` from `update_args`) and, only if it changed a row
+    /// and the condition `only_if` makes of the insert's placeholders holds, `insert_into`
+    /// (`INSERT INTO table (columns)`) with the values `select` makes of the placeholders of
+    /// `insert_args`: on SQLite by `changes()`, the rows the previous statement changed; on
+    /// PostgreSQL as one statement whose update feeds the insert.
+    #[allow(clippy::too_many_arguments)]
     pub fn push_if_updated(
         &mut self,
         backend: Backend,
@@ -146,24 +145,35 @@ impl Batch {
         insert_into: &str,
         insert_args: Vec<Arg>,
         select: fn(&[String]) -> String,
+        only_if: Option<fn(&[String]) -> String>,
     ) -> &mut Self {
-        let values =
-            |from: usize| select(&(from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>());
+        let placeholders = |from: usize| (from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>();
         match backend {
             Backend::Sqlite => {
-                let row = values(1);
+                let p = placeholders(1);
+                let row = select(&p);
+                let (sql, if_changed) = match only_if.map(|only_if| only_if(&p)) {
+                    Some(condition) => (
+                        format!("{insert_into} SELECT {row} WHERE changes() > 0 AND {condition}"),
+                        format!("{insert_into} SELECT {row} WHERE {condition}"),
+                    ),
+                    // One row of VALUES, which SQLite writes without a statement journal (an
+                    // `INSERT … SELECT` into a table with a foreign key gets one).
+                    None => (
+                        format!("{insert_into} SELECT {row} WHERE changes() > 0"),
+                        format!("{insert_into} VALUES ({row})"),
+                    ),
+                };
                 self.push(update, update_args);
-                self.statements.push(Statement {
-                    sql: format!("{insert_into} SELECT {row} WHERE changes() > 0"),
-                    args: insert_args,
-                    values_if_changed: Some(format!("{insert_into} VALUES ({row})")),
-                });
+                self.statements.push(Statement { sql, args: insert_args, if_changed: Some(if_changed) });
                 self
             }
             Backend::Postgres => {
+                let p = placeholders(update_args.len() + 1);
+                let condition = only_if.map(|only_if| format!(" WHERE {}", only_if(&p))).unwrap_or_default();
                 let sql = format!(
-                    "WITH moved AS ({update} RETURNING 1) {insert_into} SELECT {} FROM moved",
-                    values(update_args.len() + 1)
+                    "WITH moved AS ({update} RETURNING 1) {insert_into} SELECT {} FROM moved{condition}",
+                    select(&p)
                 );
                 let mut args = update_args;
                 args.extend(insert_args);
@@ -235,10 +245,11 @@ mod tests {
             "INSERT INTO u (a, b)",
             args(),
             |p| p.join(", "),
+            Some(|p| format!("{} > 0", p[1])),
         );
-        assert_eq!(sqlite.statements[1].sql, "INSERT INTO u (a, b) SELECT $1, $2 WHERE changes() > 0");
-        assert_eq!(sqlite.statements[1].values_if_changed.as_deref(), Some("INSERT INTO u (a, b) VALUES ($1, $2)"));
-        assert_eq!(sqlite.statements[0].values_if_changed, None);
+        assert_eq!(sqlite.statements[1].sql, "INSERT INTO u (a, b) SELECT $1, $2 WHERE changes() > 0 AND $2 > 0");
+        assert_eq!(sqlite.statements[1].if_changed.as_deref(), Some("INSERT INTO u (a, b) SELECT $1, $2 WHERE $2 > 0"));
+        assert_eq!(sqlite.statements[0].if_changed, None);
         let mut postgres = Batch::new();
         postgres.push_if_updated(
             Backend::Postgres,
@@ -247,12 +258,14 @@ mod tests {
             "INSERT INTO u (a, b)",
             args(),
             |p| p.join(", "),
+            Some(|p| format!("{} > 0", p[1])),
         );
         assert_eq!(
             postgres.statements[0].sql,
-            "WITH moved AS (UPDATE t SET x = $1 WHERE y = $2 RETURNING 1) INSERT INTO u (a, b) SELECT $3, $4 FROM moved"
+            "WITH moved AS (UPDATE t SET x = $1 WHERE y = $2 RETURNING 1) INSERT INTO u (a, b) SELECT $3, $4 FROM moved \
+             WHERE $4 > 0"
         );
         assert_eq!(postgres.statements[0].args.len(), 4);
-        assert_eq!(postgres.statements[0].values_if_changed, None);
+        assert_eq!(postgres.statements[0].if_changed, None);
     }
 }

@@ -73,8 +73,10 @@ pub async fn find_direct(
     }
 }
 
-/// Stages a new direct conversation and its participant; returns its id. The commit fails with
-/// a unique violation if the line and contact already have one.
+/// Stages a new direct conversation and its participant, for the message staged with it at
+/// `now` (its last message, so that the message's touch of the conversation writes nothing);
+/// returns its id. The commit fails with a unique violation if the line and contact already
+/// have one.
 pub fn stage_create_direct(
     batch: &mut super::Batch,
     org_id: &str,
@@ -85,8 +87,8 @@ pub fn stage_create_direct(
 ) -> String {
     let id = ids::new_id("conv");
     batch.push(
-        "INSERT INTO conversations (id, org_id, line_id, kind, contact_id, created_at) \
-         VALUES ($1, $2, $3, 'direct', $4, $5)",
+        "INSERT INTO conversations (id, org_id, line_id, kind, contact_id, created_at, last_message_at) \
+         VALUES ($1, $2, $3, 'direct', $4, $5, $5)",
         vec![(&id).into(), org_id.into(), line_id.into(), contact_id.into(), now.into()],
     );
     batch.push(

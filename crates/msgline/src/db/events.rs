@@ -21,25 +21,35 @@ pub(super) fn values(p: &[String]) -> String {
     )
 }
 
+/// Whether an event is written at all: only for an organisation with a webhook endpoint,
+/// enabled or disabled. Events are what endpoints are sent (now, or by a replay, which never
+/// reaches back before the endpoint was made); with none to send them to, a message costs no
+/// event rows.
+pub(super) fn only_if(p: &[String]) -> String {
+    format!("EXISTS (SELECT 1 FROM webhooks w WHERE w.org_id = {})", p[1])
+}
+
 /// The insert of one event, parameters `$1..$6` in [`values`]' order; built once.
 fn insert_sql() -> &'static str {
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SQL.get_or_init(|| {
         let placeholders: Vec<String> = (1..=6).map(|i| format!("${i}")).collect();
-        format!("{INSERT} VALUES ({})", values(&placeholders))
+        format!("{INSERT} SELECT {} WHERE {}", values(&placeholders), only_if(&placeholders))
     })
 }
 
-/// Writes an event; `data` is the object webhook receivers get, serialised.
+/// Writes an event if the organisation has a webhook endpoint (see [`only_if`]); `data` is the
+/// object webhook receivers get, serialised. Returns the event's id, or `None` if none was
+/// written.
 pub async fn insert(
     conn: &mut AnyConnection,
     org_id: &str,
     kind: &str,
     message_id: Option<&str>,
     data: String,
-) -> sqlx::Result<String> {
+) -> sqlx::Result<Option<String>> {
     let id = ids::new_id("evt");
-    sqlx::query(insert_sql())
+    let done = sqlx::query(insert_sql())
         .bind(&id)
         .bind(org_id)
         .bind(kind)
@@ -48,11 +58,11 @@ pub async fn insert(
         .bind(clock::now_ms())
         .execute(&mut *conn)
         .await?;
-    Ok(id)
+    Ok((done.rows_affected() == 1).then_some(id))
 }
 
 /// `messaging.message.<status>` with the message as it now is.
-pub async fn insert_message_event(conn: &mut AnyConnection, message: &Message) -> sqlx::Result<String> {
+pub async fn insert_message_event(conn: &mut AnyConnection, message: &Message) -> sqlx::Result<Option<String>> {
     let kind = format!("messaging.message.{}", message.status);
     insert(conn, &message.org_id, &kind, Some(&message.id), message.event_data()).await
 }

@@ -257,7 +257,7 @@ async fn run_postgres(conn: &mut sqlx::AnyConnection, jobs: &[Job]) -> sqlx::Res
             Work::Batch(_) => None,
         })
         .collect();
-    let (fresh, moves) = super::reports::record_and_plan(conn, Backend::Postgres, &lines).await?;
+    let (fresh, moves) = super::reports::plan(conn, Backend::Postgres, &lines).await?;
     let mut sequences: Vec<&Batch> = jobs
         .iter()
         .filter_map(|job| match &job.work {

@@ -1,5 +1,7 @@
-//! Idempotency records: (organisation, method, path, key) → the request's fingerprint and the
-//! response it got, stored in the same transaction as what the request wrote.
+//! Idempotency records. A send's key is kept on the message it made ([`SendKey`]): its answer
+//! is that message as accepted, so nothing else is written. Other requests (group creation)
+//! keep (organisation, method, path, key) → the request's fingerprint and the response it got
+//! in `idempotency_keys`, stored in the same transaction as what the request wrote.
 
 use serde_json::Value;
 use sqlx::{AnyConnection, Row};
@@ -27,6 +29,39 @@ pub enum Prior {
 }
 
 const WHERE: &str = "org_id = $1 AND method = $2 AND path = $3 AND idem_key = $4";
+
+/// A send's idempotency key, as its message holds it.
+#[derive(Debug, Clone)]
+pub struct SendKey {
+    /// `<path> <key>`: a key is scoped by the route it was sent to.
+    pub key: String,
+    pub fingerprint: String,
+    /// What the answer carried beside the message (a contact card, a poll), serialised.
+    pub extra: Option<String>,
+    pub expires_at: i64,
+}
+
+/// What a send with this key made, while the key lasts: the message, the fingerprint of the
+/// request that made it, and the rest of its answer ([`SendKey::extra`]).
+pub async fn find_send(
+    db: &Db,
+    org_id: &str,
+    key: &str,
+    now: i64,
+) -> sqlx::Result<Option<(super::messages::Message, String, Option<String>)>> {
+    let row = sqlx::query(&format!(
+        "SELECT {}, idem_fingerprint, idem_extra FROM messages WHERE org_id = $1 AND idem_key = $2 AND idem_expires_at > $3",
+        super::messages::COLUMNS
+    ))
+    .bind(org_id)
+    .bind(key)
+    .bind(now)
+    .fetch_optional(db.reader())
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let message = super::messages::from_row(&row)?;
+    Ok(Some((message, row.try_get("idem_fingerprint")?, row.try_get("idem_extra")?)))
+}
 
 async fn read(
     executor: impl sqlx::Executor<'_, Database = sqlx::Any>,
@@ -156,37 +191,4 @@ pub async fn note_progress(conn: &mut AnyConnection, scope: &IdemScope<'_>, body
         .execute(&mut *conn)
         .await?;
     Ok(())
-}
-
-/// Stages, for a shared commit, the removal of an expired record under the key and the
-/// finished record itself. A live record under the key makes the insert fail: the caller then
-/// reads what is there.
-pub fn stage_done(
-    batch: &mut super::Batch,
-    scope: &IdemScope<'_>,
-    fingerprint: &str,
-    now: i64,
-    ttl_ms: i64,
-    status: u16,
-    body: &Value,
-) {
-    batch.push(
-        format!("DELETE FROM idempotency_keys WHERE {WHERE} AND expires_at <= $5"),
-        vec![scope.org_id.into(), scope.method.into(), scope.path.into(), scope.key.into(), now.into()],
-    );
-    batch.push(
-        "INSERT INTO idempotency_keys (org_id, method, path, idem_key, fingerprint, state, response_status, \
-         response_body, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, 'done', $6, $7, $8, $9)",
-        vec![
-            scope.org_id.into(),
-            scope.method.into(),
-            scope.path.into(),
-            scope.key.into(),
-            fingerprint.into(),
-            (status as i64).into(),
-            body.to_string().into(),
-            now.into(),
-            (now + ttl_ms).into(),
-        ],
-    );
 }

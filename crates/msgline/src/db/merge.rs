@@ -157,15 +157,34 @@ fn form(sql: &str, types: &[&str]) -> Option<Form> {
         && let Some((update, insert)) = rest.split_once(" RETURNING 1) ")
     {
         let (set, condition) = split_update(update)?;
-        let insert = insert.strip_suffix(" FROM moved")?;
+        let at = top_level(insert, " FROM moved")?;
+        let (insert, tail) = (&insert[..at], &insert[at + " FROM moved".len()..]);
         let sql = format!(
-            "WITH moved AS ({} FROM {} WHERE {} RETURNING {ROWS}.*) {} FROM moved",
+            "WITH moved AS ({} FROM {} WHERE {} RETURNING {ROWS}.*) {} FROM moved{}",
             from_rows(set, ROWS),
             rows_table(types),
             from_rows(condition, ROWS),
             from_rows(insert, "moved"),
+            from_rows(tail, "moved"),
         );
         return Some(Form { sql, keys: params(condition), one_row_each: Some(equalities(condition)) });
+    }
+    if sql.starts_with("INSERT INTO ")
+        && top_level(sql, " VALUES (").is_none()
+        && let Some(at) = top_level(sql, " SELECT ")
+    {
+        // `INSERT INTO t (..) SELECT <row> WHERE <condition>`: one row if the condition holds.
+        let (head, rest) = (&sql[..at], &sql[at + " SELECT ".len()..]);
+        let (row, condition) = match top_level(rest, " WHERE ") {
+            Some(at) => (&rest[..at], Some(&rest[at + " WHERE ".len()..])),
+            None => (rest, None),
+        };
+        if [" FROM ", " ON CONFLICT ", " RETURNING "].iter().any(|word| top_level(rest, word).is_some()) {
+            return None;
+        }
+        let condition = condition.map(|c| format!(" WHERE {}", from_rows(c, ROWS))).unwrap_or_default();
+        let sql = format!("{head} SELECT {} FROM {}{condition}", from_rows(row, ROWS), rows_table(types));
+        return Some(Form { sql, keys: Vec::new(), one_row_each: None });
     }
     if sql.starts_with("INSERT INTO ") {
         let open = top_level(sql, " VALUES (")? + " VALUES ".len();
@@ -286,6 +305,30 @@ mod tests {
              WHERE id = _m.a2 AND s IN ('a', 'b') RETURNING _m.*) INSERT INTO e (id, m) SELECT moved.a3, moved.a2 FROM moved"
         );
         assert_eq!((moved.keys, moved.one_row_each), (vec![2], Some(vec![2])));
+        let kept = form_of(
+            "WITH moved AS (UPDATE m SET s = $1 WHERE id = $2 RETURNING 1) \
+             INSERT INTO e (id, o) SELECT $3, $4 FROM moved WHERE EXISTS (SELECT 1 FROM w WHERE w.o = $4)",
+        );
+        assert!(
+            kept.sql.ends_with(
+                "INSERT INTO e (id, o) SELECT moved.a3, moved.a4 FROM moved WHERE EXISTS (SELECT 1 FROM w WHERE w.o = moved.a4)"
+            ),
+            "{}",
+            kept.sql
+        );
+    }
+
+    #[test]
+    fn a_conditional_insert_selects_its_rows_where_the_condition_holds() {
+        let insert =
+            form_of("INSERT INTO e (id, o) SELECT $1, (SELECT 2 FROM x) WHERE EXISTS (SELECT 1 FROM w WHERE w.o = $2)");
+        assert_eq!(
+            insert.sql,
+            "INSERT INTO e (id, o) SELECT _m.a1, (SELECT 2 FROM x) FROM msgline_rows($1::json) AS _r(j), \
+             json_to_record(_r.j) AS _m(a1 text, a2 text) WHERE EXISTS (SELECT 1 FROM w WHERE w.o = _m.a2)"
+        );
+        // A select from a table of its own is left alone.
+        assert_eq!(form("INSERT INTO e (id) SELECT id FROM t WHERE id = $1", &["text"]), None);
     }
 
     #[test]

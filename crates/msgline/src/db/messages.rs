@@ -86,6 +86,21 @@ impl Message {
     pub fn is_final(&self) -> bool {
         self.status.is_final()
     }
+
+    /// The message as it was when accepted (what its send answered): queued, nothing since.
+    pub fn as_accepted(&self) -> Message {
+        Message {
+            status: MessageStatus::Queued,
+            error: None,
+            delivery_unknown: false,
+            updated_at: self.created_at,
+            submitted_at: None,
+            sent_at: None,
+            delivered_at: None,
+            read_at: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// A message as the API shows it: its fields, and those its payload adds (`contact_card`,
@@ -173,7 +188,25 @@ pub async fn insert(conn: &mut AnyConnection, new: NewMessage) -> sqlx::Result<M
 
 /// The statements of [`insert`], staged into a batch.
 pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
-    let now = clock::now_ms();
+    stage_insert_at(batch, new, clock::now_ms(), None)
+}
+
+/// [`stage_insert`] of a message made at `now` (the time its request staged the rest of its
+/// unit with: a conversation created with it already has it as its last message), holding its
+/// send's idempotency key if it has one. A key held by another message makes the commit fail
+/// with a unique violation; one whose time is up is taken from the message that held it.
+pub fn stage_insert_at(
+    batch: &mut Batch,
+    new: NewMessage,
+    now: i64,
+    key: Option<&super::idempotency::SendKey>,
+) -> Message {
+    if let Some(key) = key {
+        batch.push(
+            "UPDATE messages SET idem_key = NULL WHERE org_id = $1 AND idem_key = $2 AND idem_expires_at <= $3",
+            vec![(&new.org_id).into(), (&key.key).into(), now.into()],
+        );
+    }
     let queued = new.status == MessageStatus::Queued && new.direction == Direction::Outbound;
     let message = Message {
         id: ids::new_id("msg"),
@@ -200,8 +233,9 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
     };
     batch.push(
         format!(
-            "INSERT INTO messages ({COLUMNS}, outbox_state, available_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16)"
+            "INSERT INTO messages ({COLUMNS}, outbox_state, available_at, idem_key, idem_fingerprint, idem_extra, \
+             idem_expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, \
+             NULL, NULL, $14, $15, $16, $17, $18, $19, $20)"
         ),
         vec![
             (&message.id).into(),
@@ -221,6 +255,10 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
             // A queued outbound message is its own outbox job, due now.
             queued.then_some(super::outbox::PENDING).into(),
             queued.then_some(now).into(),
+            key.map(|k| k.key.clone()).into(),
+            key.map(|k| k.fingerprint.clone()).into(),
+            key.and_then(|k| k.extra.clone()).into(),
+            key.map(|k| k.expires_at).into(),
         ],
     );
     // Conditional: of two messages committed out of order, the later one still shows.
@@ -376,7 +414,15 @@ fn stage_move(
         after.event_data().into(),
         now.into(),
     ];
-    batch.push_if_updated(backend, &update, update_args, events::INSERT, event_args, events::values);
+    batch.push_if_updated(
+        backend,
+        &update,
+        update_args,
+        events::INSERT,
+        event_args,
+        events::values,
+        Some(events::only_if),
+    );
     Some(after)
 }
 

@@ -36,6 +36,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_events_by_message"),
     migration!(11, "0011_line_kinds"),
     migration!(12, "0012_message_outbox"),
+    migration!(13, "0013_message_idempotency"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

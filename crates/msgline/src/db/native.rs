@@ -256,10 +256,9 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
     // Rows the previous statement changed: what `changes()` would answer.
     let mut changed = 0;
     for statement in batch.statements() {
-        changed = match &statement.values_if_changed {
-            // An insert that waits for its update: the count is at hand, and the insert runs as
-            // one row of VALUES, which SQLite writes without a statement journal.
-            Some(values) if changed > 0 => bound(conn, values, &statement.args)?.raw_execute()?,
+        changed = match &statement.if_changed {
+            // An insert that waits for its update: the count is at hand.
+            Some(insert) if changed > 0 => bound(conn, insert, &statement.args)?.raw_execute()?,
             Some(_) => 0,
             None => bound(conn, &statement.sql, &statement.args)?.raw_execute()?,
         };

@@ -309,6 +309,7 @@ pub fn stage_delivered(
         &format!("INSERT INTO webhook_attempts (org_id, delivery_id, {ATTEMPT_COLUMNS})"),
         attempt_args,
         |p| p.join(", "),
+        None,
     );
     batch.push(
         "UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",

@@ -69,6 +69,11 @@ impl Idempotency {
     pub fn scope<'a>(&'a self, org_id: &'a str) -> IdemScope<'a> {
         IdemScope { org_id, method: "POST", path: self.path, key: self.key.as_str() }
     }
+
+    /// The key as a send's message holds it, scoped by its route.
+    fn message_key(&self) -> String {
+        format!("{} {}", self.path, self.key.as_str())
+    }
 }
 
 /// What a send answered: its status and body (the envelope, or a replay of it).
@@ -143,10 +148,16 @@ pub async fn prior(
     idempotency: Option<&Idempotency>,
 ) -> ApiResult<Option<Sent>> {
     let Some(idem) = idempotency else { return Ok(None) };
-    match db::idempotency::peek(&state.db, &idem.scope(&principal.org_id), &idem.fingerprint, clock::now_ms()).await? {
-        Some(prior) => replay(prior).map(Some),
-        None => Ok(None),
-    }
+    let found = db::idempotency::find_send(&state.db, &principal.org_id, &idem.message_key(), clock::now_ms()).await?;
+    let prior = match found {
+        None => return Ok(None),
+        Some((message, fingerprint, extra)) if fingerprint == idem.fingerprint => {
+            let extra = extra.and_then(|extra| serde_json::from_str(&extra).ok()).unwrap_or_default();
+            Prior::Done { status: 202, body: envelope(&message.as_accepted(), &extra) }
+        }
+        Some(_) => Prior::Mismatch,
+    };
+    replay(prior).map(Some)
 }
 
 /// Accepts a message for delivery: 202 with the envelope, or a replay.
@@ -175,10 +186,16 @@ pub async fn submit(
         let mut batch = db::Batch::new();
         let (conversation_id, contact_id) = match cached.take() {
             Some(known) => known,
-            None => target.stage_thread(&state.db, &mut batch, &principal.org_id).await?,
+            None => target.stage_thread(&state.db, &mut batch, &principal.org_id, now).await?,
         };
-        let message =
-            db::messages::stage_insert(&mut batch, outbound(principal, &target, &input, conversation_id, contact_id));
+        let new = outbound(principal, &target, &input, conversation_id, contact_id);
+        let key = idempotency.as_ref().map(|idem| db::idempotency::SendKey {
+            key: idem.message_key(),
+            fingerprint: idem.fingerprint.clone(),
+            extra: (!extra.is_empty()).then(|| Value::Object(extra.clone()).to_string()),
+            expires_at: now + ttl_ms,
+        });
+        let message = db::messages::stage_insert_at(&mut batch, new, now, key.as_ref());
         if let Some(poll) = &input.poll {
             db::polls::stage_insert(
                 &mut batch,
@@ -195,10 +212,6 @@ pub async fn submit(
             );
         }
         let body = envelope(&message, &extra);
-        if let Some(idem) = &idempotency {
-            let scope = idem.scope(&principal.org_id);
-            db::idempotency::stage_done(&mut batch, &scope, &idem.fingerprint, now, ttl_ms, 202, &body);
-        }
         match state.db.commit(batch).await {
             Ok(()) => {
                 state.threads.remember(&principal.org_id, &target, &message);

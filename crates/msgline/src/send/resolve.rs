@@ -86,12 +86,12 @@ impl Target {
         db: &db::Db,
         batch: &mut db::Batch,
         org_id: &str,
+        now: i64,
     ) -> ApiResult<(String, Option<String>)> {
         let (phone, contact_id, conversation_id) = match &self.destination {
             Destination::Group { conversation } => return Ok((conversation.id.clone(), None)),
             Destination::Direct { phone, contact_id, conversation_id } => (phone, contact_id, conversation_id),
         };
-        let now = crate::clock::now_ms();
         let (found_contact, found_conversation) = match (contact_id, conversation_id) {
             (Some(contact), Some(conversation)) => (Some(contact.clone()), Some(conversation.clone())),
             _ => {

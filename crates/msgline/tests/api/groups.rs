@@ -55,6 +55,7 @@ async fn group_state(app: &TestApp, id: &str) -> String {
 #[tokio::test]
 async fn a_group_the_line_accepts_is_201_created_with_a_submitted_message_that_then_follows_the_lifecycle() {
     let app = spawn_app().await;
+    app.keep_events().await;
     let line = line_with(&app, &[]).await;
     let created = post_group(&app, None, group(json!({}))).await.expect(201);
     let group = &created["group"];
@@ -175,6 +176,7 @@ async fn the_rules_are_checked_in_order() {
 #[tokio::test]
 async fn no_answer_in_time_is_202_unknown_and_the_reconciler_later_resolves_it() {
     let app = spawn_app_with(|c| c.bridge_timeout_ms = 300).await;
+    app.keep_events().await;
     let line = line_with(&app, &["--mode", "timeout"]).await;
     let first = post_group(&app, Some("trip-1"), group(json!({}))).await.expect(202);
     assert_eq!(first["group"]["state"], "unknown");

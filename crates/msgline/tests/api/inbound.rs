@@ -10,6 +10,7 @@ const FRIEND: &str = "+12015550123";
 #[tokio::test]
 async fn an_inbound_message_on_a_dedicated_line_lands_on_the_contact_and_conversation() {
     let app = spawn_app().await;
+    app.keep_events().await;
     let line = app.default_line().await;
     let sent = app.post("/messages", &app.org.key, json!({"to": FRIEND, "body": "Hi"})).await.expect(202);
     line.inbound(FRIEND, "Hello yourself").await;

@@ -27,5 +27,6 @@ mod messages;
 mod plans;
 mod polls;
 mod ratelimit;
+mod rows;
 mod schema;
 mod webhooks;

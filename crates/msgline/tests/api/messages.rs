@@ -24,6 +24,7 @@ fn hello() -> Value {
 #[tokio::test]
 async fn an_accepted_send_goes_queued_submitted_sent_delivered_and_reaches_the_phone_once() {
     let app = spawn_app().await;
+    app.keep_events().await;
     let line = app.default_line().await;
     let body = app.post("/messages", &app.org.key, hello()).await.expect(202);
     let message = &body["message"];
@@ -215,6 +216,30 @@ async fn the_61st_send_inside_a_minute_is_rate_limited() {
 }
 
 #[tokio::test]
+async fn a_key_past_its_time_is_free_for_a_new_send() {
+    // Keys last MSGLINE_IDEMPOTENCY_TTL_HOURS; at 0 they are past their time at once.
+    let app = spawn_app_with(|config| config.idempotency_ttl_hours = 0).await;
+    let _line = app.default_line().await;
+    let send = |body: Value| {
+        app.client
+            .post(app.url("/messages"))
+            .bearer_auth(&app.org.key)
+            .header("Idempotency-Key", "order-18")
+            .json(&body)
+            .send()
+    };
+    let first = send(hello()).await.unwrap();
+    assert_eq!(first.status(), 202);
+    let first: Value = first.json().await.unwrap();
+    let again = send(hello()).await.unwrap();
+    assert_eq!(again.status(), 202, "an expired key replays nothing");
+    let again: Value = again.json().await.unwrap();
+    assert_ne!(again["message"]["id"], first["message"]["id"]);
+    let other = send(json!({"to": FRIEND, "body": "a different text"})).await.unwrap();
+    assert_eq!(other.status(), 202, "nor does it hold a different request off");
+}
+
+#[tokio::test]
 async fn a_replay_with_the_same_key_returns_the_original_and_sends_nothing_more() {
     let app = spawn_app().await;
     let line = app.default_line().await;
@@ -231,12 +256,17 @@ async fn a_replay_with_the_same_key_returns_the_original_and_sends_nothing_more(
     let first: Value = first.json().await.unwrap();
     let id = first["message"]["id"].as_str().unwrap().to_string();
 
+    // Once the message has moved on, a replay still answers what the send answered.
+    app.wait_for_message(&app.org.key, &id, "delivered", |m| m["status"] == "delivered").await;
     let replay = send(hello()).await.unwrap();
     assert_eq!(replay.status(), 200);
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
     let replay: Value = replay.json().await.unwrap();
     assert_eq!(replay["duplicate"], true);
     assert_eq!(replay["message"]["id"], id.as_str());
+    let mut original = first.clone();
+    original["duplicate"] = json!(true);
+    assert_eq!(replay, original, "the replay is the first answer, flagged as a duplicate");
 
     let other = send(json!({"to": FRIEND, "body": "a different text"})).await.unwrap();
     assert_eq!(other.status(), 409);
@@ -297,6 +327,7 @@ async fn twenty_concurrent_requests_with_one_key_send_exactly_once() {
 #[tokio::test]
 async fn a_line_that_refuses_fails_the_message_with_its_reason() {
     let app = spawn_app().await;
+    app.keep_events().await;
     let org = app.org.clone();
     let line = app
         .sim_line(LineSpec { e164: "+12015550100", org: Some(&org), sim_args: &["--mode", "reject"], start: true })
@@ -315,6 +346,7 @@ async fn a_line_that_refuses_fails_the_message_with_its_reason() {
 #[tokio::test]
 async fn a_timeout_makes_the_message_unknown_until_the_reconciler_learns_the_outcome() {
     let app = spawn_app_with(|c| c.bridge_timeout_ms = 300).await;
+    app.keep_events().await;
     let org = app.org.clone();
     let line = app
         .sim_line(LineSpec { e164: "+12015550100", org: Some(&org), sim_args: &["--mode", "timeout"], start: true })
@@ -500,6 +532,7 @@ async fn a_burst_of_concurrent_sends_gives_each_message_its_own_events_attempt_a
         config.send_rate_limit_per_minute = 10_000;
     })
     .await;
+    app.keep_events().await;
     let line = app.default_line().await;
     // Requests in flight together share commits (and on PostgreSQL, statements): each still
     // gets its own message, one event per status, one attempt and one delivery.

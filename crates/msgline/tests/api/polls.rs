@@ -128,6 +128,7 @@ async fn sms_is_refused_in_its_three_forms_before_anything_is_written() {
 #[tokio::test]
 async fn votes_by_tap_by_text_and_by_number_are_recorded_and_a_revote_replaces_the_earlier() {
     let app = spawn_app().await;
+    app.keep_events().await;
     let line = app.default_line().await;
     let (poll_id, poll_message) = send_poll(&app, lunch()).await;
     app.wait_for_message(&app.org.key, &poll_message, "delivered", |m| m["status"] == "delivered").await;

@@ -115,33 +115,115 @@ async fn postgres_leaves_room_on_each_page_for_message_and_conversation_updates(
     assert_eq!(options, expected);
 }
 
+/// A database migrated up to (not including) `version`, as an older msgline left it.
+async fn migrated_before(test_db: &TestDb, version: i64) -> Db {
+    let db = Db::connect(test_db.url()).await.expect("the database connects");
+    let mut conn = db.writer().acquire().await.unwrap();
+    sqlx::raw_sql(
+        "CREATE TABLE msgline_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+    )
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    for migration in msgline::db::MIGRATIONS.iter().filter(|m| m.version < version) {
+        let sql = match db.backend() {
+            msgline::db::Backend::Sqlite => migration.sqlite,
+            msgline::db::Backend::Postgres => migration.postgres,
+        };
+        sqlx::raw_sql(sql).execute(&mut *conn).await.unwrap();
+        sqlx::query("INSERT INTO msgline_migrations (version, name, applied_at) VALUES ($1, $2, 0)")
+            .bind(migration.version)
+            .bind(migration.name)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+    }
+    drop(conn);
+    db
+}
+
+/// Upgrading a database whose sends kept their idempotency records in a table of their own:
+/// each send's record lands on its message (its answer's extra objects kept), the key still
+/// finds it, and other routes' records stay where they were.
+#[tokio::test]
+async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() {
+    let (sqlite, postgres) = (TestDb::new_sqlite().await, TestDb::new_postgres().await);
+    for test_db in [&sqlite, &postgres] {
+        let db = migrated_before(test_db, 13).await;
+        let mut conn = db.writer().acquire().await.unwrap();
+        sqlx::raw_sql(
+            r#"INSERT INTO orgs (id, name, created_at) VALUES ('org_1', 'Old', 1);
+             INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_secret_hash, status, created_at)
+               VALUES ('line_1', 'org_1', '+12015550100', 'dedicated', 'http://127.0.0.1:9', 'h', 'online', 1);
+             INSERT INTO conversations (id, org_id, line_id, kind, created_at)
+               VALUES ('conv_1', 'org_1', 'line_1', 'group', 1);
+             INSERT INTO messages (id, org_id, conversation_id, line_id, direction, channel, kind, body, status,
+               delivery_unknown, created_at, updated_at) VALUES
+               ('msg_text', 'org_1', 'conv_1', 'line_1', 'outbound', 'imessage', 'text', 'a', 'delivered', 0, 1, 9),
+               ('msg_poll', 'org_1', 'conv_1', 'line_1', 'outbound', 'imessage', 'poll', 'b', 'sent', 0, 1, 9),
+               ('msg_free', 'org_1', 'conv_1', 'line_1', 'outbound', 'imessage', 'text', 'c', 'sent', 0, 1, 9);
+             INSERT INTO idempotency_keys (org_id, method, path, idem_key, fingerprint, state, response_status,
+               response_body, created_at, expires_at) VALUES
+               ('org_1', 'POST', '/messages', 'k1', 'f1', 'done', 202,
+                '{"message":{"id":"msg_text"},"duplicate":false,"delivery_unknown":false}', 1, 5000),
+               ('org_1', 'POST', '/polls', 'k2', 'f2', 'done', 202,
+                '{"message":{"id":"msg_poll"},"duplicate":false,"delivery_unknown":false,"poll":{"id":"poll_1"}}', 1, 5000),
+               ('org_1', 'POST', '/groups', 'k3', 'f3', 'done', 201, '{"group":{"id":"conv_1"}}', 1, 5000);"#,
+        )
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+        drop(conn);
+
+        assert_eq!(db.migrate().await.unwrap(), vec!["0013_message_idempotency"]);
+        let rows = strings(
+            &db,
+            "SELECT id, COALESCE(idem_key, '-'), COALESCE(idem_fingerprint, '-'), COALESCE(idem_extra, '-'), \
+             COALESCE(CAST(idem_expires_at AS TEXT), '-') FROM messages",
+        )
+        .await;
+        let poll: serde_json::Value =
+            serde_json::from_str(&rows.iter().find(|row| row[0] == "msg_poll").expect("the poll message")[3])
+                .expect("the poll's answer, as JSON");
+        assert_eq!(poll, serde_json::json!({"poll": {"id": "poll_1"}}), "on {:?}", db.backend());
+        let without_extra: BTreeSet<Vec<String>> = rows
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .enumerate()
+                    .map(|(i, v)| if i == 3 && row[0] == "msg_poll" { "poll".into() } else { v.clone() })
+                    .collect()
+            })
+            .collect();
+        let expected: BTreeSet<Vec<String>> = [
+            ["msg_text", "/messages k1", "f1", "-", "5000"],
+            ["msg_poll", "/polls k2", "f2", "poll", "5000"],
+            ["msg_free", "-", "-", "-", "-"],
+        ]
+        .iter()
+        .map(|row| row.iter().map(|s| s.to_string()).collect())
+        .collect();
+        assert_eq!(without_extra, expected, "on {:?}", db.backend());
+        let left = strings(&db, "SELECT path, idem_key FROM idempotency_keys").await;
+        assert_eq!(left, [vec!["/groups".to_string(), "k3".to_string()]].into_iter().collect());
+        let (message, fingerprint, _) = msgline::db::idempotency::find_send(&db, "org_1", "/messages k1", 10)
+            .await
+            .unwrap()
+            .expect("the key finds it");
+        assert_eq!((message.id.as_str(), fingerprint.as_str()), ("msg_text", "f1"));
+        assert!(msgline::db::idempotency::find_send(&db, "org_1", "/messages k1", 5000).await.unwrap().is_none());
+        db.close().await;
+    }
+}
+
 /// Upgrading a database whose outbox was a table of its own: every waiting job lands on its
 /// message, settled messages have none, and the dispatcher claims what was pending.
 #[tokio::test]
 async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
     let (sqlite, postgres) = (TestDb::new_sqlite().await, TestDb::new_postgres().await);
     for test_db in [&sqlite, &postgres] {
-        let db = Db::connect(test_db.url()).await.expect("the database connects");
+        let db = migrated_before(test_db, 12).await;
         let mut conn = db.writer().acquire().await.unwrap();
-        sqlx::raw_sql(
-            "CREATE TABLE msgline_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
-        )
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-        for migration in msgline::db::MIGRATIONS.iter().filter(|m| m.version < 12) {
-            let sql = match db.backend() {
-                msgline::db::Backend::Sqlite => migration.sqlite,
-                msgline::db::Backend::Postgres => migration.postgres,
-            };
-            sqlx::raw_sql(sql).execute(&mut *conn).await.unwrap();
-            sqlx::query("INSERT INTO msgline_migrations (version, name, applied_at) VALUES ($1, $2, 0)")
-                .bind(migration.version)
-                .bind(migration.name)
-                .execute(&mut *conn)
-                .await
-                .unwrap();
-        }
         sqlx::raw_sql(
             "INSERT INTO orgs (id, name, created_at) VALUES ('org_1', 'Old', 1);
              INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_secret_hash, status, created_at) \
@@ -162,7 +244,7 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
         .unwrap();
         drop(conn);
 
-        assert_eq!(db.migrate().await.unwrap(), vec!["0012_message_outbox"]);
+        assert_eq!(db.migrate().await.unwrap(), vec!["0012_message_outbox", "0013_message_idempotency"]);
         let rows = strings(
             &db,
             "SELECT id, COALESCE(outbox_state, '-'), CAST(outbox_attempts AS TEXT), \

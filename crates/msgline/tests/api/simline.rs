@@ -151,7 +151,30 @@ impl TestApp {
         self.get(&format!("/messages/{id}"), key).await.expect(200)
     }
 
-    /// The event types written for a message, oldest first.
+    /// Gives the test's organisation a disabled webhook endpoint, never called: events are
+    /// written only for an organisation with an endpoint (with none, a message costs no event
+    /// rows), and [`Self::event_types`] reads them.
+    pub async fn keep_events(&self) {
+        let events = msgline::domain::webhook::Subscriptions::parse(["*"]).expect("all events");
+        let endpoint = msgline::db::webhooks::create(
+            self.db(),
+            msgline::db::webhooks::NewWebhook {
+                org_id: &self.org.id,
+                line_id: None,
+                url: "https://receiver.example/kept",
+                description: None,
+                events: &events,
+            },
+        )
+        .await
+        .expect("an endpoint");
+        let mut conn = self.db().writer().acquire().await.expect("a connection");
+        msgline::db::webhooks::disable(&mut conn, &endpoint.id, "events kept for the test", msgline::clock::now_ms())
+            .await
+            .expect("disabled");
+    }
+
+    /// The event types written for a message, oldest first (see [`Self::keep_events`]).
     pub async fn event_types(&self, message_id: &str) -> Vec<String> {
         msgline::db::events::types_for_message(self.db(), message_id).await.expect("events")
     }

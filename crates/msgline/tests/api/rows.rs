@@ -1,0 +1,112 @@
+//! What one message costs the database: every row inserted, updated or deleted between a send
+//! (with an `Idempotency-Key`, to a number never written to before) and its `delivered`, with
+//! no webhook endpoint, counted by triggers on every table. docs/operations.md ("What a message
+//! costs") lists the rows.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use serde_json::{Value, json};
+use sqlx::{Connection, Executor, Row};
+
+use crate::helpers::{ProcessLine, TestDb, eventually, process_line, serve_process, use_postgres};
+
+/// Half of what a message cost before its row became its own outbox, rounded down: 19 row
+/// writes on both engines (docs/operations.md, "What a message costs").
+const MOST: i64 = 9;
+
+async fn count_writes(conn: &mut sqlx::AnyConnection) {
+    conn.execute("CREATE TABLE row_writes (table_name TEXT NOT NULL, op TEXT NOT NULL)").await.unwrap();
+    let tables: Vec<String> = if use_postgres() {
+        conn.execute(
+            "CREATE FUNCTION count_row_write() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN INSERT INTO row_writes VALUES (TG_TABLE_NAME, TG_OP); RETURN NULL; END $$",
+        )
+        .await
+        .unwrap();
+        sqlx::query(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'row_writes'",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+    } else {
+        sqlx::query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'row_writes'",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+    };
+    assert!(tables.iter().any(|t| t == "messages"), "the schema is in place: {tables:?}");
+    // The line check writes a line's health every 30 s whatever the traffic: not the message's.
+    for table in tables.iter().filter(|t| *t != "lines") {
+        for op in ["INSERT", "UPDATE", "DELETE"] {
+            let sql = if use_postgres() {
+                format!(
+                    "CREATE TRIGGER count_{op}_{table} AFTER {op} ON {table} FOR EACH ROW \
+                     EXECUTE FUNCTION count_row_write()"
+                )
+            } else {
+                format!(
+                    "CREATE TRIGGER count_{op}_{table} AFTER {op} ON {table} FOR EACH ROW \
+                     BEGIN INSERT INTO row_writes VALUES ('{table}', '{op}'); END"
+                )
+            };
+            conn.execute(sql.as_str()).await.unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_message_sent_to_delivered_writes_at_most_half_the_rows_it_used_to() {
+    let db = TestDb::new().await;
+    let url = db.url().to_string();
+    let ProcessLine { key, port, sim: _sim, .. } = process_line(&url, "Rows").await;
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&url).await.expect("a connection of its own");
+    count_writes(&mut conn).await;
+    let _server = serve_process(&url, port, &[]).await;
+    conn.execute("DELETE FROM row_writes").await.unwrap();
+
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}/api/v1/messaging");
+    let sent: Value = client
+        .post(format!("{base}/messages"))
+        .bearer_auth(&key)
+        .header("Idempotency-Key", "rows-1")
+        .json(&json!({"to": "+12015553000", "from": "+12015550100", "body": "what does this cost"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = sent["message"]["id"].as_str().expect("accepted").to_string();
+    eventually(30, "the message to be delivered", || async {
+        let body: Value =
+            client.get(format!("{base}/messages/{id}")).bearer_auth(&key).send().await.ok()?.json().await.ok()?;
+        (body["status"] == "delivered").then_some(())
+    })
+    .await;
+    // Whatever the workers still write about it (a settled job, a last mark) counts too.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+
+    let mut writes = BTreeMap::<String, i64>::new();
+    for row in sqlx::query("SELECT table_name, op FROM row_writes").fetch_all(&mut conn).await.unwrap() {
+        let (table, op): (String, String) = (row.get(0), row.get(1));
+        *writes.entry(format!("{op} {table}")).or_default() += 1;
+    }
+    let total: i64 = writes.values().sum();
+    eprintln!(
+        "rows written for one message ({}): {total} {writes:#?}",
+        if use_postgres() { "postgres" } else { "sqlite" }
+    );
+    assert!(writes.contains_key("INSERT messages"), "the counting saw the send: {writes:#?}");
+    assert!(total <= MOST, "one message to delivered writes at most {MOST} rows, not {total}: {writes:#?}");
+}
