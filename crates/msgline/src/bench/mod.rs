@@ -22,6 +22,7 @@ use tokio::{
 
 use crate::{admin, db::Db, ids};
 
+pub mod peer;
 pub mod server;
 
 #[derive(Debug, Clone)]
@@ -38,7 +39,34 @@ pub struct BenchArgs {
     pub check: bool,
 }
 
-pub const SCENARIOS: [&str; 5] = ["floor", "send", "e2e", "webhooks", "read"];
+pub const SCENARIOS: [&str; 6] = ["floor", "kannel", "send", "e2e", "webhooks", "read"];
+
+/// The load generator's own CPU over a scenario (this process: its HTTP clients and their
+/// bookkeeping), so that a figure limited by the generator is seen as such.
+struct LoadCpu {
+    ticks: u64,
+    at: Instant,
+}
+
+impl LoadCpu {
+    fn start() -> Self {
+        Self { ticks: Self::ticks(), at: Instant::now() }
+    }
+
+    /// User and system time of this process, in clock ticks (100 per second on Linux).
+    fn ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+        let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default();
+        after.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum()
+    }
+
+    /// Cores the generator kept busy on average since `start`.
+    fn cores(&self) -> f64 {
+        let seconds = (Self::ticks().saturating_sub(self.ticks)) as f64 / 100.0;
+        (seconds / self.at.elapsed().as_secs_f64().max(1e-9) * 100.0).round() / 100.0
+    }
+}
 
 /// Latency samples in microseconds, and how many requests failed.
 #[derive(Default)]
@@ -102,7 +130,7 @@ struct Harness {
 }
 
 /// A temporary directory removed on drop, without another dependency.
-mod tempfile_dir {
+pub(super) mod tempfile_dir {
     pub struct Dir(pub std::path::PathBuf);
     impl Drop for Dir {
         fn drop(&mut self) {
@@ -273,23 +301,33 @@ fn recipient(n: u64) -> String {
 async fn scenario_floor(h: &Harness, args: &BenchArgs) -> Value {
     let http = client(args.connections);
     let url = format!("{}/bench/floor", h.base);
+    let cpu = LoadCpu::start();
     let (samples, elapsed) = drive(args.connections, args.seconds, move |_, _| http.post(&url)).await;
-    summary("floor", samples, elapsed, "inserts")
+    let mut result = summary("floor", samples, elapsed, "inserts");
+    result["load_cpu_cores"] = json!(cpu.cores());
+    result
 }
 
+/// The request a real client sends: an `Idempotency-Key` on every request, `from`, no
+/// `channel` (msgline chooses), to 5,000 recipients.
 async fn scenario_send(h: &Harness, args: &BenchArgs) -> (Value, i64, i64) {
     let http = client(args.connections);
     let url = format!("{}/api/v1/messaging/messages", h.base);
     let keys = h.keys.clone();
     let from = h.line_e164.clone();
     let started = crate::clock::now_ms();
+    let run = ids::new_id("run");
+    let cpu = LoadCpu::start();
     let (samples, elapsed) = drive(args.connections, args.seconds, move |worker, n| {
         http.post(&url)
             .bearer_auth(&keys[worker % keys.len()])
-            .json(&json!({"to": recipient(n), "from": from, "body": format!("bench message {n}"), "channel": "sms"}))
+            .header("Idempotency-Key", format!("{run}-{n}"))
+            .json(&json!({"to": recipient(n), "from": from, "body": format!("bench message {n}")}))
     })
     .await;
-    (summary("send", samples, elapsed, "messages"), started, crate::clock::now_ms())
+    let mut result = summary("send", samples, elapsed, "messages");
+    result["load_cpu_cores"] = json!(cpu.cores());
+    (result, started, crate::clock::now_ms())
 }
 
 /// From the 202 to the line reporting the send: `sent_at - created_at` of the messages a send
@@ -443,10 +481,12 @@ async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
     let http = client(args.connections);
     let url = format!("{}/api/v1/messaging/messages?conversation_id={}&limit=50", h.base, seeded);
     let keys = h.keys.clone();
+    let cpu = LoadCpu::start();
     let (samples, elapsed) =
         drive(args.connections, args.seconds, move |worker, _| http.get(&url).bearer_auth(&keys[worker % keys.len()]))
             .await;
     let mut result = summary("read", samples, elapsed, "requests");
+    result["load_cpu_cores"] = json!(cpu.cores());
     result["table_rows"] = json!(args.read_rows);
     Ok(result)
 }
@@ -468,6 +508,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         eprintln!("running {scenario} ...");
         let result = match *scenario {
             "floor" => scenario_floor(&harness, &args).await,
+            "kannel" => peer::scenario(&args).await?,
             "send" => {
                 let (result, from, to) = scenario_send(&harness, &args).await;
                 send_window = Some((from, to));
@@ -489,6 +530,16 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         results.push(result);
     }
     let (rss_now, peak_rss) = rss_mib(harness.pid());
+    let rate = |name: &str| {
+        results
+            .iter()
+            .find(|r| r["scenario"] == name && r.get("skipped").is_none())
+            .and_then(|r| r["per_second"].as_f64())
+    };
+    let send_to_kannel = match (rate("send"), rate("kannel")) {
+        (Some(send), Some(kannel)) if kannel > 0.0 => json!((send / kannel * 100.0).round() / 100.0),
+        _ => Value::Null,
+    };
     let report = json!({
         "database": harness.db.backend().name(),
         "durability": harness.durability().await,
@@ -498,6 +549,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "rate_limits": "raised by env on the bench server (MSGLINE_RATE_LIMIT_PER_MINUTE and MSGLINE_SEND_RATE_LIMIT_PER_MINUTE = 100000000); load spread over the API keys",
         "server_rss_mib": {"idle": idle_rss, "after": rss_now, "peak": peak_rss},
         "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)},
+        "send_request": "POST /messages with an Idempotency-Key, from, no channel, to 5,000 recipients",
+        "send_to_kannel": send_to_kannel,
         "results": results,
     });
     print_table(&report);
@@ -533,8 +586,8 @@ fn print_table(report: &Value) {
     );
     println!("rate limits: {}", report["rate_limits"].as_str().unwrap_or_default());
     println!(
-        "{:<10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9}",
-        "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms"
+        "{:<10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9}",
+        "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms", "load CPU"
     );
     for result in report["results"].as_array().into_iter().flatten() {
         if let Some(skipped) = result["skipped"].as_str() {
@@ -542,15 +595,19 @@ fn print_table(report: &Value) {
             continue;
         }
         println!(
-            "{:<10} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9}",
+            "{:<10} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9} {:>9}",
             result["scenario"].as_str().unwrap_or_default(),
-            result["count"],
-            result["errors"],
+            result["count"].as_u64().unwrap_or(0),
+            result["errors"].as_u64().unwrap_or(0),
             result["per_second"].as_f64().unwrap_or(0.0),
             ms(&result["p50_ms"]),
             ms(&result["p99_ms"]),
             ms(&result["p999_ms"]),
+            result["load_cpu_cores"].as_f64().map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
         );
+    }
+    if let Some(ratio) = report["send_to_kannel"].as_f64() {
+        println!("send / kannel: {ratio:.2}x   (send: {})", report["send_request"].as_str().unwrap_or_default());
     }
     let rss = &report["server_rss_mib"];
     println!(

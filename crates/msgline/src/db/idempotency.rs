@@ -41,6 +41,16 @@ pub struct SendKey {
     pub expires_at: i64,
 }
 
+/// Stages the release of a send's key from the message holding it if its time is up, for a
+/// send that found it held (the rare case: a key reused after its time), so that the send's
+/// own insert can take it.
+pub fn stage_take_expired(batch: &mut super::Batch, org_id: &str, key: &str, now: i64) {
+    batch.push(
+        "UPDATE messages SET idem_key = NULL WHERE org_id = $1 AND idem_key = $2 AND idem_expires_at <= $3",
+        vec![org_id.into(), key.into(), now.into()],
+    );
+}
+
 /// What a send with this key made, while the key lasts: the message, the fingerprint of the
 /// request that made it, and the rest of its answer ([`SendKey::extra`]).
 pub async fn find_send(

@@ -193,20 +193,15 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
 
 /// [`stage_insert`] of a message made at `now` (the time its request staged the rest of its
 /// unit with: a conversation created with it already has it as its last message), holding its
-/// send's idempotency key if it has one. A key held by another message makes the commit fail
-/// with a unique violation; one whose time is up is taken from the message that held it.
+/// send's idempotency key if it has one. A key held by another message, even one whose time is
+/// up, makes the commit fail with a unique violation (see
+/// [`super::idempotency::stage_take_expired`]).
 pub fn stage_insert_at(
     batch: &mut Batch,
     new: NewMessage,
     now: i64,
     key: Option<&super::idempotency::SendKey>,
 ) -> Message {
-    if let Some(key) = key {
-        batch.push(
-            "UPDATE messages SET idem_key = NULL WHERE org_id = $1 AND idem_key = $2 AND idem_expires_at <= $3",
-            vec![(&new.org_id).into(), (&key.key).into(), now.into()],
-        );
-    }
     let queued = new.status == MessageStatus::Queued && new.direction == Direction::Outbound;
     let message = Message {
         id: ids::new_id("msg"),

@@ -169,10 +169,18 @@ pub async fn submit(
     extra: Map<String, Value>,
 ) -> ApiResult<Sent> {
     let now = clock::now_ms();
-    if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {
-        return Ok(sent);
-    }
-    let target = resolve::resolve(state, principal, &input).await?;
+    // A key's earlier send is not looked for first: the message's unique key refuses a second
+    // one, and the refusal looks. A request that would be refused now looks before answering,
+    // so that a replay answers what the first request got whatever has changed since.
+    let target = match resolve::resolve(state, principal, &input).await {
+        Ok(target) => target,
+        Err(error) => {
+            return match prior(state, principal, idempotency.as_ref()).await? {
+                Some(sent) => Ok(sent),
+                None => Err(error),
+            };
+        }
+    };
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
 
     // One unit of work that reads nothing back, shared with other sends in one commit. Its
@@ -195,6 +203,10 @@ pub async fn submit(
             extra: (!extra.is_empty()).then(|| Value::Object(extra.clone()).to_string()),
             expires_at: now + ttl_ms,
         });
+        if let Some(key) = key.as_ref().filter(|_| retried) {
+            // No live send holds the key (the refusal looked): one past its time may.
+            db::idempotency::stage_take_expired(&mut batch, &principal.org_id, &key.key, now);
+        }
         let message = db::messages::stage_insert_at(&mut batch, new, now, key.as_ref());
         if let Some(poll) = &input.poll {
             db::polls::stage_insert(
@@ -218,9 +230,12 @@ pub async fn submit(
                 state.dispatch.notify_one();
                 return Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) });
             }
-            Err(error) if db::is_unique_violation(&error) && !retried => {
+            Err(error) if db::is_unique_violation(&error) => {
                 if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {
                     return Ok(sent);
+                }
+                if retried {
+                    return Err(error.into());
                 }
                 retried = true;
             }
