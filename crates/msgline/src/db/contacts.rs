@@ -207,12 +207,15 @@ pub fn stage_reachability(batch: &mut super::Batch, contact_id: &str, reachable:
 
 /// Whether the organisation's contact with this phone was last seen reachable over iMessage.
 pub async fn reachability_by_phone(db: &Db, org_id: &str, phone: &str) -> sqlx::Result<Option<bool>> {
-    let row = sqlx::query("SELECT imessage_reachable FROM contacts WHERE org_id = $1 AND phone = $2")
-        .bind(org_id)
-        .bind(phone)
-        .fetch_optional(db.reader())
+    // Read on every send that leaves the channel to msgline: through the readers of their own.
+    let rows = db
+        .read_rows(
+            "SELECT imessage_reachable FROM contacts WHERE org_id = $1 AND phone = $2".into(),
+            vec![org_id.into(), phone.into()],
+            |row| row.opt_int("imessage_reachable"),
+        )
         .await?;
-    Ok(row.and_then(|r| r.try_get::<Option<i64>, _>(0).ok().flatten()).map(|v| v != 0))
+    Ok(rows.into_iter().next().flatten().map(|v| v != 0))
 }
 
 /// Remembers what a bridge said about the contact's iMessage reachability.

@@ -59,18 +59,16 @@ pub async fn find_send(
     key: &str,
     now: i64,
 ) -> sqlx::Result<Option<(super::messages::Message, String, Option<String>)>> {
-    let row = sqlx::query(&format!(
+    let sql = format!(
         "SELECT {}, idem_fingerprint, idem_extra FROM messages WHERE org_id = $1 AND idem_key = $2 AND idem_expires_at > $3",
         super::messages::COLUMNS
-    ))
-    .bind(org_id)
-    .bind(key)
-    .bind(now)
-    .fetch_optional(db.reader())
-    .await?;
-    let Some(row) = row else { return Ok(None) };
-    let message = super::messages::from_row(&row)?;
-    Ok(Some((message, row.try_get("idem_fingerprint")?, row.try_get("idem_extra")?)))
+    );
+    let rows = db
+        .read_rows(sql, vec![org_id.into(), key.into(), now.into()], |row| {
+            Ok((super::messages::from_row(row)?, row.text("idem_fingerprint")?, row.opt_text("idem_extra")?))
+        })
+        .await?;
+    Ok(rows.into_iter().next())
 }
 
 async fn read(
