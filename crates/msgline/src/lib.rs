@@ -16,7 +16,9 @@ pub mod egress;
 pub mod error;
 pub mod ids;
 pub mod inbound;
+pub mod ratelimit;
 pub mod send;
+pub mod state;
 pub mod telemetry;
 pub mod workers;
 

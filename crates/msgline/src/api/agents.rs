@@ -12,8 +12,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    AppState,
-    auth::Principal,
     contact_cards::photo,
     extract::{ApiJson, PageQuery, bounded, list},
     messages::required_text,
@@ -26,6 +24,7 @@ use crate::{
     },
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

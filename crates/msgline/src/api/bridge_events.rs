@@ -16,10 +16,7 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    extract::{ApiJson, from_value},
-};
+use super::extract::{ApiJson, from_value};
 use crate::{
     bridge::{
         BridgeEvent,
@@ -28,6 +25,7 @@ use crate::{
     db,
     error::{ApiError, ApiResult},
     inbound::{self, Handled},
+    state::AppState,
 };
 
 pub fn router() -> Router<AppState> {

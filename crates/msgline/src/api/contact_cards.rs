@@ -6,8 +6,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{
-    AppState,
-    auth::Principal,
     contacts::email_field,
     extract::{ApiJson, bounded, from_value},
     messages::{MAX_BODY_CHARS, SendFields, header_key, idempotency, required_text, respond},
@@ -24,6 +22,7 @@ use crate::{
     egress::EgressError,
     error::{ApiError, ApiResult},
     send::{self, Sent},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

@@ -10,11 +10,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiJson, ApiQuery, bounded, list, page},
-};
+use super::extract::{ApiJson, ApiQuery, bounded, list, page};
 use crate::{
     db::{
         self,
@@ -22,6 +18,7 @@ use crate::{
     },
     domain::{phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

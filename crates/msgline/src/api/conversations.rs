@@ -9,11 +9,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiQuery, list, page},
-};
+use super::extract::{ApiQuery, list, page};
 use crate::{
     clock,
     db::{
@@ -22,6 +18,7 @@ use crate::{
     },
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

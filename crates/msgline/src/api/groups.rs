@@ -14,8 +14,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    AppState,
-    auth::Principal,
     contacts::phone_field,
     extract::{ApiJson, bounded, from_value},
     messages::{MAX_BODY_CHARS, header_key, idempotency, required_text, respond},
@@ -25,6 +23,7 @@ use crate::{
     domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
     send::groups::{self, GroupInput, MAX_PARTICIPANTS},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

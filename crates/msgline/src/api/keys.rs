@@ -12,11 +12,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiJson, PageQuery, bounded, list},
-};
+use super::extract::{ApiJson, PageQuery, bounded, list};
 use crate::{
     clock,
     db::{
@@ -25,6 +21,7 @@ use crate::{
     },
     domain::scope::{Scope, Scopes},
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

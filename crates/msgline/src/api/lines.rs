@@ -7,16 +7,13 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{PageQuery, list},
-};
+use super::extract::{PageQuery, list};
 use crate::{
     clock,
     db::{self, Paged, lines::Line},
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

@@ -11,11 +11,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiJson, ApiQuery, from_value, json_response, list_body, page},
-};
+use super::extract::{ApiJson, ApiQuery, from_value, json_response, list_body, page};
 use crate::{
     db::{self, messages::MessageFilter},
     domain::{
@@ -26,6 +22,7 @@ use crate::{
     },
     error::{ApiError, ApiResult},
     send::{self, Idempotency, Recipient, SendInput, Sent},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

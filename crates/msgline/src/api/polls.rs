@@ -12,8 +12,6 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{
-    AppState,
-    auth::Principal,
     extract::{ApiJson, from_value},
     messages::{SendFields, header_key, idempotency, respond},
 };
@@ -22,6 +20,7 @@ use crate::{
     domain::{lifecycle::MessageKind, poll, scope::Scope},
     error::{ApiError, ApiResult},
     send::{self, PollSpec, Sent},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

@@ -14,11 +14,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiJson, ApiQuery, PageQuery, bounded, list, page},
-};
+use super::extract::{ApiJson, ApiQuery, PageQuery, bounded, list, page};
 use crate::{
     clock,
     db::{
@@ -28,6 +24,7 @@ use crate::{
     },
     domain::{scope::Scope, webhook::Subscriptions},
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

@@ -12,7 +12,6 @@ use serde_json::{Map, Value, json};
 pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
 
 use crate::{
-    api::{AppState, auth::Principal},
     clock,
     db::{
         self,
@@ -24,6 +23,7 @@ use crate::{
         lifecycle::{Direction, MessageKind, MessageStatus},
     },
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 /// One outbound message, as parsed from a request.

@@ -2,13 +2,13 @@
 
 use super::SendInput;
 use crate::{
-    api::{AppState, auth::Principal},
     db::{self, conversations::Conversation, lines::Line},
     domain::{
         lifecycle::{Channel, ConversationKind},
         phone::E164,
     },
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 /// Who a send goes to, as the request named them (at least one).
