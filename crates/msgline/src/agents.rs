@@ -13,7 +13,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::{
-    api::{contact_cards::send_card_request, messages::send_text, polls::send_poll_request},
     clock,
     db::{
         self,
@@ -21,6 +20,7 @@ use crate::{
     },
     error::ApiError,
     ratelimit::Policy,
+    send::{card::send_card_request, poll::send_poll_request, request::send_text},
     state::{AppState, Principal},
 };
 

@@ -14,6 +14,7 @@ pub mod demo;
 pub mod domain;
 pub mod egress;
 pub mod error;
+pub mod fields;
 pub mod ids;
 pub mod inbound;
 pub mod ratelimit;

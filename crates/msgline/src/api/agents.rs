@@ -11,11 +11,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    contact_cards::photo,
-    extract::{ApiJson, PageQuery, bounded, list},
-    messages::required_text,
-};
+use super::extract::{ApiJson, PageQuery, list};
 use crate::{
     clock,
     db::{
@@ -24,6 +20,8 @@ use crate::{
     },
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    fields::{bounded, required_text},
+    send::card::photo,
     state::{AppState, Principal},
 };
 

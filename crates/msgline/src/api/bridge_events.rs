@@ -16,7 +16,7 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use super::extract::{ApiJson, from_value};
+use super::extract::ApiJson;
 use crate::{
     bridge::{
         BridgeEvent,
@@ -24,6 +24,7 @@ use crate::{
     },
     db,
     error::{ApiError, ApiResult},
+    fields::from_value,
     inbound::{self, Handled},
     state::AppState,
 };

@@ -14,15 +14,18 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    contacts::phone_field,
-    extract::{ApiJson, bounded, from_value},
-    messages::{MAX_BODY_CHARS, header_key, idempotency, required_text, respond},
+    extract::ApiJson,
+    messages::{header_key, respond},
 };
 use crate::{
     db,
     domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
-    send::groups::{self, GroupInput, MAX_PARTICIPANTS},
+    fields::{bounded, from_value, phone_field, required_text},
+    send::{
+        groups::{self, GroupInput, MAX_PARTICIPANTS},
+        request::{MAX_BODY_CHARS, idempotency},
+    },
     state::{AppState, Principal},
 };
 

@@ -12,7 +12,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::extract::{ApiJson, PageQuery, bounded, list};
+use super::extract::{ApiJson, PageQuery, list};
 use crate::{
     clock,
     db::{
@@ -21,6 +21,7 @@ use crate::{
     },
     domain::scope::{Scope, Scopes},
     error::{ApiError, ApiResult},
+    fields::bounded,
     state::{AppState, Principal},
 };
 

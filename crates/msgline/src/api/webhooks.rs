@@ -14,7 +14,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::extract::{ApiJson, ApiQuery, PageQuery, bounded, list, page};
+use super::extract::{ApiJson, ApiQuery, PageQuery, list, page};
 use crate::{
     clock,
     db::{
@@ -24,6 +24,7 @@ use crate::{
     },
     domain::{scope::Scope, webhook::Subscriptions},
     error::{ApiError, ApiResult},
+    fields::bounded,
     state::{AppState, Principal},
 };
 

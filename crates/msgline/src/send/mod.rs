@@ -3,7 +3,10 @@
 //! the idempotency record, contact, conversation, message (its own outbox job), poll and first
 //! event, committed together.
 
+pub mod card;
 pub mod groups;
+pub mod poll;
+pub mod request;
 mod resolve;
 
 use axum::http::StatusCode;
