@@ -76,7 +76,8 @@ pub struct Principal {
     pub key_id: String,
     pub org_id: String,
     pub scopes: Scopes,
-    pub line_id: Option<String>,
+    /// The line the key is bound to; read it through the line-binding methods below.
+    line_id: Option<String>,
     expires_at: Option<i64>,
 }
 
@@ -101,6 +102,36 @@ impl Principal {
     /// The caller identity rate limits count against: organisation and key.
     pub fn caller(&self) -> String {
         format!("{}/{}", self.org_id, self.key_id)
+    }
+
+    /// The line this key is bound to, if any: what it reads is limited to that line, and a
+    /// request that names no line uses it.
+    pub fn bound_line(&self) -> Option<&str> {
+        self.line_id.as_deref()
+    }
+
+    /// Whether this key may act on `line_id` and see what is on it: an unbound key may use
+    /// every line of its organisation, a line-bound key its own line only.
+    pub fn may_use_line(&self, line_id: &str) -> bool {
+        self.line_id.as_deref().is_none_or(|bound| bound == line_id)
+    }
+
+    /// Whether this key sees a key or webhook endpoint bound to `line_id` (`None`: bound to no
+    /// line): an unbound key sees them all, a line-bound key only those bound to its own line.
+    pub fn sees_binding(&self, line_id: Option<&str>) -> bool {
+        self.line_id.is_none() || self.line_id.as_deref() == line_id
+    }
+
+    /// The line a request works on: the one it names, else the key's own. A line-bound key
+    /// naming another line is 409 `line_mismatch`.
+    pub fn line_for(&self, named: Option<String>) -> ApiResult<Option<String>> {
+        match (named, &self.line_id) {
+            (Some(named), Some(bound)) if &named != bound => {
+                Err(ApiError::conflict("line_mismatch", "this key is bound to another line"))
+            }
+            (None, Some(bound)) => Ok(Some(bound.clone())),
+            (named, _) => Ok(named),
+        }
     }
 }
 

@@ -67,7 +67,7 @@ async fn apply(state: &AppState, caller: &Principal, agent: &mut Agent, fields: 
         agent.name = required_text("name", Some(name), 100)?.trim().to_string();
     }
     if let Some(line_id) = fields.line_id {
-        if caller.line_id.as_ref().is_some_and(|bound| bound != &line_id) {
+        if !caller.may_use_line(&line_id) {
             return Err(ApiError::conflict("line_mismatch", "this API key is bound to another line"));
         }
         state
@@ -106,9 +106,9 @@ async fn create_agent(
     caller.require(Scope::Agents)?;
     required_text("name", fields.name.clone(), 100)?;
     required_text("instructions", fields.instructions.clone(), 20_000)?;
-    let line_id = match (&fields.line_id, &caller.line_id) {
+    let line_id = match (&fields.line_id, caller.bound_line()) {
         (Some(line), _) => line.clone(),
-        (None, Some(bound)) => bound.clone(),
+        (None, Some(bound)) => bound.to_string(),
         (None, None) => return Err(ApiError::invalid("line_id", "line_id is required")),
     };
     let now = clock::now_ms();
@@ -142,7 +142,7 @@ async fn create_agent(
 async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Agent> {
     db::agents::get(&state.db, &caller.org_id, id)
         .await?
-        .filter(|a| caller.line_id.as_ref().is_none_or(|bound| bound == &a.line_id))
+        .filter(|a| caller.may_use_line(&a.line_id))
         .ok_or_else(|| ApiError::not_found("agent"))
 }
 
@@ -178,7 +178,7 @@ async fn list_agents(
     caller.require(Scope::Agents)?;
     let page = page?;
     let mut paged = db::agents::list(&state.db, &caller.org_id, &page).await?;
-    paged.rows.retain(|a| caller.line_id.as_ref().is_none_or(|bound| bound == &a.line_id));
+    paged.rows.retain(|a| caller.may_use_line(&a.line_id));
     Ok(Json(list(paged, Agent::to_json)))
 }
 

@@ -98,7 +98,7 @@ async fn get_group(State(state): State<AppState>, caller: Principal, Path(id): P
     let group = db::conversations::get(&state.db, &caller.org_id, &id)
         .await?
         .filter(|c| c.kind == ConversationKind::Group)
-        .filter(|c| caller.line_id.as_ref().is_none_or(|bound| bound == &c.line_id))
+        .filter(|c| caller.may_use_line(&c.line_id))
         .ok_or_else(|| ApiError::not_found("group"))?;
     Ok(Json(group.group_json()))
 }

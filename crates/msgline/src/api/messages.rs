@@ -95,7 +95,7 @@ async fn list_messages(
         contact_id: query.contact_id.filter(|c| !c.is_empty()),
         direction,
         status,
-        line_id: caller.line_id.clone(),
+        line_id: caller.bound_line().map(str::to_string),
     };
     let paged = db::messages::list(&state.db, &caller.org_id, &filter, &page).await?;
     Ok(json_response(&list_body(&paged, db::messages::Message::view)))
@@ -109,7 +109,7 @@ async fn get_message(
     caller.require(Scope::Read)?;
     let message = db::messages::get(&state.db, &caller.org_id, &id)
         .await?
-        .filter(|m| caller.line_id.as_ref().is_none_or(|bound| bound == &m.line_id))
+        .filter(|m| caller.may_use_line(&m.line_id))
         .ok_or_else(|| ApiError::not_found("message"))?;
     Ok(Json(message.to_json()))
 }

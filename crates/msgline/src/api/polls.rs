@@ -40,7 +40,7 @@ async fn get_poll(State(state): State<AppState>, caller: Principal, Path(id): Pa
     caller.require(Scope::Read)?;
     let poll = db::polls::get(&state.db, &caller.org_id, &id)
         .await?
-        .filter(|p| caller.line_id.as_ref().is_none_or(|bound| bound == &p.line_id))
+        .filter(|p| caller.may_use_line(&p.line_id))
         .ok_or_else(|| ApiError::not_found("poll"))?;
     let tally = db::polls::tally(state.db.reader(), &poll).await?;
     Ok(Json(poll.to_json(&tally)))
