@@ -28,4 +28,5 @@ mod plans;
 mod polls;
 mod ratelimit;
 mod schema;
+mod webhook_delivery;
 mod webhooks;
