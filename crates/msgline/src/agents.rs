@@ -13,16 +13,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::{
-    api::{
-        AppState, auth::Principal, contact_cards::send_card_request, messages::send_text, polls::send_poll_request,
-        ratelimit::Policy,
-    },
     clock,
     db::{
         self,
         agents::{Agent, Run, ToolCall},
     },
     error::ApiError,
+    ratelimit::Policy,
+    send::{card::send_card_request, poll::send_poll_request, request::send_text},
+    state::{AppState, Principal},
 };
 
 pub const MAX_TOOL_CALLS: usize = 5;

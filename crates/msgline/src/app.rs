@@ -4,11 +4,7 @@ use std::{future::Future, time::Duration};
 
 use tokio::net::TcpListener;
 
-use crate::{
-    api::{self, AppState},
-    config::Config,
-    db::Db,
-};
+use crate::{api, config::Config, db::Db, state::AppState};
 
 pub struct Application {
     listener: TcpListener,

@@ -14,9 +14,12 @@ pub mod demo;
 pub mod domain;
 pub mod egress;
 pub mod error;
+pub mod fields;
 pub mod ids;
 pub mod inbound;
+pub mod ratelimit;
 pub mod send;
+pub mod state;
 pub mod telemetry;
 pub mod workers;
 

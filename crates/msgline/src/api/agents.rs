@@ -11,13 +11,7 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    contact_cards::photo,
-    extract::{ApiJson, PageQuery, bounded, list},
-    messages::required_text,
-};
+use super::extract::{ApiJson, PageQuery, list};
 use crate::{
     clock,
     db::{
@@ -26,6 +20,9 @@ use crate::{
     },
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    fields::{bounded, required_text},
+    send::card::photo,
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {
@@ -70,7 +67,7 @@ async fn apply(state: &AppState, caller: &Principal, agent: &mut Agent, fields: 
         agent.name = required_text("name", Some(name), 100)?.trim().to_string();
     }
     if let Some(line_id) = fields.line_id {
-        if caller.line_id.as_ref().is_some_and(|bound| bound != &line_id) {
+        if !caller.may_use_line(&line_id) {
             return Err(ApiError::conflict("line_mismatch", "this API key is bound to another line"));
         }
         state
@@ -109,9 +106,9 @@ async fn create_agent(
     caller.require(Scope::Agents)?;
     required_text("name", fields.name.clone(), 100)?;
     required_text("instructions", fields.instructions.clone(), 20_000)?;
-    let line_id = match (&fields.line_id, &caller.line_id) {
+    let line_id = match (&fields.line_id, caller.bound_line()) {
         (Some(line), _) => line.clone(),
-        (None, Some(bound)) => bound.clone(),
+        (None, Some(bound)) => bound.to_string(),
         (None, None) => return Err(ApiError::invalid("line_id", "line_id is required")),
     };
     let now = clock::now_ms();
@@ -145,7 +142,7 @@ async fn create_agent(
 async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Agent> {
     db::agents::get(&state.db, &caller.org_id, id)
         .await?
-        .filter(|a| caller.line_id.as_ref().is_none_or(|bound| bound == &a.line_id))
+        .filter(|a| caller.may_use_line(&a.line_id))
         .ok_or_else(|| ApiError::not_found("agent"))
 }
 
@@ -181,7 +178,7 @@ async fn list_agents(
     caller.require(Scope::Agents)?;
     let page = page?;
     let mut paged = db::agents::list(&state.db, &caller.org_id, &page).await?;
-    paged.rows.retain(|a| caller.line_id.as_ref().is_none_or(|bound| bound == &a.line_id));
+    paged.rows.retain(|a| caller.may_use_line(&a.line_id));
     Ok(Json(list(paged, Agent::to_json)))
 }
 

@@ -16,10 +16,7 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    extract::{ApiJson, from_value},
-};
+use super::extract::ApiJson;
 use crate::{
     bridge::{
         BridgeEvent,
@@ -27,7 +24,9 @@ use crate::{
     },
     db,
     error::{ApiError, ApiResult},
+    fields::from_value,
     inbound::{self, Handled},
+    state::AppState,
 };
 
 pub fn router() -> Router<AppState> {

@@ -2,72 +2,20 @@
 //! (scope `messaging_send`).
 
 use axum::{Router, extract::State, http::HeaderMap, response::Response, routing::post};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::{
-    AppState,
-    auth::Principal,
-    contacts::email_field,
-    extract::{ApiJson, bounded, from_value},
-    messages::{MAX_BODY_CHARS, SendFields, header_key, idempotency, required_text, respond},
+    extract::ApiJson,
+    messages::{header_key, respond},
 };
 use crate::{
-    db,
-    domain::{
-        lifecycle::MessageKind,
-        phone::E164,
-        photo::{MAX_PHOTO_BYTES, Photo},
-        scope::Scope,
-        vcard::Card,
-    },
-    egress::EgressError,
-    error::{ApiError, ApiResult},
-    send::{self, Sent},
+    error::ApiResult,
+    send::card::send_card_request,
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/contact-cards", post(send_card))
-}
-
-#[derive(Deserialize)]
-struct SendCard {
-    agent_id: Option<String>,
-    name: Option<String>,
-    phone: Option<String>,
-    email: Option<String>,
-    organization: Option<String>,
-    note: Option<String>,
-    photo_url: Option<String>,
-    photo_base64: Option<String>,
-    caption: Option<String>,
-    #[serde(flatten)]
-    fields: SendFields,
-}
-
-/// The card's photo: fetched, decoded, or the default.
-pub async fn photo(state: &AppState, url: Option<&str>, base64: Option<&str>) -> ApiResult<Photo> {
-    match (url, base64) {
-        (Some(_), Some(_)) => Err(ApiError::invalid("photo_url", "give photo_url or photo_base64, not both")),
-        (Some(url), None) => {
-            let fetched =
-                state.egress.get(url, MAX_PHOTO_BYTES, std::time::Duration::from_secs(10)).await.map_err(|error| {
-                    match error {
-                        EgressError::TooLarge(_) => ApiError::invalid(
-                            "photo_url",
-                            format!("the photo is larger than 200 KB ({MAX_PHOTO_BYTES} bytes)"),
-                        ),
-                        other => ApiError::invalid("photo_url", format!("the photo could not be fetched: {other}")),
-                    }
-                })?;
-            if !(200..300).contains(&fetched.status) {
-                return Err(ApiError::invalid("photo_url", format!("fetching the photo answered {}", fetched.status)));
-            }
-            Photo::from_bytes(fetched.body).map_err(|e| ApiError::invalid("photo_url", e))
-        }
-        (None, Some(base64)) => Photo::from_base64(base64).map_err(|e| ApiError::invalid("photo_base64", e)),
-        (None, None) => Ok(Photo::service_mark()),
-    }
 }
 
 async fn send_card(
@@ -78,66 +26,4 @@ async fn send_card(
 ) -> ApiResult<Response> {
     let sent = send_card_request(&state, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
     Ok(respond(sent))
-}
-
-/// `POST /contact-cards` after the HTTP layer; hosted agents send through it too.
-pub async fn send_card_request(
-    state: &AppState,
-    caller: &Principal,
-    raw: Value,
-    header_key: Option<&str>,
-    sending_agent: Option<&str>,
-) -> ApiResult<Sent> {
-    caller.require(Scope::Send)?;
-    let mut request: SendCard = from_value(raw.clone())?;
-    // A hosted agent's card: its name, its line's number and its photo fill what is omitted.
-    let mut agent_photo = None;
-    if let Some(agent_id) = &request.agent_id {
-        let agent = db::agents::get(&state.db, &caller.org_id, agent_id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("agent").with("field", "agent_id"))?;
-        if request.name.is_none() {
-            request.name = Some(agent.name.clone());
-        }
-        if request.phone.is_none() {
-            request.phone = state.lines.get(&agent.line_id).await?.map(|line| line.e164);
-        }
-        if request.photo_url.is_none() && request.photo_base64.is_none() {
-            agent_photo = agent.photo.clone();
-        }
-    }
-    let name = required_text("name", request.name, 200)?.trim().to_string();
-    let phone_text = required_text("phone", request.phone, 40)?;
-    let phone = E164::parse(&phone_text, None).map_err(|e| ApiError::invalid("phone", e.describe(&phone_text)))?;
-    let email = email_field(request.email)?.filter(|e| !e.is_empty());
-    let organization = bounded("organization", request.organization, 200)?.filter(|o| !o.is_empty());
-    let note = bounded("note", request.note, 2000)?.filter(|n| !n.is_empty());
-    let caption = match request.caption {
-        Some(caption) => required_text("caption", Some(caption), MAX_BODY_CHARS)?,
-        None => name.clone(),
-    };
-    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/contact-cards", &raw)?;
-    let mut input = request.fields.into_input(caption, MessageKind::ContactCard)?;
-    input.agent_id = sending_agent.map(str::to_string);
-    if let Some(sent) = send::prior(state, caller, idempotency.as_ref()).await? {
-        return Ok(sent);
-    }
-    let photo = match agent_photo {
-        Some(stored) => Photo::from_base64(&stored).unwrap_or_else(|_| Photo::service_mark()),
-        None => photo(state, request.photo_url.as_deref(), request.photo_base64.as_deref()).await?,
-    };
-    let card = Card {
-        name: &name,
-        phone: phone.as_str(),
-        email: email.as_deref(),
-        organization: organization.as_deref(),
-        note: note.as_deref(),
-        photo: Some(&photo),
-    };
-    let summary = json!({"name": name, "phone": phone});
-    input.attachment = Some(card.to_vcard());
-    input.payload = Some(json!({"contact_card": summary}));
-    let mut extra = Map::new();
-    extra.insert("contact_card".into(), summary);
-    send::submit(state, caller, input, idempotency, extra).await
 }

@@ -10,18 +10,16 @@ use axum::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiJson, ApiQuery, bounded, list, page},
-};
+use super::extract::{ApiJson, ApiQuery, list, page};
 use crate::{
     db::{
         self,
         contacts::{Contact, ContactFields},
     },
-    domain::{phone::E164, scope::Scope},
+    domain::scope::Scope,
     error::{ApiError, ApiResult},
+    fields::{bounded, email_field, phone_field},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {
@@ -40,23 +38,6 @@ struct UpsertContact {
     organization: Option<String>,
     note: Option<String>,
     default_country: Option<String>,
-}
-
-/// Parses a phone field, naming it in the error.
-pub fn phone_field(field: &str, value: &str, default_country: Option<&str>) -> ApiResult<E164> {
-    E164::parse(value, default_country).map_err(|e| {
-        let field = if e == crate::domain::phone::PhoneError::UnknownCountry { "default_country" } else { field };
-        ApiError::invalid(field, e.describe(value))
-    })
-}
-
-pub fn email_field(value: Option<String>) -> ApiResult<Option<String>> {
-    let Some(email) = bounded("email", value, 254)? else { return Ok(None) };
-    let valid = email.is_empty()
-        || email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && domain.contains('.') && !domain.contains('@') && !email.contains(char::is_whitespace)
-        });
-    if valid { Ok(Some(email)) } else { Err(ApiError::invalid("email", "email is not an email address")) }
 }
 
 async fn upsert(

@@ -9,11 +9,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiQuery, list, page},
-};
+use super::extract::{ApiQuery, list, page};
 use crate::{
     clock,
     db::{
@@ -22,6 +18,7 @@ use crate::{
     },
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {
@@ -57,13 +54,7 @@ async fn list_conversations(
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
     let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
-    let line_id = match (&caller.line_id, query.line_id.filter(|l| !l.is_empty())) {
-        (Some(bound), Some(asked)) if bound != &asked => {
-            return Err(ApiError::conflict("line_mismatch", "this key is bound to another line"));
-        }
-        (Some(bound), _) => Some(bound.clone()),
-        (None, asked) => asked,
-    };
+    let line_id = caller.line_for(query.line_id.filter(|l| !l.is_empty()))?;
     let filter = ConversationFilter { line_id, contact_id: query.contact_id.filter(|c| !c.is_empty()) };
     let paged = db::conversations::list(&state.db, &caller.org_id, &filter, &page).await?;
     Ok(Json(list(paged, view)))
@@ -77,7 +68,7 @@ async fn get_conversation(
     caller.require(Scope::Read)?;
     let conversation = db::conversations::get(&state.db, &caller.org_id, &id)
         .await?
-        .filter(|c| caller.line_id.as_ref().is_none_or(|bound| bound == &c.line_id))
+        .filter(|c| caller.may_use_line(&c.line_id))
         .ok_or_else(|| ApiError::not_found("conversation"))?;
     Ok(Json(view(&conversation)))
 }

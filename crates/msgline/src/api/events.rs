@@ -4,16 +4,13 @@ use axum::{Json, Router, extract::State, routing::get};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiQuery, list, page},
-};
+use super::extract::{ApiQuery, list, page};
 use crate::{
     clock,
     db::{self, attempts::Attempt},
     domain::scope::Scope,
     error::ApiResult,
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {

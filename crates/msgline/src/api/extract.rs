@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::{
     db::{Page, Paged},
     error::ApiError,
+    fields::parse_json,
 };
 
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -47,43 +48,6 @@ async fn read_body(req: Request) -> Result<axum::body::Bytes, ApiError> {
         return Err(ApiError::payload_too_large());
     }
     axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await.map_err(|_| ApiError::payload_too_large())
-}
-
-/// Parses a body, naming the field at fault when there is one.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
-    }
-    let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(deserializer).map_err(describe)
-}
-
-/// Reads a parsed JSON value into a type, naming the field at fault when there is one.
-pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(value).map_err(describe)
-}
-
-fn describe(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
-    let path = error.path().to_string();
-    let inner = error.into_inner();
-    if inner.is_syntax() || inner.is_eof() {
-        return ApiError::bad_request(format!("the request body is not valid JSON: {inner}"));
-    }
-    let text = inner.to_string();
-    let text = text.split(" at line ").next().unwrap_or(&text).to_string();
-    // serde reports a missing field at its parent's path, with the name in the message.
-    let field = match text.strip_prefix("missing field `") {
-        Some(rest) => {
-            let name = rest.trim_end_matches('`');
-            if path == "." { name.to_string() } else { format!("{path}.{name}") }
-        }
-        None => path,
-    };
-    if field == "." {
-        ApiError::bad_request(format!("the request body is not the expected JSON object: {text}"))
-    } else {
-        ApiError::invalid(field, text)
-    }
 }
 
 /// A query string.
@@ -170,15 +134,4 @@ pub fn json_response<T: Serialize>(value: &T) -> axum::response::Response {
 pub struct ListBody<V> {
     data: Vec<V>,
     next_cursor: Option<String>,
-}
-
-/// Trims a text field; an over-long one is a 400 naming it.
-pub fn bounded(field: &str, value: Option<String>, max_chars: usize) -> Result<Option<String>, ApiError> {
-    match value {
-        Some(text) if text.chars().count() > max_chars => {
-            Err(ApiError::invalid(field, format!("{field} is limited to {max_chars} characters")))
-        }
-        Some(text) => Ok(Some(text.trim().to_string())),
-        None => Ok(None),
-    }
 }

@@ -14,17 +14,19 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    AppState,
-    auth::Principal,
-    contacts::phone_field,
-    extract::{ApiJson, bounded, from_value},
-    messages::{MAX_BODY_CHARS, header_key, idempotency, required_text, respond},
+    extract::ApiJson,
+    messages::{header_key, respond},
 };
 use crate::{
     db,
     domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
-    send::groups::{self, GroupInput, MAX_PARTICIPANTS},
+    fields::{bounded, from_value, phone_field, required_text},
+    send::{
+        groups::{self, GroupInput, MAX_PARTICIPANTS},
+        request::{MAX_BODY_CHARS, idempotency},
+    },
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {
@@ -96,7 +98,7 @@ async fn get_group(State(state): State<AppState>, caller: Principal, Path(id): P
     let group = db::conversations::get(&state.db, &caller.org_id, &id)
         .await?
         .filter(|c| c.kind == ConversationKind::Group)
-        .filter(|c| caller.line_id.as_ref().is_none_or(|bound| bound == &c.line_id))
+        .filter(|c| caller.may_use_line(&c.line_id))
         .ok_or_else(|| ApiError::not_found("group"))?;
     Ok(Json(group.group_json()))
 }

@@ -12,11 +12,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiJson, PageQuery, bounded, list},
-};
+use super::extract::{ApiJson, PageQuery, list};
 use crate::{
     clock,
     db::{
@@ -25,6 +21,8 @@ use crate::{
     },
     domain::scope::{Scope, Scopes},
     error::{ApiError, ApiResult},
+    fields::bounded,
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {
@@ -54,7 +52,7 @@ pub fn view(key: &KeyRecord, secret: Option<&str>) -> Value {
 
 /// Whether `caller` may see and manage `key`; `Err` names a scope the caller lacks.
 fn may_manage(caller: &Principal, key: &KeyRecord) -> ApiResult<bool> {
-    if caller.line_id.is_some() && caller.line_id != key.line_id {
+    if !caller.sees_binding(key.line_id.as_deref()) {
         return Ok(false);
     }
     if let Some(scope) = key.scopes.iter().find(|s| !caller.scopes.contains(*s)) {
@@ -70,7 +68,7 @@ async fn list_keys(
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Keys)?;
     let page = page?;
-    let paged = db::keys::list_active(&state.db, &caller.org_id, caller.line_id.as_deref(), &page).await?;
+    let paged = db::keys::list_active(&state.db, &caller.org_id, caller.bound_line(), &page).await?;
     Ok(Json(list(paged, |k| view(k, None))))
 }
 
@@ -96,13 +94,7 @@ async fn create_key(
     if let Some(scope) = scopes.iter().find(|s| !caller.scopes.contains(*s)) {
         return Err(ApiError::missing_scope(scope));
     }
-    let line_id = match (body.line_id, &caller.line_id) {
-        (Some(asked), Some(bound)) if &asked != bound => {
-            return Err(ApiError::conflict("line_mismatch", "this key is bound to another line"));
-        }
-        (None, Some(bound)) => Some(bound.clone()),
-        (asked, _) => asked,
-    };
+    let line_id = caller.line_for(body.line_id)?;
     if let Some(line_id) = &line_id
         && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
     {

@@ -7,16 +7,13 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{PageQuery, list},
-};
+use super::extract::{PageQuery, list};
 use crate::{
     clock,
     db::{self, Paged, lines::Line},
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {
@@ -45,7 +42,7 @@ async fn list_lines(
     caller.require(Scope::Read)?;
     let page = page?;
     // A line-bound key sees its own line only.
-    let paged = match &caller.line_id {
+    let paged = match caller.bound_line() {
         Some(bound) => {
             let rows = db::lines::get_for_org(&state.db, &caller.org_id, bound).await?.into_iter().collect();
             Paged { rows, next: None }
@@ -57,7 +54,7 @@ async fn list_lines(
 
 async fn get_line(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    if caller.line_id.as_ref().is_some_and(|bound| bound != &id) {
+    if !caller.may_use_line(&id) {
         return Err(ApiError::not_found("line"));
     }
     let line =

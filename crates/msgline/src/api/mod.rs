@@ -14,10 +14,9 @@ mod keys;
 mod lines;
 pub mod messages;
 pub mod polls;
-pub mod ratelimit;
 mod webhooks;
 
-use std::{ops::Deref, sync::Arc, time::Instant};
+use std::time::Instant;
 
 use axum::{
     Router,
@@ -26,67 +25,11 @@ use axum::{
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
-use tokio::sync::Notify;
 use tracing::Instrument;
 
-use crate::{
-    bridge::{client::BridgeClient, directory::LineDirectory},
-    config::Config,
-    db::Db,
-    egress::Egress,
-    error::ApiError,
-    ids,
-};
-use auth::AuthCache;
-use ratelimit::{Policy, RateLimits};
+use crate::{error::ApiError, ids, ratelimit::Policy, state::AppState};
 
 pub const BASE: &str = "/api/v1/messaging";
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState(Arc<Inner>);
-
-pub struct Inner {
-    pub db: Db,
-    pub config: Config,
-    pub auth: AuthCache,
-    pub limits: RateLimits,
-    pub lines: LineDirectory,
-    /// Wakes the dispatcher when a send is accepted.
-    pub dispatch: Notify,
-    /// The one client for customer-supplied URLs.
-    pub egress: Egress,
-    /// The client for the operator-configured model endpoint of hosted agents.
-    pub model_http: reqwest::Client,
-    /// Contacts and conversations sends have already written.
-    pub threads: crate::send::ThreadCache,
-}
-
-impl Deref for AppState {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
-        &self.0
-    }
-}
-
-impl AppState {
-    pub fn new(db: Db, config: Config) -> Self {
-        AppState(Arc::new(Inner {
-            auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
-            limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
-            lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone())),
-            dispatch: Notify::new(),
-            egress: Egress::new(config.allow_private_targets),
-            model_http: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .expect("HTTP client builds"),
-            threads: Default::default(),
-            db,
-            config,
-        }))
-    }
-}
 
 pub fn router(state: AppState) -> Router {
     let authenticated = Router::new()
@@ -155,7 +98,7 @@ pub struct RequestId(pub String);
 /// Authenticates the bearer key and counts the request against the caller's rate limits.
 async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let header = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let principal = match state.auth.authenticate(&state.db, header).await {
+    let principal = match state.auth.authenticate(&state.db, header.and_then(auth::bearer)).await {
         Ok(principal) => principal,
         Err(error) => return error.into_response(),
     };

@@ -14,11 +14,7 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    AppState,
-    auth::Principal,
-    extract::{ApiJson, ApiQuery, PageQuery, bounded, list, page},
-};
+use super::extract::{ApiJson, ApiQuery, PageQuery, list, page};
 use crate::{
     clock,
     db::{
@@ -28,6 +24,8 @@ use crate::{
     },
     domain::{scope::Scope, webhook::Subscriptions},
     error::{ApiError, ApiResult},
+    fields::bounded,
+    state::{AppState, Principal},
 };
 
 pub fn router() -> Router<AppState> {
@@ -87,7 +85,7 @@ fn attempt_view(attempt: &Attempt) -> Value {
 async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webhook> {
     db::webhooks::get(&state.db, &caller.org_id, id)
         .await?
-        .filter(|w| caller.line_id.is_none() || caller.line_id == w.line_id)
+        .filter(|w| caller.sees_binding(w.line_id.as_deref()))
         .ok_or_else(|| ApiError::not_found("webhook"))
 }
 
@@ -113,13 +111,7 @@ async fn create_webhook(
     let events = Subscriptions::parse(body.events.iter().map(String::as_str))
         .map_err(|e| ApiError::invalid("events", e.describe()))?;
     let description = bounded("description", body.description, 200)?.filter(|d| !d.is_empty());
-    let line_id = match (body.line_id, &caller.line_id) {
-        (Some(asked), Some(bound)) if &asked != bound => {
-            return Err(ApiError::conflict("line_mismatch", "this key is bound to another line"));
-        }
-        (None, Some(bound)) => Some(bound.clone()),
-        (asked, _) => asked,
-    };
+    let line_id = caller.line_for(body.line_id)?;
     if let Some(line_id) = &line_id
         && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
     {
@@ -146,7 +138,7 @@ async fn list_webhooks(
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Webhooks)?;
     let page = page?;
-    let paged = db::webhooks::list(&state.db, &caller.org_id, caller.line_id.as_deref(), &page).await?;
+    let paged = db::webhooks::list(&state.db, &caller.org_id, caller.bound_line(), &page).await?;
     Ok(Json(list(paged, |w| view(w, None))))
 }
 

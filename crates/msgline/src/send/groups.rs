@@ -8,7 +8,6 @@ use sqlx::AnyConnection;
 
 use super::{Idempotency, Sent, resolve_line};
 use crate::{
-    api::{AppState, auth::Principal},
     bridge::client::SendOutcome,
     clock,
     db::{
@@ -24,6 +23,7 @@ use crate::{
         phone::E164,
     },
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 pub const MAX_PARTICIPANTS: usize = 31;

@@ -3,7 +3,10 @@
 //! the idempotency record, contact, conversation, message (its own outbox job), poll and first
 //! event, committed together.
 
+pub mod card;
 pub mod groups;
+pub mod poll;
+pub mod request;
 mod resolve;
 
 use axum::http::StatusCode;
@@ -12,7 +15,6 @@ use serde_json::{Map, Value, json};
 pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
 
 use crate::{
-    api::{AppState, auth::Principal},
     clock,
     db::{
         self,
@@ -24,6 +26,7 @@ use crate::{
         lifecycle::{Direction, MessageKind, MessageStatus},
     },
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 /// One outbound message, as parsed from a request.

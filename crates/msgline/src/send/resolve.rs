@@ -2,13 +2,13 @@
 
 use super::SendInput;
 use crate::{
-    api::{AppState, auth::Principal},
     db::{self, conversations::Conversation, lines::Line},
     domain::{
         lifecycle::{Channel, ConversationKind},
         phone::E164,
     },
     error::{ApiError, ApiResult},
+    state::{AppState, Principal},
 };
 
 /// Who a send goes to, as the request named them (at least one).
@@ -151,8 +151,8 @@ pub async fn resolve_line(
         ),
         (None, None) => None,
     };
-    match (named, &principal.line_id) {
-        (Some(line), Some(bound)) if &line.id != bound => Err(line_mismatch()),
+    match (named, principal.bound_line()) {
+        (Some(line), _) if !principal.may_use_line(&line.id) => Err(line_mismatch()),
         (Some(line), _) => Ok(line),
         (None, Some(bound)) => state.lines.get(bound).await?.ok_or_else(|| ApiError::not_found("line")),
         (None, None) => {
@@ -178,7 +178,7 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
         Some(id) => Some(
             db::conversations::get(&state.db, org, id)
                 .await?
-                .filter(|c| principal.line_id.as_ref().is_none_or(|bound| bound == &c.line_id))
+                .filter(|c| principal.may_use_line(&c.line_id))
                 .ok_or_else(|| ApiError::not_found("conversation").with("field", "conversation_id"))?,
         ),
         None => None,

@@ -8,8 +8,8 @@ use tokio::sync::watch;
 use super::pause;
 use crate::{
     agents::{self, Outcome},
-    api::AppState,
     clock, db,
+    state::AppState,
 };
 
 const BATCH: i64 = 8;

@@ -10,11 +10,11 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::{Semaphore, watch};
 
 use crate::{
-    api::AppState,
     bridge::{SendRequest, client::SendOutcome},
     clock,
     db::{self, outbox::Job},
     domain::lifecycle::{ConversationKind, MessageStatus},
+    state::AppState,
 };
 
 /// Most calls to bridges in flight at once from one instance.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::pause;
-use crate::{api::AppState, clock, db};
+use crate::{clock, db, state::AppState};
 
 const EVERY: Duration = Duration::from_secs(300);
 /// Bridge callback ids are kept a week: longer than any bridge retries a callback.

@@ -11,11 +11,11 @@ use tokio::sync::watch;
 
 use super::pause;
 use crate::{
-    api::AppState,
     bridge::client::StatusLookup,
     clock,
     db::{self, lines::Line},
     domain::lifecycle::MessageStatus,
+    state::AppState,
 };
 
 const EVERY: Duration = Duration::from_secs(30);

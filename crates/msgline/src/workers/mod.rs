@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use crate::api::AppState;
+use crate::state::AppState;
 
 /// Starts every worker; they stop when `shutdown` turns true.
 pub fn spawn_all(state: &AppState, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {

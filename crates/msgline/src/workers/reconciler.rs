@@ -9,12 +9,12 @@ use tokio::sync::watch;
 
 use super::pause;
 use crate::{
-    api::AppState,
     bridge::client::StatusLookup,
     clock,
     db::{self, outbox::Job},
     domain::lifecycle::{ConversationKind, MessageStatus},
     send,
+    state::AppState,
 };
 
 const BATCH: i64 = 50;

@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, watch};
 
 use crate::{
-    api::AppState,
     clock,
     config::Config,
     db::{
@@ -24,6 +23,7 @@ use crate::{
     },
     domain::webhook::{RetrySchedule, jittered, parse_duration, parse_retry_after, signature_header},
     ids,
+    state::AppState,
 };
 
 /// How long a receiver has to answer.

@@ -29,4 +29,5 @@ mod polls;
 mod ratelimit;
 mod rows;
 mod schema;
+mod webhook_delivery;
 mod webhooks;

@@ -18,15 +18,15 @@
 //! send's answer, or a send whose answer never came — is matched to it. A message the Mac has no
 //! record of once its own send wait is over is `failed`, not sent again.
 
+mod wire;
+
 use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use reqwest::StatusCode;
-use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, SendRequest, StatusAnswer,
@@ -40,6 +40,7 @@ use crate::{
         lines::{Capabilities, Line},
     },
 };
+use wire::{Envelope, MacMessage, direct_chat, expectation, is_group_chat, real_guid};
 
 /// The webhook events msgline registers for.
 const EVENTS: [&str; 3] = ["new-message", "updated-message", "message-send-error"];
@@ -58,104 +59,6 @@ pub struct BlueBubbles {
     /// Held while a message the Mac reports is matched to what msgline expected, so that two
     /// webhooks about one message arriving together cannot both miss it (or both claim one).
     matching: Arc<tokio::sync::Mutex<()>>,
-}
-
-/// The server's answer envelope.
-#[derive(Debug, Default, Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    data: Value,
-    #[serde(default)]
-    error: Option<Value>,
-}
-
-impl Envelope {
-    /// What went wrong, in the server's words.
-    fn reason(&self) -> String {
-        let error = self.error.as_ref();
-        error
-            .and_then(|e| e.get("message").or_else(|| e.get("error")).and_then(Value::as_str).map(str::to_string))
-            .or_else(|| error.and_then(Value::as_str).map(str::to_string))
-            .or_else(|| self.message.clone())
-            .unwrap_or_else(|| "no reason given".into())
-    }
-}
-
-/// A sent or received message as the server serializes it: the parts msgline reads.
-struct MacMessage<'a>(&'a Value);
-
-impl MacMessage<'_> {
-    fn str(&self, field: &str) -> Option<&str> {
-        self.0.get(field).and_then(Value::as_str)
-    }
-
-    fn guid(&self) -> Option<&str> {
-        self.str("guid")
-    }
-
-    fn is_from_me(&self) -> bool {
-        self.0.get("isFromMe").and_then(Value::as_bool).unwrap_or(false)
-    }
-
-    fn chat(&self) -> Option<&str> {
-        self.0.get("chats")?.as_array()?.first()?.get("guid")?.as_str()
-    }
-
-    fn error_code(&self) -> i64 {
-        self.0.get("error").and_then(Value::as_i64).unwrap_or(0)
-    }
-
-    fn has_date(&self, field: &str) -> bool {
-        self.0.get(field).and_then(Value::as_i64).is_some_and(|at| at > 0)
-    }
-
-    fn attachment_names(&self) -> Vec<&str> {
-        let list = self.0.get("attachments").and_then(Value::as_array);
-        list.into_iter().flatten().filter_map(|a| a.get("transferName").and_then(Value::as_str)).collect()
-    }
-
-    /// What the message says; an attachment message is matched by its file name.
-    fn match_text(&self) -> String {
-        let text = self.str("text").unwrap_or_default().replace('\u{fffc}', "");
-        match self.attachment_names().first() {
-            Some(name) if text.trim().is_empty() => (*name).to_string(),
-            _ => text,
-        }
-    }
-
-    /// Where the message stands, as msgline's status.
-    fn status(&self) -> (&'static str, Option<String>) {
-        match self.error_code() {
-            0 if self.has_date("dateRead") => ("read", None),
-            0 if self.has_date("dateDelivered") => ("delivered", None),
-            0 => ("sent", None),
-            code => ("failed", Some(format!("iMessage could not send it (error {code})"))),
-        }
-    }
-}
-
-/// The 1:1 chat guid for a handle: `iMessage;-;+1…` or `SMS;-;+1…`.
-fn direct_chat(channel: &str, handle: &str) -> String {
-    let service = if channel == "sms" { "SMS" } else { "iMessage" };
-    format!("{service};-;{handle}")
-}
-
-fn is_group_chat(chat: &str) -> bool {
-    chat.contains(";+;")
-}
-
-/// The prefix of the expectation recorded before a send of `text` into `chat`.
-fn expectation(chat: &str, text: &str) -> String {
-    let digest = Sha256::digest(format!("{chat}\n{text}").as_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-    format!("sent:{hex}:")
-}
-
-/// The remote id that is a real guid (not an expectation or a group note).
-fn real_guid(refs: &[(String, i64)]) -> Option<&str> {
-    refs.iter().map(|(id, _)| id.as_str()).find(|id| !id.starts_with("sent:") && !id.starts_with("group:"))
 }
 
 impl BlueBubbles {

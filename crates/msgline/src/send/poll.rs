@@ -1,0 +1,52 @@
+//! A poll send (`POST /polls` and the agents' `send_poll`): a native iMessage poll, stored with
+//! its message in the same transaction.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{
+    PollSpec, Sent,
+    request::{SendFields, idempotency},
+};
+use crate::{
+    db,
+    domain::{lifecycle::MessageKind, poll, scope::Scope},
+    error::{ApiError, ApiResult},
+    fields::from_value,
+    state::{AppState, Principal},
+};
+
+#[derive(Deserialize)]
+struct SendPoll {
+    question: Option<String>,
+    options: Option<Vec<String>>,
+    #[serde(flatten)]
+    fields: SendFields,
+}
+
+/// `POST /polls` after the HTTP layer; hosted agents send through it too.
+pub async fn send_poll_request(
+    state: &AppState,
+    caller: &Principal,
+    raw: Value,
+    header_key: Option<&str>,
+    agent_id: Option<&str>,
+) -> ApiResult<Sent> {
+    caller.require(Scope::Send)?;
+    let request: SendPoll = from_value(raw.clone())?;
+    let question = request.question.ok_or_else(|| ApiError::invalid("question", "question is required"))?;
+    let question = poll::parse_question(&question).map_err(|e| ApiError::invalid("question", e))?;
+    let options = request.options.ok_or_else(|| ApiError::invalid("options", "options is required"))?;
+    let options = poll::parse_options(&options).map_err(|e| ApiError::invalid("options", e))?;
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/polls", &raw)?;
+    let mut input = request.fields.into_input(question.clone(), MessageKind::Poll)?;
+    let spec = PollSpec { id: db::polls::new_id(), question, options };
+    let summary = serde_json::json!({"id": spec.id, "question": spec.question, "options": spec.options});
+    input.imessage_only = true;
+    input.agent_id = agent_id.map(str::to_string);
+    input.payload = Some(serde_json::json!({"poll": summary}));
+    input.poll = Some(spec);
+    let mut extra = Map::new();
+    extra.insert("poll".into(), summary);
+    super::submit(state, caller, input, idempotency, extra).await
+}

@@ -1,0 +1,131 @@
+//! Reading a send request: the fields every send shares (recipient, line, channel and
+//! idempotency) and the text message of `POST /messages`. The HTTP handlers and the hosted agents
+//! both start here, so a request means the same whoever makes it.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{Idempotency, Recipient, SendInput, Sent};
+use crate::{
+    domain::{
+        idempotency::{IdempotencyKey, fingerprint},
+        lifecycle::MessageKind,
+        phone::E164,
+        scope::Scope,
+    },
+    error::{ApiError, ApiResult},
+    fields::{from_value, phone_field, required_text},
+    state::{AppState, Principal},
+};
+
+/// The longest message text, in characters.
+pub const MAX_BODY_CHARS: usize = 10_000;
+
+/// The fields every send shares: recipient, line, channel.
+#[derive(Debug, Deserialize)]
+pub struct SendFields {
+    pub to: Option<String>,
+    pub conversation_id: Option<String>,
+    pub contact_id: Option<String>,
+    pub line_id: Option<String>,
+    pub from: Option<String>,
+    pub line_e164: Option<String>,
+    pub channel: Option<String>,
+    pub default_country: Option<String>,
+    pub idempotency_key: Option<String>,
+}
+
+impl SendFields {
+    /// Parses recipient, line and channel into a send with the given body and kind.
+    pub fn into_input(self, body: String, kind: MessageKind) -> ApiResult<SendInput> {
+        let to = match self.to.as_deref() {
+            Some(to) => Some(phone_field("to", to, self.default_country.as_deref())?),
+            None => None,
+        };
+        if to.is_none() && self.conversation_id.is_none() && self.contact_id.is_none() {
+            return Err(ApiError::invalid("to", "give at least one of to, conversation_id and contact_id"));
+        }
+        let line_e164 = match (self.from.as_deref(), self.line_e164.as_deref()) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(ApiError::invalid("from", "from and line_e164 name different lines"));
+            }
+            (Some(number), _) => Some(("from", number)),
+            (None, Some(number)) => Some(("line_e164", number)),
+            (None, None) => None,
+        };
+        let line_e164 = match line_e164 {
+            Some((field, number)) => {
+                Some(E164::parse(number, None).map_err(|e| ApiError::invalid(field, e.describe(number)))?.into_string())
+            }
+            None => None,
+        };
+        let channel = match self.channel.as_deref() {
+            None | Some("") => None,
+            Some("sms") | Some("imessage") => self.channel.clone(),
+            Some(_) => return Err(ApiError::invalid("channel", "channel must be sms or imessage")),
+        };
+        Ok(SendInput {
+            recipient: Recipient { to, conversation_id: self.conversation_id, contact_id: self.contact_id },
+            line_id: self.line_id,
+            line_e164,
+            channel,
+            body,
+            kind,
+            ..SendInput::default()
+        })
+    }
+}
+
+/// The request's idempotency: the `Idempotency-Key` header or the body's `idempotency_key`
+/// (both given and different: 400), with a fingerprint of the request.
+pub fn idempotency(
+    header: Option<&str>,
+    body_key: Option<&str>,
+    path: &'static str,
+    raw: &Value,
+) -> ApiResult<Option<Idempotency>> {
+    let header = match header {
+        Some(value) => Some(IdempotencyKey::parse(value).map_err(|e| ApiError::invalid("Idempotency-Key", e))?),
+        None => None,
+    };
+    let body = match body_key {
+        Some(key) => Some(IdempotencyKey::parse(key).map_err(|e| ApiError::invalid("idempotency_key", e))?),
+        None => None,
+    };
+    let key = match (header, body) {
+        (Some(h), Some(b)) if h != b => {
+            return Err(ApiError::invalid("idempotency_key", "the Idempotency-Key header and idempotency_key differ"));
+        }
+        (Some(key), _) | (None, Some(key)) => key,
+        (None, None) => return Ok(None),
+    };
+    let mut request = raw.clone();
+    if let Some(object) = request.as_object_mut() {
+        object.remove("idempotency_key");
+    }
+    Ok(Some(Idempotency { key, path, fingerprint: fingerprint(path, &request) }))
+}
+
+#[derive(Deserialize)]
+struct SendMessage {
+    body: Option<String>,
+    #[serde(flatten)]
+    fields: SendFields,
+}
+
+/// `POST /messages` after the HTTP layer; hosted agents send through it too.
+pub async fn send_text(
+    state: &AppState,
+    caller: &Principal,
+    raw: Value,
+    header_key: Option<&str>,
+    agent_id: Option<&str>,
+) -> ApiResult<Sent> {
+    caller.require(Scope::Send)?;
+    let request: SendMessage = from_value(raw.clone())?;
+    let body = required_text("body", request.body, MAX_BODY_CHARS)?;
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &raw)?;
+    let mut input = request.fields.into_input(body, MessageKind::Text)?;
+    input.agent_id = agent_id.map(str::to_string);
+    super::submit(state, caller, input, idempotency, Map::new()).await
+}

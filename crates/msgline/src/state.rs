@@ -1,0 +1,190 @@
+//! What every handler, worker and hosted agent reaches: the shared [`AppState`], and the
+//! [`Principal`] a request or an agent run acts as, with the cache that turns API keys into one.
+
+use std::{
+    collections::HashMap,
+    ops::Deref,
+    sync::{Arc, RwLock},
+    time::{Duration, Instant},
+};
+
+use tokio::sync::Notify;
+
+use crate::{
+    bridge::{client::BridgeClient, directory::LineDirectory},
+    clock,
+    config::Config,
+    db::{self, Db},
+    domain::{
+        apikey,
+        scope::{Scope, Scopes},
+    },
+    egress::Egress,
+    error::{ApiError, ApiResult},
+    ratelimit::RateLimits,
+};
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub db: Db,
+    pub config: Config,
+    pub auth: AuthCache,
+    pub limits: RateLimits,
+    pub lines: LineDirectory,
+    /// Wakes the dispatcher when a send is accepted.
+    pub dispatch: Notify,
+    /// The one client for customer-supplied URLs.
+    pub egress: Egress,
+    /// The client for the operator-configured model endpoint of hosted agents.
+    pub model_http: reqwest::Client,
+    /// Contacts and conversations sends have already written.
+    pub threads: crate::send::ThreadCache,
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(db: Db, config: Config) -> Self {
+        AppState(Arc::new(Inner {
+            auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
+            limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
+            lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone())),
+            dispatch: Notify::new(),
+            egress: Egress::new(config.allow_private_targets),
+            model_http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("HTTP client builds"),
+            threads: Default::default(),
+            db,
+            config,
+        }))
+    }
+}
+
+/// Who is calling: an API key of one organisation, with its scopes and optional line binding.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub key_id: String,
+    pub org_id: String,
+    pub scopes: Scopes,
+    /// The line the key is bound to; read it through the line-binding methods below.
+    line_id: Option<String>,
+    expires_at: Option<i64>,
+}
+
+impl Principal {
+    /// A hosted agent acting on its own line with the send scope only; it counts against rate
+    /// limits as its own caller.
+    pub fn agent(org_id: &str, agent_id: &str, line_id: &str) -> Self {
+        Principal {
+            key_id: agent_id.to_string(),
+            org_id: org_id.to_string(),
+            scopes: Scopes::new(vec![Scope::Send]),
+            line_id: Some(line_id.to_string()),
+            expires_at: None,
+        }
+    }
+
+    /// 403 `missing <scope> scope` unless the key carries `scope`.
+    pub fn require(&self, scope: Scope) -> ApiResult<()> {
+        if self.scopes.contains(scope) { Ok(()) } else { Err(ApiError::missing_scope(scope)) }
+    }
+
+    /// The caller identity rate limits count against: organisation and key.
+    pub fn caller(&self) -> String {
+        format!("{}/{}", self.org_id, self.key_id)
+    }
+
+    /// The line this key is bound to, if any: what it reads is limited to that line, and a
+    /// request that names no line uses it.
+    pub fn bound_line(&self) -> Option<&str> {
+        self.line_id.as_deref()
+    }
+
+    /// Whether this key may act on `line_id` and see what is on it: an unbound key may use
+    /// every line of its organisation, a line-bound key its own line only.
+    pub fn may_use_line(&self, line_id: &str) -> bool {
+        self.line_id.as_deref().is_none_or(|bound| bound == line_id)
+    }
+
+    /// Whether this key sees a key or webhook endpoint bound to `line_id` (`None`: bound to no
+    /// line): an unbound key sees them all, a line-bound key only those bound to its own line.
+    pub fn sees_binding(&self, line_id: Option<&str>) -> bool {
+        self.line_id.is_none() || self.line_id.as_deref() == line_id
+    }
+
+    /// The line a request works on: the one it names, else the key's own. A line-bound key
+    /// naming another line is 409 `line_mismatch`.
+    pub fn line_for(&self, named: Option<String>) -> ApiResult<Option<String>> {
+        match (named, &self.line_id) {
+            (Some(named), Some(bound)) if &named != bound => {
+                Err(ApiError::conflict("line_mismatch", "this key is bound to another line"))
+            }
+            (None, Some(bound)) => Ok(Some(bound.clone())),
+            (named, _) => Ok(named),
+        }
+    }
+}
+
+const MAX_ENTRIES: usize = 100_000;
+
+/// Principals by key hash. Lookups are cached for a few seconds so a request does not cost a
+/// database read; revocation on this instance evicts at once.
+pub struct AuthCache {
+    ttl: Duration,
+    entries: RwLock<HashMap<String, (Principal, Instant)>>,
+}
+
+impl AuthCache {
+    pub fn new(ttl: Duration) -> Self {
+        Self { ttl, entries: RwLock::new(HashMap::new()) }
+    }
+
+    /// The principal for the secret of a `Bearer` header, or 401.
+    pub async fn authenticate(&self, db: &Db, secret: Option<&str>) -> ApiResult<Principal> {
+        let secret = secret.filter(|key| apikey::is_well_formed(key)).ok_or_else(ApiError::unauthorized)?;
+        let hash = apikey::hash_secret(secret);
+        let now = clock::now_ms();
+        let cached = self.entries.read().expect("auth cache lock").get(&hash).cloned();
+        if let Some((principal, at)) = cached
+            && at.elapsed() < self.ttl
+        {
+            return if principal.expires_at.is_none_or(|t| t > now) {
+                Ok(principal)
+            } else {
+                Err(ApiError::unauthorized())
+            };
+        }
+        let key = db::keys::find_by_hash(db, &hash)
+            .await?
+            .filter(|key| key.is_active(now))
+            .ok_or_else(ApiError::unauthorized)?;
+        let principal = Principal {
+            key_id: key.id,
+            org_id: key.org_id,
+            scopes: key.scopes,
+            line_id: key.line_id,
+            expires_at: key.expires_at,
+        };
+        let mut entries = self.entries.write().expect("auth cache lock");
+        if entries.len() >= MAX_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(hash, (principal.clone(), Instant::now()));
+        Ok(principal)
+    }
+
+    /// Drops a key from the cache, so a revocation or rotation applies to the next request.
+    pub fn forget(&self, key_id: &str) {
+        self.entries.write().expect("auth cache lock").retain(|_, (p, _)| p.key_id != key_id);
+    }
+}
