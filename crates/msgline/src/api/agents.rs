@@ -127,15 +127,18 @@ async fn create_agent(
         updated_at: now,
     };
     apply(&state, &caller, &mut agent, AgentFields { line_id: Some(line_id), ..fields }).await?;
-    let mut tx = state.db.writer().begin().await?;
-    if agent.enabled && db::agents::enabled_on_line(&mut tx, &agent.org_id, &agent.line_id, None).await?.is_some() {
-        return Err(conflict_on_line());
-    }
-    match db::agents::insert(&mut tx, &agent).await {
-        Err(error) if db::is_unique_violation(&error) => return Err(conflict_on_line()),
-        other => other?,
-    }
-    tx.commit().await?;
+    state
+        .db
+        .transaction(async |tx| {
+            if agent.enabled && db::agents::enabled_on_line(tx, &agent.org_id, &agent.line_id, None).await?.is_some() {
+                return Err(conflict_on_line());
+            }
+            match db::agents::insert(tx, &agent).await {
+                Err(error) if db::is_unique_violation(&error) => Err(conflict_on_line()),
+                other => Ok(other?),
+            }
+        })
+        .await?;
     Ok((StatusCode::CREATED, Json(agent.to_json())))
 }
 
@@ -156,17 +159,20 @@ async fn update_agent(
     let mut agent = find(&state, &caller, &id).await?;
     apply(&state, &caller, &mut agent, fields).await?;
     agent.updated_at = clock::now_ms();
-    let mut tx = state.db.writer().begin().await?;
-    if agent.enabled
-        && db::agents::enabled_on_line(&mut tx, &agent.org_id, &agent.line_id, Some(&agent.id)).await?.is_some()
-    {
-        return Err(conflict_on_line());
-    }
-    match db::agents::update(&mut tx, &agent).await {
-        Err(error) if db::is_unique_violation(&error) => return Err(conflict_on_line()),
-        other => other?,
-    }
-    tx.commit().await?;
+    state
+        .db
+        .transaction(async |tx| {
+            if agent.enabled
+                && db::agents::enabled_on_line(tx, &agent.org_id, &agent.line_id, Some(&agent.id)).await?.is_some()
+            {
+                return Err(conflict_on_line());
+            }
+            match db::agents::update(tx, &agent).await {
+                Err(error) if db::is_unique_violation(&error) => Err(conflict_on_line()),
+                other => Ok(other?),
+            }
+        })
+        .await?;
     Ok(Json(agent.to_json()))
 }
 

@@ -90,9 +90,9 @@ pub async fn catch_up(state: &AppState, line: &Line, since: i64) -> sqlx::Result
     for id in db::messages::awaiting_receipts(&state.db, &line.id, since, CATCH_UP_BATCH).await? {
         let StatusLookup::Known(answer) = state.lines.client().message_status(line, &id).await else { continue };
         let Ok(status) = answer.status.parse::<MessageStatus>() else { continue };
-        let mut tx = state.db.writer().begin().await?;
-        let changed = db::messages::advance_through(&mut tx, &id, status, answer.reason.as_deref()).await?;
-        tx.commit().await?;
+        let reason = answer.reason.as_deref();
+        let changed =
+            state.db.transaction(async |tx| db::messages::advance_through(tx, &id, status, reason).await).await?;
         moved += usize::from(changed.is_some());
     }
     if moved > 0 {

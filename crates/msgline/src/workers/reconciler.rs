@@ -77,33 +77,36 @@ async fn settle_group(state: &AppState, line: &db::lines::Line, job: &Job) -> an
     };
     let lookup = state.lines.client().group_status(line, &group.id).await;
     let now = clock::now_ms();
-    let mut tx = state.db.writer().begin().await?;
-    let settled = match lookup {
-        StatusLookup::Known(answer) if answer.status == "created" => {
-            send::groups::settle(&mut tx, &group.id, &job.message_id, "created", None).await?;
-            false
-        }
-        StatusLookup::Known(answer) => {
-            let reason = answer.reason.unwrap_or_else(|| "the line could not create the group".into());
-            send::groups::settle(&mut tx, &group.id, &job.message_id, "failed", Some(&reason)).await?;
-            db::outbox::complete(&mut tx, &job.message_id).await?;
-            true
-        }
-        StatusLookup::NotFound => {
-            let reason = "the line never received the group creation";
-            send::groups::settle(&mut tx, &group.id, &job.message_id, "failed", Some(reason)).await?;
-            db::outbox::complete(&mut tx, &job.message_id).await?;
-            true
-        }
-        StatusLookup::Failed(error) => {
-            db::conversations::settle_group(&mut tx, &group.id, "unknown").await?;
-            db::messages::advance(&mut tx, &job.message_id, MessageStatus::Unknown, None).await?;
-            db::outbox::mark_unknown(&mut tx, &job.message_id, now + next_ask(now - group.created_at)).await?;
-            tracing::debug!(group = %group.id, error, "could not ask the line about a group; will ask again");
-            true
-        }
-    };
-    tx.commit().await?;
+    let settled = state
+        .db
+        .transaction(async |tx| {
+            anyhow::Ok(match lookup {
+                StatusLookup::Known(answer) if answer.status == "created" => {
+                    send::groups::settle(tx, &group.id, &job.message_id, "created", None).await?;
+                    false
+                }
+                StatusLookup::Known(answer) => {
+                    let reason = answer.reason.unwrap_or_else(|| "the line could not create the group".into());
+                    send::groups::settle(tx, &group.id, &job.message_id, "failed", Some(&reason)).await?;
+                    db::outbox::complete(tx, &job.message_id).await?;
+                    true
+                }
+                StatusLookup::NotFound => {
+                    let reason = "the line never received the group creation";
+                    send::groups::settle(tx, &group.id, &job.message_id, "failed", Some(reason)).await?;
+                    db::outbox::complete(tx, &job.message_id).await?;
+                    true
+                }
+                StatusLookup::Failed(error) => {
+                    db::conversations::settle_group(tx, &group.id, "unknown").await?;
+                    db::messages::advance(tx, &job.message_id, MessageStatus::Unknown, None).await?;
+                    db::outbox::mark_unknown(tx, &job.message_id, now + next_ask(now - group.created_at)).await?;
+                    tracing::debug!(group = %group.id, error, "could not ask the line about a group; will ask again");
+                    true
+                }
+            })
+        })
+        .await?;
     Ok(settled)
 }
 
@@ -114,34 +117,40 @@ async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
     }
     let lookup = state.lines.client().message_status(&line, &job.message_id).await;
     let now = clock::now_ms();
-    let mut tx = state.db.writer().begin().await?;
-    let Some(message) = db::messages::get_any(&mut tx, &job.message_id).await? else {
-        db::outbox::complete(&mut tx, &job.message_id).await?;
-        tx.commit().await?;
-        return Ok(());
-    };
-    match lookup {
-        StatusLookup::Known(answer) if answer.status.parse::<MessageStatus>().is_err() => {
-            db::outbox::mark_unknown(&mut tx, &message.id, now + next_ask(now - message.created_at)).await?;
-            tracing::warn!(message = %message.id, status = %answer.status, "the line answered a status msgline does not know; will ask again");
-        }
-        StatusLookup::Known(answer) => {
-            let status = answer.status.parse().unwrap_or(MessageStatus::Unknown);
-            db::messages::advance_through(&mut tx, &message.id, status, answer.reason.as_deref()).await?;
-            db::outbox::complete(&mut tx, &message.id).await?;
-            tracing::info!(message = %message.id, status = %answer.status, "settled a message with its line");
-        }
-        StatusLookup::NotFound => {
-            db::messages::requeue(&mut tx, &message.id).await?;
-            db::outbox::retry_at(&mut tx, &message.id, now).await?;
-            tracing::info!(message = %message.id, "the line never received a message; queued it again");
-        }
-        StatusLookup::Failed(error) => {
-            db::outbox::mark_unknown(&mut tx, &message.id, now + next_ask(now - message.created_at)).await?;
-            tracing::debug!(message = %message.id, error, "could not ask the line; will ask again");
-        }
+    let asked = state
+        .db
+        .transaction(async |tx| {
+            // A message that is gone has nothing left to ask about.
+            let Some(message) = db::messages::get_any(tx, &job.message_id).await? else {
+                db::outbox::complete(tx, &job.message_id).await?;
+                return Ok(false);
+            };
+            match lookup {
+                StatusLookup::Known(answer) if answer.status.parse::<MessageStatus>().is_err() => {
+                    db::outbox::mark_unknown(tx, &message.id, now + next_ask(now - message.created_at)).await?;
+                    tracing::warn!(message = %message.id, status = %answer.status, "the line answered a status msgline does not know; will ask again");
+                }
+                StatusLookup::Known(answer) => {
+                    let status = answer.status.parse().unwrap_or(MessageStatus::Unknown);
+                    db::messages::advance_through(tx, &message.id, status, answer.reason.as_deref()).await?;
+                    db::outbox::complete(tx, &message.id).await?;
+                    tracing::info!(message = %message.id, status = %answer.status, "settled a message with its line");
+                }
+                StatusLookup::NotFound => {
+                    db::messages::requeue(tx, &message.id).await?;
+                    db::outbox::retry_at(tx, &message.id, now).await?;
+                    tracing::info!(message = %message.id, "the line never received a message; queued it again");
+                }
+                StatusLookup::Failed(error) => {
+                    db::outbox::mark_unknown(tx, &message.id, now + next_ask(now - message.created_at)).await?;
+                    tracing::debug!(message = %message.id, error, "could not ask the line; will ask again");
+                }
+            }
+            anyhow::Ok(true)
+        })
+        .await?;
+    if asked {
+        state.dispatch.notify_one();
     }
-    tx.commit().await?;
-    state.dispatch.notify_one();
     Ok(())
 }

@@ -1,0 +1,77 @@
+//! What a bench run reports: the load generator's own CPU, and the table printed at the end.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+/// The load generator's own CPU over a scenario (this process: its HTTP clients and their
+/// bookkeeping), so that a figure limited by the generator is seen as such.
+pub(super) struct LoadCpu {
+    ticks: u64,
+    at: Instant,
+}
+
+impl LoadCpu {
+    pub(super) fn start() -> Self {
+        Self { ticks: Self::ticks(), at: Instant::now() }
+    }
+
+    /// User and system time of this process, in clock ticks (100 per second on Linux).
+    fn ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+        let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default();
+        after.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum()
+    }
+
+    /// Cores the generator kept busy on average since `start`.
+    pub(super) fn cores(&self) -> f64 {
+        let seconds = (Self::ticks().saturating_sub(self.ticks)) as f64 / 100.0;
+        (seconds / self.at.elapsed().as_secs_f64().max(1e-9) * 100.0).round() / 100.0
+    }
+}
+
+pub(super) fn print_table(report: &Value) {
+    println!(
+        "database: {}   durability: {}   connections: {}   keys: {}",
+        report["database"].as_str().unwrap_or_default(),
+        report["durability"].as_str().unwrap_or_default(),
+        report["connections"],
+        report["api_keys"]
+    );
+    println!("rate limits: {}", report["rate_limits"].as_str().unwrap_or_default());
+    println!(
+        "{:<10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9}",
+        "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms", "load CPU"
+    );
+    for result in report["results"].as_array().into_iter().flatten() {
+        if let Some(skipped) = result["skipped"].as_str() {
+            println!("{:<10} skipped: {skipped}", result["scenario"].as_str().unwrap_or_default());
+            continue;
+        }
+        println!(
+            "{:<10} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9} {:>9}",
+            result["scenario"].as_str().unwrap_or_default(),
+            result["count"].as_u64().unwrap_or(0),
+            result["errors"].as_u64().unwrap_or(0),
+            result["per_second"].as_f64().unwrap_or(0.0),
+            ms(&result["p50_ms"]),
+            ms(&result["p99_ms"]),
+            ms(&result["p999_ms"]),
+            result["load_cpu_cores"].as_f64().map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+        );
+    }
+    if let Some(ratio) = report["send_to_kannel"].as_f64() {
+        println!("send / kannel: {ratio:.2}x   (send: {})", report["send_request"].as_str().unwrap_or_default());
+    }
+    let rss = &report["server_rss_mib"];
+    println!(
+        "server RSS: idle {:.1} MiB, peak {:.1} MiB",
+        rss["idle"].as_f64().unwrap_or(0.0),
+        rss["peak"].as_f64().unwrap_or(0.0)
+    );
+}
+
+fn ms(value: &Value) -> String {
+    value.as_f64().map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())
+}
