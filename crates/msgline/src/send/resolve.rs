@@ -43,7 +43,14 @@ pub enum Destination {
 #[derive(Default)]
 pub struct ThreadCache {
     entries: std::sync::RwLock<std::collections::HashMap<ThreadKey, (String, String)>>,
+    /// (organisation, phone) → whether the recipient was reachable over iMessage, and when that
+    /// was read or learned. Kept [`REACHABILITY_FOR`]: an inbound iMessage (which marks its
+    /// sender reachable) reaches an automatic channel choice within that time.
+    reachability: std::sync::Mutex<std::collections::HashMap<(String, String), (bool, std::time::Instant)>>,
 }
+
+/// How long a recipient's iMessage reachability is used without reading it again.
+const REACHABILITY_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// (organisation, line, phone).
 type ThreadKey = (String, String, String);
@@ -51,6 +58,22 @@ type ThreadKey = (String, String, String);
 const THREAD_CACHE_MAX: usize = 200_000;
 
 impl ThreadCache {
+    fn reachable(&self, org_id: &str, phone: &str) -> Option<bool> {
+        let known = self.reachability.lock().expect("reachability lock");
+        known
+            .get(&(org_id.to_string(), phone.to_string()))
+            .filter(|(_, at)| at.elapsed() < REACHABILITY_FOR)
+            .map(|(reachable, _)| *reachable)
+    }
+
+    fn note_reachable(&self, org_id: &str, phone: &str, reachable: bool) {
+        let mut known = self.reachability.lock().expect("reachability lock");
+        if known.len() >= THREAD_CACHE_MAX {
+            known.retain(|_, (_, at)| at.elapsed() < REACHABILITY_FOR);
+        }
+        known.insert((org_id.to_string(), phone.to_string()), (reachable, std::time::Instant::now()));
+    }
+
     pub fn get(&self, org_id: &str, target: &Target) -> Option<(String, Option<String>)> {
         let Destination::Direct { phone, .. } = &target.destination else { return None };
         if target.learned_reachability.is_some() {
@@ -322,13 +345,20 @@ async fn reachability(
     line: &Line,
     phone: &E164,
 ) -> ApiResult<(Option<bool>, Option<bool>)> {
+    if let Some(known) = state.threads.reachable(org_id, phone.as_str()) {
+        return Ok((Some(known), None));
+    }
     if let Some(known) = db::contacts::reachability_by_phone(&state.db, org_id, phone.as_str()).await? {
+        state.threads.note_reachable(org_id, phone.as_str(), known);
         return Ok((Some(known), None));
     }
     let asked = state.lines.client().reachability(line, &[phone.to_string()]).await;
     match asked {
         Ok(answer) => {
             let reachable = answer.imessage.get(phone.as_str()).copied();
+            if let Some(reachable) = reachable {
+                state.threads.note_reachable(org_id, phone.as_str(), reachable);
+            }
             Ok((reachable, reachable))
         }
         Err(error) => {
