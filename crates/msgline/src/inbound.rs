@@ -64,23 +64,30 @@ pub async fn handle_all(
     Ok(handled)
 }
 
-/// Status reports in bulk, in one transaction (on SQLite, one unit of a shared commit).
+/// Status reports in bulk, in one transaction (on SQLite, one unit of a shared commit). The
+/// answer keeps the events' order; a status msgline does not know moves nothing.
 async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyhow::Result<Vec<Handled>> {
-    let reports = events
+    let parsed: Vec<Option<db::reports::StatusReport>> = events.iter().map(|e| report_of(line, e)).collect();
+    let reports = parsed.iter().flatten().cloned().collect();
+    let mut moved = db::reports::apply_reports(db, &line.id, reports).await?.into_iter();
+    Ok(parsed
         .iter()
-        .filter_map(|e| match &e.payload {
-            // A status msgline does not know moves nothing.
-            BridgeEventPayload::MessageStatus { message_id, status, reason } => Some(db::reports::StatusReport {
-                event_id: e.id.clone(),
-                message_id: message_id.clone(),
-                status: status.parse().ok()?,
-                reason: reason.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
-    let fresh = db::reports::apply_reports(db, &line.id, reports).await?;
-    Ok(fresh.into_iter().map(|fresh| if fresh { Handled::Applied } else { Handled::Duplicate }).collect())
+        .map(
+            |report| {
+                if report.is_some() && moved.next().unwrap_or(false) { Handled::Applied } else { Handled::Duplicate }
+            },
+        )
+        .collect())
+}
+
+/// The status report an event carries, if it is one with a status msgline knows.
+fn report_of(line: &Line, event: &BridgeEvent) -> Option<db::reports::StatusReport> {
+    let BridgeEventPayload::MessageStatus { message_id, status, reason } = &event.payload else { return None };
+    let Ok(status) = status.parse::<MessageStatus>() else {
+        tracing::warn!(line = %line.id, message = %message_id, status = %status, "a status msgline does not know; ignored");
+        return None;
+    };
+    Some(db::reports::StatusReport { message_id: message_id.clone(), status, reason: reason.clone() })
 }
 
 /// Applies one callback in its own transaction.
@@ -95,9 +102,10 @@ async fn apply(
     agent_runs_per_minute: u32,
 ) -> anyhow::Result<Handled> {
     match &event.payload {
-        BridgeEventPayload::MessageStatus { message_id, status, reason } => {
-            let moved = status_moved(tx, line, message_id, status, reason.as_deref()).await?;
-            return Ok(if moved { Handled::Applied } else { Handled::Duplicate });
+        BridgeEventPayload::MessageStatus { .. } => {
+            let Some(report) = report_of(line, event) else { return Ok(Handled::Duplicate) };
+            let moved = db::reports::apply_in(tx, &line.id, &[report]).await?;
+            return Ok(if moved.first() == Some(&true) { Handled::Applied } else { Handled::Duplicate });
         }
         _ if !db::reports::record_callback(tx, &line.id, &event.id).await? => return Ok(Handled::Duplicate),
         BridgeEventPayload::Inbound { from, body, chat, channel } => {
@@ -111,37 +119,6 @@ async fn apply(
         }
     }
     Ok(Handled::Applied)
-}
-
-/// Moves an outbound message as its line reports; whether it moved.
-async fn status_moved(
-    conn: &mut AnyConnection,
-    line: &Line,
-    message_id: &str,
-    status: &str,
-    reason: Option<&str>,
-) -> anyhow::Result<bool> {
-    let Ok(status) = status.parse::<MessageStatus>() else {
-        tracing::warn!(line = %line.id, message = message_id, status, "a status msgline does not know; ignored");
-        return Ok(false);
-    };
-    let Some(message) = db::messages::get_any(conn, message_id).await? else {
-        tracing::warn!(line = %line.id, message = message_id, "status for a message this service does not know");
-        return Ok(false);
-    };
-    if message.line_id != line.id || message.direction != Direction::Outbound {
-        tracing::warn!(line = %line.id, message = message_id, "status for a message of another line; ignored");
-        return Ok(false);
-    }
-    let mut batch = db::Batch::new();
-    let moved = db::messages::advance_through_staged(conn, &mut batch, &message, status, reason).await?;
-    if moved.is_none() {
-        return Ok(false);
-    }
-    // The line has told: nothing left to send or ask.
-    db::outbox::stage_complete(&mut batch, message_id);
-    batch.execute(conn).await?;
-    Ok(true)
 }
 
 async fn inbound(

@@ -49,6 +49,8 @@ pub const SCENARIOS: [&str; 6] = ["floor", "kannel", "send", "e2e", "webhooks", 
 struct Samples {
     micros: Vec<u64>,
     errors: u64,
+    /// Cores the load generator kept busy while it made them (see [`drive`]).
+    load_cpu_cores: Option<f64>,
 }
 
 fn percentile(sorted: &[u64], p: f64) -> f64 {
@@ -72,6 +74,7 @@ fn summary(name: &str, mut samples: Samples, elapsed: Duration, unit: &str) -> V
         "p50_ms": percentile(&samples.micros, 50.0),
         "p99_ms": percentile(&samples.micros, 99.0),
         "p999_ms": percentile(&samples.micros, 99.9),
+        "load_cpu_cores": samples.load_cpu_cores,
     })
 }
 
@@ -233,6 +236,7 @@ where
     let counter = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let started = Instant::now();
+    let cpu = LoadCpu::start();
     let mut tasks = tokio::task::JoinSet::new();
     for worker in 0..connections {
         let request = request.clone();
@@ -258,6 +262,7 @@ where
         all.micros.extend(samples.micros);
         all.errors += samples.errors;
     }
+    all.load_cpu_cores = Some(cpu.cores());
     (all, started.elapsed())
 }
 
@@ -277,11 +282,8 @@ fn recipient(n: u64) -> String {
 async fn scenario_floor(h: &Harness, args: &BenchArgs) -> Value {
     let http = client(args.connections);
     let url = format!("{}/bench/floor", h.base);
-    let cpu = LoadCpu::start();
     let (samples, elapsed) = drive(args.connections, args.seconds, move |_, _| http.post(&url)).await;
-    let mut result = summary("floor", samples, elapsed, "inserts");
-    result["load_cpu_cores"] = json!(cpu.cores());
-    result
+    summary("floor", samples, elapsed, "inserts")
 }
 
 /// The request a real client sends: an `Idempotency-Key` on every request, `from`, no
@@ -293,7 +295,6 @@ async fn scenario_send(h: &Harness, args: &BenchArgs) -> (Value, i64, i64) {
     let from = h.line_e164.clone();
     let started = crate::clock::now_ms();
     let run = ids::new_id("run");
-    let cpu = LoadCpu::start();
     let (samples, elapsed) = drive(args.connections, args.seconds, move |worker, n| {
         http.post(&url)
             .bearer_auth(&keys[worker % keys.len()])
@@ -301,9 +302,7 @@ async fn scenario_send(h: &Harness, args: &BenchArgs) -> (Value, i64, i64) {
             .json(&json!({"to": recipient(n), "from": from, "body": format!("bench message {n}")}))
     })
     .await;
-    let mut result = summary("send", samples, elapsed, "messages");
-    result["load_cpu_cores"] = json!(cpu.cores());
-    (result, started, crate::clock::now_ms())
+    (summary("send", samples, elapsed, "messages"), started, crate::clock::now_ms())
 }
 
 /// From the 202 to the line reporting the send: `sent_at - created_at` of the messages a send
@@ -457,12 +456,10 @@ async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
     let http = client(args.connections);
     let url = format!("{}/api/v1/messaging/messages?conversation_id={}&limit=50", h.base, seeded);
     let keys = h.keys.clone();
-    let cpu = LoadCpu::start();
     let (samples, elapsed) =
         drive(args.connections, args.seconds, move |worker, _| http.get(&url).bearer_auth(&keys[worker % keys.len()]))
             .await;
     let mut result = summary("read", samples, elapsed, "requests");
-    result["load_cpu_cores"] = json!(cpu.cores());
     result["table_rows"] = json!(args.read_rows);
     Ok(result)
 }

@@ -9,7 +9,7 @@ use std::{path::PathBuf, time::Duration};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use super::{BenchArgs, LoadCpu, client, drive, free_port, recipient, summary};
+use super::{BenchArgs, client, drive, free_port, recipient, summary};
 
 /// Where `scripts/kannel` is: `MSGLINE_KANNEL_SCRIPT`, else `scripts/kannel` under the working
 /// directory (the repository, as BENCHMARKS.md runs the bench).
@@ -47,7 +47,6 @@ pub async fn scenario(args: &BenchArgs) -> anyhow::Result<Value> {
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let http = client(args.connections);
-    let cpu = LoadCpu::start();
     let (samples, elapsed) = drive(args.connections, args.seconds, move |_, n| {
         http.get(&url).query(&[
             ("to", recipient(n)),
@@ -56,8 +55,7 @@ pub async fn scenario(args: &BenchArgs) -> anyhow::Result<Value> {
         ])
     })
     .await;
-    let mut result = summary("kannel", samples, elapsed, "messages");
-    result["load_cpu_cores"] = json!(cpu.cores());
+    let result = summary("kannel", samples, elapsed, "messages");
     let stopped =
         Command::new("bash").arg(&script).args(["stop", "--dir", &dir.0.display().to_string()]).status().await?;
     if !stopped.success() {

@@ -483,7 +483,7 @@ pub async fn advance_through(
 }
 
 /// [`advance_through`] from a message already read, with the events staged into `batch`.
-pub async fn advance_through_staged(
+async fn advance_through_staged(
     conn: &mut AnyConnection,
     batch: &mut Batch,
     current: &Message,

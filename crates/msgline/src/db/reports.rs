@@ -21,8 +21,6 @@ use crate::{
 /// A line's report that one of its outbound messages moved.
 #[derive(Debug, Clone)]
 pub struct StatusReport {
-    /// The callback's id (for the log; a repeat is known by the message having moved on).
-    pub event_id: String,
     pub message_id: String,
     pub status: MessageStatus,
     pub reason: Option<String>,
@@ -59,10 +57,15 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
     if let Some(group) = db.group().filter(|_| backend == super::Backend::Postgres) {
         return group.apply_reports(line_id.to_string(), reports).await;
     }
-    let mut tx = db.writer().begin().await?;
-    let (mut moved, moves) = plan(&mut tx, backend, &[(line_id, &reports)]).await?;
-    super::merge::execute(&mut tx, &moves.iter().collect::<Vec<_>>()).await?;
-    tx.commit().await?;
+    db.transaction(async |tx| apply_in(tx, line_id, &reports).await).await
+}
+
+/// Applies a line's reports inside a transaction already open (a callback whose other events
+/// share it); per report, whether it moved its message.
+pub async fn apply_in(conn: &mut AnyConnection, line_id: &str, reports: &[StatusReport]) -> sqlx::Result<Vec<bool>> {
+    let backend = super::Backend::of(conn);
+    let (mut moved, moves) = plan(conn, backend, &[(line_id, reports)]).await?;
+    super::merge::execute(conn, &moves.iter().collect::<Vec<_>>()).await?;
     Ok(moved.pop().unwrap_or_default())
 }
 

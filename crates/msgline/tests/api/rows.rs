@@ -16,33 +16,19 @@ const MOST: i64 = 9;
 
 async fn count_writes(conn: &mut sqlx::AnyConnection) {
     conn.execute("CREATE TABLE row_writes (table_name TEXT NOT NULL, op TEXT NOT NULL)").await.unwrap();
-    let tables: Vec<String> = if use_postgres() {
+    let list = if use_postgres() {
         conn.execute(
             "CREATE FUNCTION count_row_write() RETURNS trigger LANGUAGE plpgsql AS $$ \
              BEGIN INSERT INTO row_writes VALUES (TG_TABLE_NAME, TG_OP); RETURN NULL; END $$",
         )
         .await
         .unwrap();
-        sqlx::query(
-            "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'row_writes'",
-        )
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect()
+        "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'row_writes'"
     } else {
-        sqlx::query(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'row_writes'",
-        )
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect()
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'row_writes'"
     };
+    let tables: Vec<String> =
+        sqlx::query(list).fetch_all(&mut *conn).await.unwrap().iter().map(|row| row.get(0)).collect();
     assert!(tables.iter().any(|t| t == "messages"), "the schema is in place: {tables:?}");
     // The line check writes a line's health every 30 s whatever the traffic: not the message's.
     for table in tables.iter().filter(|t| *t != "lines") {
