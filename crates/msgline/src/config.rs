@@ -19,6 +19,9 @@ pub struct Config {
     pub send_rate_limit_per_minute: u32,
     pub idempotency_ttl_hours: u64,
     pub bridge_timeout_ms: u64,
+    /// Most calls to lines one instance has in flight at once (sends handed over by their
+    /// request and those the dispatcher claims).
+    pub dispatch_concurrency: usize,
     pub webhook_retry_schedule: String,
     /// An endpoint whose every attempt has failed for this long is disabled (`120h`: 5 days).
     pub webhook_disable_after: String,
@@ -53,6 +56,7 @@ impl Default for Config {
             send_rate_limit_per_minute: 60,
             idempotency_ttl_hours: 24,
             bridge_timeout_ms: 10_000,
+            dispatch_concurrency: 256,
             webhook_retry_schedule: "5s,5m,30m,2h,5h,10h,10h".into(),
             webhook_disable_after: "120h".into(),
             allow_private_targets: false,
@@ -80,6 +84,7 @@ impl fmt::Debug for Config {
             .field("send_rate_limit_per_minute", &self.send_rate_limit_per_minute)
             .field("idempotency_ttl_hours", &self.idempotency_ttl_hours)
             .field("bridge_timeout_ms", &self.bridge_timeout_ms)
+            .field("dispatch_concurrency", &self.dispatch_concurrency)
             .field("webhook_retry_schedule", &self.webhook_retry_schedule)
             .field("webhook_disable_after", &self.webhook_disable_after)
             .field("allow_private_targets", &self.allow_private_targets)

@@ -8,8 +8,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use tokio::sync::Notify;
-
 use crate::{
     bridge::{client::BridgeClient, directory::LineDirectory},
     clock,
@@ -34,8 +32,8 @@ pub struct Inner {
     pub auth: AuthCache,
     pub limits: RateLimits,
     pub lines: LineDirectory,
-    /// Wakes the dispatcher when a send is accepted.
-    pub dispatch: Notify,
+    /// The dispatcher's slots for calls to lines, which sends take to call the line at once.
+    pub dispatch: crate::workers::dispatcher::Slots,
     /// The one client for customer-supplied URLs.
     pub egress: Egress,
     /// The client for the operator-configured model endpoint of hosted agents.
@@ -57,7 +55,7 @@ impl AppState {
             auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
             limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
             lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone())),
-            dispatch: Notify::new(),
+            dispatch: crate::workers::dispatcher::Slots::new(config.dispatch_concurrency),
             egress: Egress::new(config.allow_private_targets),
             model_http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())

@@ -188,19 +188,22 @@ pub async fn insert(conn: &mut AnyConnection, new: NewMessage) -> sqlx::Result<M
 
 /// The statements of [`insert`], staged into a batch.
 pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
-    stage_insert_at(batch, new, clock::now_ms(), None)
+    stage_insert_at(batch, new, clock::now_ms(), None, None)
 }
 
 /// [`stage_insert`] of a message made at `now` (the time its request staged the rest of its
 /// unit with: a conversation created with it already has it as its last message), holding its
 /// send's idempotency key if it has one. A key held by another message, even one whose time is
 /// up, makes the commit fail with a unique violation (see
-/// [`super::idempotency::stage_take_expired`]).
+/// [`super::idempotency::stage_take_expired`]). A queued outbound message is its own outbox
+/// job: pending and due now, or, with `claimed_until`, already claimed (its first attempt) by
+/// the request that writes it, which then calls the line itself.
 pub fn stage_insert_at(
     batch: &mut Batch,
     new: NewMessage,
     now: i64,
     key: Option<&super::idempotency::SendKey>,
+    claimed_until: Option<i64>,
 ) -> Message {
     let queued = new.status == MessageStatus::Queued && new.direction == Direction::Outbound;
     let message = Message {
@@ -229,8 +232,8 @@ pub fn stage_insert_at(
     batch.push(
         format!(
             "INSERT INTO messages ({COLUMNS}, outbox_state, available_at, idem_key, idem_fingerprint, idem_extra, \
-             idem_expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, \
-             NULL, NULL, $14, $15, $16, $17, $18, $19, $20)"
+             idem_expires_at, outbox_attempts, claimed_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, \
+             0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
         ),
         vec![
             (&message.id).into(),
@@ -247,13 +250,14 @@ pub fn stage_insert_at(
             message.agent_id.clone().into(),
             now.into(),
             message.attachment.clone().into(),
-            // A queued outbound message is its own outbox job, due now.
-            queued.then_some(super::outbox::PENDING).into(),
+            queued.then(|| if claimed_until.is_some() { super::outbox::CLAIMED } else { super::outbox::PENDING }).into(),
             queued.then_some(now).into(),
             key.map(|k| k.key.clone()).into(),
             key.map(|k| k.fingerprint.clone()).into(),
             key.and_then(|k| k.extra.clone()).into(),
             key.map(|k| k.expires_at).into(),
+            i64::from(queued && claimed_until.is_some()).into(),
+            claimed_until.filter(|_| queued).into(),
         ],
     );
     // Conditional: of two messages committed out of order, the later one still shows.

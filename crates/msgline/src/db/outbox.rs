@@ -13,6 +13,9 @@ use super::{Backend, Db};
 
 /// The state a queued outbound message is inserted in.
 pub const PENDING: &str = "pending";
+/// The state of one inserted already claimed by its request (see
+/// [`super::messages::stage_insert_at`]).
+pub const CLAIMED: &str = "claimed";
 
 #[derive(Debug, Clone)]
 pub struct Job {

@@ -23,7 +23,7 @@ use crate::{
     },
     domain::{
         idempotency::IdempotencyKey,
-        lifecycle::{Direction, MessageKind, MessageStatus},
+        lifecycle::{ConversationKind, Direction, MessageKind, MessageStatus},
     },
     error::{ApiError, ApiResult},
     state::{AppState, Principal},
@@ -193,6 +193,10 @@ pub async fn submit(
     // what it left.
     let mut cached = state.threads.get(&principal.org_id, &target);
     let mut retried = false;
+    // A free dispatcher slot lets this request call the line itself once its message is
+    // committed: the message is written claimed, and no claim has to find it.
+    let slot = state.dispatch.try_take();
+    let claimed_until = slot.as_ref().map(|_| now + crate::workers::dispatcher::lease_ms(&state.config));
     loop {
         let mut batch = db::Batch::new();
         let (conversation_id, contact_id) = match cached.take() {
@@ -210,7 +214,7 @@ pub async fn submit(
             // No live send holds the key (the refusal looked): one past its time may.
             db::idempotency::stage_take_expired(&mut batch, &principal.org_id, &key.key, now);
         }
-        let message = db::messages::stage_insert_at(&mut batch, new, now, key.as_ref());
+        let message = db::messages::stage_insert_at(&mut batch, new, now, key.as_ref(), claimed_until);
         if let Some(poll) = &input.poll {
             db::polls::stage_insert(
                 &mut batch,
@@ -230,7 +234,18 @@ pub async fn submit(
         match state.db.commit(batch).await {
             Ok(()) => {
                 state.threads.remember(&principal.org_id, &target, &message);
-                state.dispatch.notify_one();
+                match slot {
+                    Some(slot) => {
+                        let (kind, phone) = match &target.destination {
+                            resolve::Destination::Direct { phone, .. } => {
+                                (ConversationKind::Direct, Some(phone.as_str().to_string()))
+                            }
+                            resolve::Destination::Group { .. } => (ConversationKind::Group, None),
+                        };
+                        crate::workers::dispatcher::hand_over(state, slot, (message.clone(), kind, phone));
+                    }
+                    None => state.dispatch.wake(),
+                }
                 return Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) });
             }
             Err(error) if db::is_unique_violation(&error) => {

@@ -150,7 +150,7 @@ async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
         })
         .await?;
     if asked {
-        state.dispatch.notify_one();
+        state.dispatch.wake();
     }
     Ok(())
 }

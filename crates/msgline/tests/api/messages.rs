@@ -374,6 +374,41 @@ async fn a_timeout_makes_the_message_unknown_until_the_reconciler_learns_the_out
     assert_eq!(line.sent_with_id(id).await.len(), 1);
 }
 
+/// A send that finds a dispatcher slot free calls the line from its own request, its message
+/// written already claimed; one that finds every slot taken leaves its message queued for the
+/// dispatcher. Either way each message reaches the line once.
+#[tokio::test]
+async fn with_every_dispatch_slot_taken_a_send_waits_queued_and_is_sent_once_a_slot_frees() {
+    let app = spawn_app_with(|c| {
+        c.bridge_timeout_ms = 300;
+        c.dispatch_concurrency = 1;
+    })
+    .await;
+    let org = app.org.clone();
+    // Every call holds the one slot for the bridge timeout.
+    let line = app
+        .sim_line(LineSpec { e164: "+12015550100", org: Some(&org), sim_args: &["--mode", "timeout"], start: true })
+        .await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let sent = app.post("/messages", &app.org.key, json!({"to": FRIEND, "body": format!("in turn {i}")}));
+        ids.push(sent.await.expect(202)["message"]["id"].as_str().unwrap().to_string());
+    }
+    let state_of = async |id: &str| {
+        sqlx::query_scalar::<_, Option<String>>("SELECT outbox_state FROM messages WHERE id = $1")
+            .bind(id)
+            .fetch_one(app.db().writer())
+            .await
+            .unwrap()
+    };
+    assert_eq!(state_of(&ids[0]).await.as_deref(), Some("claimed"), "the first send took the slot");
+    assert_eq!(state_of(&ids[1]).await.as_deref(), Some("pending"), "the second found none free");
+    for id in &ids {
+        app.wait_for_message(&app.org.key, id, "delivered", |m| m["status"] == "delivered").await;
+        assert_eq!(line.sent_with_id(id).await.len(), 1, "{id} reached the line once");
+    }
+}
+
 #[tokio::test]
 async fn the_unknown_state_is_visible_while_the_line_cannot_be_asked() {
     let app = spawn_app_with(|c| c.bridge_timeout_ms = 300).await;
