@@ -3,14 +3,19 @@
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
+use msgline::{Application, Config, admin, app::shutdown_signal, bridge::sim::SimConfig, db::Db, telemetry};
+
+/// jemalloc rather than the system's allocator: under a send load glibc's malloc and free took
+/// about a fifth of the server's CPU (BENCHMARKS.md).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's settings, read when it starts: one arena per CPU (not four), and freed pages handed
+/// back to the system after a second by a background thread, so that memory falls back after a
+/// burst.
 #[allow(non_upper_case_globals)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
-pub static malloc_conf: &[u8] = b"narenas:2,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
-
-use msgline::{Application, Config, admin, app::shutdown_signal, bridge::sim::SimConfig, db::Db, telemetry};
+pub static malloc_conf: &[u8] = b"percpu_arena:percpu,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 #[derive(Parser)]
 #[command(name = "msgline", version, about = "Self-hostable messaging API for SMS and iMessage")]

@@ -69,7 +69,7 @@ const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchrono
      PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 30000;";
 // Readers open the file read-write (a read-only open of a WAL database can stall in the busy
 // handler) and refuse writes with query_only.
-const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA query_only = ON;";
+const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA query_only = ON; PRAGMA cache_size = -1000;";
 
 impl Db {
     /// Connects to `sqlite://PATH` (creating the file) or `postgres://...`.

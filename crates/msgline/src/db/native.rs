@@ -93,10 +93,10 @@ pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::R
         .map_err(|e| anyhow::anyhow!("cannot open the SQLite database for shared commits: {e}"))?;
     conn.execute_batch(WRITER_PRAGMAS)?;
     // Savepoints keep their undo pages in memory, not in a temporary file written page by page.
-    conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -8000;")?;
+    conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -4000;")?;
     conn.set_prepared_statement_cache_capacity(128);
     let checkpoints = Connection::open_with_flags(file, open_flags())?;
-    checkpoints.execute_batch("PRAGMA busy_timeout = 5000;")?;
+    checkpoints.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA cache_size = -500;")?;
     let alive = std::sync::Arc::new(());
     let watched = std::sync::Arc::downgrade(&alive);
     let (work, groups) = std::sync::mpsc::channel::<Group>();
@@ -215,12 +215,48 @@ fn commit_each_in_savepoint(conn: &Connection, units: Vec<Box<dyn Unit>>) {
     }
 }
 
-/// A cached statement with `$N` bound to the N-th argument.
-pub fn bound<'c>(conn: &'c Connection, sql: &str, args: &[Arg]) -> rusqlite::Result<rusqlite::CachedStatement<'c>> {
+/// Most arguments a statement may have and still be kept prepared on its connection. Longer ones
+/// are built for a list of rows or ids (a webhook fan-out writes up to 400 rows in one), a text
+/// for each length: kept, they filled the statement cache with megabytes of one-off programs and
+/// pushed out the few statements every send and status move runs, which were then prepared
+/// again each time.
+const MOST_CACHED_ARGS: usize = 32;
+
+/// A prepared statement: kept on the connection for the next use, or for this one only.
+pub enum Prepared<'c> {
+    Cached(rusqlite::CachedStatement<'c>),
+    Once(rusqlite::Statement<'c>),
+}
+
+impl<'c> std::ops::Deref for Prepared<'c> {
+    type Target = rusqlite::Statement<'c>;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Prepared::Cached(statement) => statement,
+            Prepared::Once(statement) => statement,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Prepared<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Prepared::Cached(statement) => statement,
+            Prepared::Once(statement) => statement,
+        }
+    }
+}
+
+/// A prepared statement with `$N` bound to the N-th argument.
+pub fn bound<'c>(conn: &'c Connection, sql: &str, args: &[Arg]) -> rusqlite::Result<Prepared<'c>> {
     /// `$1`, `$2`, …: the names of the parameters most statements have, made once.
     static NAMES: std::sync::LazyLock<Vec<String>> =
-        std::sync::LazyLock::new(|| (1..=64).map(|n| format!("${n}")).collect());
-    let mut statement = conn.prepare_cached(sql)?;
+        std::sync::LazyLock::new(|| (1..=MOST_CACHED_ARGS).map(|n| format!("${n}")).collect());
+    let mut statement = if args.len() <= MOST_CACHED_ARGS {
+        Prepared::Cached(conn.prepare_cached(sql)?)
+    } else {
+        Prepared::Once(conn.prepare(sql)?)
+    };
     for (n, arg) in args.iter().enumerate() {
         let index = match NAMES.get(n) {
             Some(name) => statement.parameter_index(name)?,
@@ -285,7 +321,7 @@ impl Readers {
 
     fn open(&self) -> rusqlite::Result<Connection> {
         let conn = Connection::open_with_flags(&self.file, open_flags())?;
-        conn.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = ON;")?;
+        conn.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = ON; PRAGMA cache_size = -1000;")?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
