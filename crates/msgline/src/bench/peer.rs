@@ -41,7 +41,7 @@ pub async fn scenario(args: &BenchArgs) -> anyhow::Result<Value> {
         .stderr(std::process::Stdio::inherit())
         .output()
         .await?;
-    anyhow::ensure!(started.status.success(), "scripts/kannel start failed");
+    anyhow::ensure!(started.status.success(), "scripts/kannel start failed ({})", started.status);
     let url = String::from_utf8(started.stdout)?.trim().to_string();
     // Kannel's own start-up settles before the load begins, as msgline's does.
     tokio::time::sleep(Duration::from_millis(300)).await;
