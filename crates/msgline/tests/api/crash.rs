@@ -6,7 +6,7 @@ use std::{collections::HashSet, future::Future, pin::Pin, sync::Arc, time::Durat
 use serde_json::{Value, json};
 use tokio::{process::Child, sync::Mutex};
 
-use crate::helpers::{ProcessLine, TestDb, eventually, process_line, serve_process};
+use crate::helpers::{ProcessLine, TestDb, eventually, json_answer, process_line, serve_process};
 
 const TOTAL: usize = 500;
 
@@ -141,16 +141,10 @@ async fn kill_9_during_an_agent_run_still_gives_the_inbound_one_run_and_no_tool_
     let mut server = serve_with(&url, port, &env).await;
     let client = reqwest::Client::new();
     let api = format!("http://127.0.0.1:{port}/api/v1/messaging");
-    let agent: Value = client
-        .post(format!("{api}/agents"))
-        .bearer_auth(&key)
-        .json(&json!({"name": "Ava", "line_id": line["line_id"], "instructions": "Be brief.", "tools": ["messaging_send"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let agent: Value = json_answer(client.post(format!("{api}/agents")).bearer_auth(&key).json(
+        &json!({"name": "Ava", "line_id": line["line_id"], "instructions": "Be brief.", "tools": ["messaging_send"]}),
+    ))
+    .await;
     let agent_id = agent["id"].as_str().unwrap().to_string();
     let answer = client
         .post(format!("http://127.0.0.1:{sim_port}/control/inbound"))

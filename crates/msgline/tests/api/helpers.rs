@@ -349,6 +349,11 @@ where
 }
 
 /// Runs an admin command of the real binary and returns the JSON it printed.
+/// The JSON answer to a request, for tests that talk to a server started as a process.
+pub async fn json_answer(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.expect("request is answered").json().await.expect("a JSON answer")
+}
+
 pub async fn cli_value(database_url: &str, args: &[&str]) -> Value {
     cli_json(&run_cli(database_url, args).await)
 }

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, time::Duration};
 use serde_json::{Value, json};
 use sqlx::{Connection, Executor, Row};
 
-use crate::helpers::{ProcessLine, TestDb, eventually, process_line, serve_process, use_postgres};
+use crate::helpers::{ProcessLine, TestDb, eventually, json_answer, process_line, serve_process, use_postgres};
 
 /// Less than half of what a message cost before its row became its own outbox (19 row writes on
 /// both engines): 8, since the request that writes a message claims it (docs/operations.md,
@@ -63,17 +63,14 @@ async fn one_message_sent_to_delivered_writes_at_most_half_the_rows_it_used_to()
 
     let client = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{port}/api/v1/messaging");
-    let sent: Value = client
-        .post(format!("{base}/messages"))
-        .bearer_auth(&key)
-        .header("Idempotency-Key", "rows-1")
-        .json(&json!({"to": "+12015553000", "from": "+12015550100", "body": "what does this cost"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sent: Value = json_answer(
+        client
+            .post(format!("{base}/messages"))
+            .bearer_auth(&key)
+            .header("Idempotency-Key", "rows-1")
+            .json(&json!({"to": "+12015553000", "from": "+12015550100", "body": "what does this cost"})),
+    )
+    .await;
     let id = sent["message"]["id"].as_str().expect("accepted").to_string();
     eventually(30, "the message to be delivered", || async {
         let body: Value =

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio::process::Child;
 
 use crate::{
-    helpers::{ProcessLine, TestDb, eventually, process_line, serve_process, spawn_app_with},
+    helpers::{ProcessLine, TestDb, eventually, json_answer, process_line, serve_process, spawn_app_with},
     receiver::{Received, Receiver},
     webhooks::{id_of, register, send_and_settle, settled, spawn_delivering_app},
 };
@@ -290,16 +290,13 @@ async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_
     let mut server = serve(&url, port).await;
     let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
     let api = format!("http://127.0.0.1:{port}/api/v1/messaging");
-    let created: Value = client
-        .post(format!("{api}/webhooks"))
-        .bearer_auth(&key)
-        .json(&json!({"url": receiver.url("/hook"), "events": ["*"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value = json_answer(
+        client
+            .post(format!("{api}/webhooks"))
+            .bearer_auth(&key)
+            .json(&json!({"url": receiver.url("/hook"), "events": ["*"]})),
+    )
+    .await;
     let secret = created["secret"].as_str().expect("registered").to_string();
     for i in 0..MESSAGES {
         let answer = client
