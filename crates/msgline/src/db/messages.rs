@@ -206,6 +206,9 @@ pub fn stage_insert_at(
     claimed_until: Option<i64>,
 ) -> Message {
     let queued = new.status == MessageStatus::Queued && new.direction == Direction::Outbound;
+    // Only a queued outbound message has an outbox job to be claimed.
+    let claimed_until = claimed_until.filter(|_| queued);
+    let outbox_state = if claimed_until.is_some() { super::outbox::CLAIMED } else { super::outbox::PENDING };
     let message = Message {
         id: ids::new_id("msg"),
         org_id: new.org_id,
@@ -250,14 +253,14 @@ pub fn stage_insert_at(
             message.agent_id.clone().into(),
             now.into(),
             message.attachment.clone().into(),
-            queued.then(|| if claimed_until.is_some() { super::outbox::CLAIMED } else { super::outbox::PENDING }).into(),
+            queued.then_some(outbox_state).into(),
             queued.then_some(now).into(),
             key.map(|k| k.key.clone()).into(),
             key.map(|k| k.fingerprint.clone()).into(),
             key.and_then(|k| k.extra.clone()).into(),
             key.map(|k| k.expires_at).into(),
-            i64::from(queued && claimed_until.is_some()).into(),
-            claimed_until.filter(|_| queued).into(),
+            i64::from(claimed_until.is_some()).into(),
+            claimed_until.into(),
         ],
     );
     // Conditional: of two messages committed out of order, the later one still shows.

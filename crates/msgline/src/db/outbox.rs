@@ -49,22 +49,6 @@ pub fn stage_complete(batch: &mut super::Batch, message_id: &str) {
     batch.push(COMPLETE.as_str(), vec![message_id.into()]);
 }
 
-/// Makes a just-inserted message's job one already claimed by the request that wrote it (group
-/// creation calls the line itself); if that request dies, the claim runs out and the reconciler
-/// asks the line.
-pub async fn claim_inserted(conn: &mut AnyConnection, message_id: &str, now: i64, lease_ms: i64) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE messages SET outbox_state = 'claimed', outbox_attempts = 1, available_at = $1, claimed_until = $2 \
-         WHERE id = $3",
-    )
-    .bind(now)
-    .bind(now + lease_ms)
-    .bind(message_id)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
 fn skip_locked(db: &Db) -> &'static str {
     match db.backend() {
         Backend::Postgres => " FOR UPDATE SKIP LOCKED",

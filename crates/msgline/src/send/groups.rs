@@ -198,8 +198,11 @@ pub async fn create(
     }
     let group =
         db::conversations::create_group(&mut tx, &principal.org_id, &line.id, input.name.as_deref(), &members).await?;
-    let message = db::messages::insert(
-        &mut tx,
+    // Written already claimed: this request calls the line itself (below).
+    let mut batch = db::Batch::new();
+    let claimed_until = now + crate::workers::dispatcher::lease_ms(&state.config);
+    let message = db::messages::stage_insert_at(
+        &mut batch,
         NewMessage {
             org_id: principal.org_id.clone(),
             conversation_id: group.id.clone(),
@@ -214,10 +217,11 @@ pub async fn create(
             agent_id: None,
             attachment: None,
         },
-    )
-    .await?;
-    let lease_ms = state.config.bridge_timeout_ms as i64 + 5_000;
-    db::outbox::claim_inserted(&mut tx, &message.id, now, lease_ms).await?;
+        now,
+        None,
+        Some(claimed_until),
+    );
+    batch.execute(&mut tx).await?;
     if let Some(idem) = &idempotency {
         let noted = json!({"group": {"id": group.id}, "message": {"id": message.id}});
         db::idempotency::note_progress(&mut tx, &idem.scope(&principal.org_id), &noted).await?;
