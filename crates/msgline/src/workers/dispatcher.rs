@@ -59,9 +59,15 @@ pub fn lease_ms(config: &Config) -> i64 {
 /// reconciler asks the line: nothing is lost, nothing is sent twice.
 pub fn hand_over(state: &AppState, slot: OwnedSemaphorePermit, message: ForDispatch) {
     let job = Job { message_id: message.0.id.clone(), line_id: message.0.line_id.clone(), attempts: 1 };
+    spawn_delivery(state, slot, job, Some(message));
+}
+
+/// Delivers a claimed job in the background, in the slot it holds until the outcome is recorded.
+fn spawn_delivery(state: &AppState, slot: OwnedSemaphorePermit, job: Job, message: Option<ForDispatch>) {
     let state = state.clone();
     tokio::spawn(async move {
-        if let Err(error) = deliver(&state, &job, Some(message)).await {
+        if let Err(error) = deliver(&state, &job, message).await {
+            // The claim runs out and the reconciler asks the line: nothing is lost.
             tracing::error!(message = %job.message_id, error = %error, "could not record a delivery");
         }
         drop(slot);
@@ -114,15 +120,8 @@ pub async fn step(state: &AppState, permits: &Arc<Semaphore>) -> sqlx::Result<us
     let mut messages = db::messages::for_dispatch(&state.db, &ids).await?;
     for job in jobs {
         let permit = permits.clone().acquire_owned().await.expect("semaphore stays open");
-        let state = state.clone();
         let message = messages.remove(&job.message_id);
-        tokio::spawn(async move {
-            if let Err(error) = deliver(&state, &job, message).await {
-                // The claim runs out and the reconciler asks the line: nothing is lost.
-                tracing::error!(message = %job.message_id, error = %error, "could not record a delivery");
-            }
-            drop(permit);
-        });
+        spawn_delivery(state, permit, job, message);
     }
     Ok(claimed)
 }
