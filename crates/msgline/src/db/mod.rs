@@ -67,8 +67,9 @@ pub struct Db {
 // As the committer's (see `native::WRITER_PRAGMAS`): wait for another writer, don't fail.
 const SQLITE_WRITER_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
      PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 30000;";
-// Readers open the file read-write (a read-only open of a WAL database can stall in the busy
-// handler) and refuse writes with query_only.
+// Readers, sqlx's and the native ones alike, open the file read-write (a read-only open of a WAL
+// database can stall in the busy handler) and refuse writes with query_only; a small page cache
+// each, since the operating system caches the file too.
 const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA query_only = ON; PRAGMA cache_size = -1000;";
 
 impl Db {

@@ -321,7 +321,7 @@ impl Readers {
 
     fn open(&self) -> rusqlite::Result<Connection> {
         let conn = Connection::open_with_flags(&self.file, open_flags())?;
-        conn.execute_batch("PRAGMA busy_timeout = 5000; PRAGMA query_only = ON; PRAGMA cache_size = -1000;")?;
+        conn.execute_batch(super::SQLITE_READER_PRAGMAS)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
