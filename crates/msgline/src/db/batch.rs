@@ -60,6 +60,10 @@ impl From<Option<i64>> for Arg {
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
     statements: Vec<Statement>,
+    /// Whether a statement changes messages that exist already (a status move, the end or next
+    /// turn of an outbox job). Set by the `stage_` functions that write such statements; it
+    /// tells [`super::Db::commit`] where the unit runs, so that callers never choose.
+    moves_messages: bool,
 }
 
 /// One statement of a batch, its parameters `$1..$n` in the order of `args`.
@@ -185,7 +189,19 @@ impl Batch {
     /// Appends another batch's statements.
     pub fn extend(&mut self, other: &Batch) -> &mut Self {
         self.statements.extend(other.statements.iter().cloned());
+        self.moves_messages |= other.moves_messages;
         self
+    }
+
+    /// Notes that the batch changes existing messages (see [`Batch::moves_messages`]).
+    pub(super) fn mark_moves_messages(&mut self) -> &mut Self {
+        self.moves_messages = true;
+        self
+    }
+
+    /// Whether the batch changes messages that exist already.
+    pub(super) fn moves_messages(&self) -> bool {
+        self.moves_messages
     }
 
     pub fn is_empty(&self) -> bool {

@@ -114,20 +114,17 @@ impl GroupWriter {
         self.native.as_ref().map(NativeLane)
     }
 
-    /// Commits the batch (with others); returns when it is durable.
+    /// Commits the batch (with others); returns when it is durable. A batch that moves existing
+    /// messages runs on the first lane, which moves messages; any other on any lane but the
+    /// first, where there are others.
     pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
-        // Any lane but the first, where there are others.
         let others = self.lanes.len().saturating_sub(1);
         let lane = match others {
+            _ if batch.moves_messages() => 0,
             0 => 0,
             _ => 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % others,
         };
         self.commit_on(lane, batch).await
-    }
-
-    /// Commits a batch that moves existing messages: on the lane that moves messages.
-    pub async fn commit_moves(&self, batch: Batch) -> sqlx::Result<()> {
-        self.commit_on(0, batch).await
     }
 
     /// On SQLite's committer thread if there is one, else on lane `lane`.

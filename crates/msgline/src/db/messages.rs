@@ -425,6 +425,7 @@ fn stage_move(
         events::values,
         Some(events::only_if),
     );
+    batch.mark_moves_messages();
     Some(after)
 }
 

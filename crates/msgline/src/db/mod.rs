@@ -184,22 +184,13 @@ impl Db {
     }
 
     /// Commits a unit of work that reads nothing back, and returns once it is durable. Where it
-    /// runs is the database's choice, not the caller's: on a SQLite file the committer thread,
-    /// on PostgreSQL any lane but the one that moves messages, in memory the single lane; many
-    /// units share one commit.
+    /// runs is the database's choice, not the caller's: on a SQLite file the committer thread;
+    /// on PostgreSQL the lane that moves messages if the unit changes existing messages (so that
+    /// two commits never wait on each other's row locks), else any other lane; in memory the
+    /// single lane. Many units share one commit.
     pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
         match self.group() {
             Some(group) => group.commit(batch).await,
-            None => self.commit_alone(batch).await,
-        }
-    }
-
-    /// Commits a unit of work that moves existing messages (a status move, its event, the end of
-    /// its outbox job). On PostgreSQL these go through one lane, so that two commits never wait
-    /// on each other's row locks; elsewhere as [`Db::commit`].
-    pub async fn commit_moves(&self, batch: Batch) -> sqlx::Result<()> {
-        match self.group() {
-            Some(group) => group.commit_moves(batch).await,
             None => self.commit_alone(batch).await,
         }
     }

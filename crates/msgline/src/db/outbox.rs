@@ -36,17 +36,17 @@ static COMPLETE: LazyLock<String> =
 
 /// Stages a job's return to `pending` (due at `available_at`) into a batch.
 pub fn stage_retry_at(batch: &mut super::Batch, message_id: &str, available_at: i64) {
-    batch.push(RETRY, vec![available_at.into(), message_id.into()]);
+    batch.push(RETRY, vec![available_at.into(), message_id.into()]).mark_moves_messages();
 }
 
 /// Stages a job's move to `unknown` (to be asked about from `available_at`) into a batch.
 pub fn stage_mark_unknown(batch: &mut super::Batch, message_id: &str, available_at: i64) {
-    batch.push(UNKNOWN, vec![available_at.into(), message_id.into()]);
+    batch.push(UNKNOWN, vec![available_at.into(), message_id.into()]).mark_moves_messages();
 }
 
 /// Stages the end of a job into a batch.
 pub fn stage_complete(batch: &mut super::Batch, message_id: &str) {
-    batch.push(COMPLETE.as_str(), vec![message_id.into()]);
+    batch.push(COMPLETE.as_str(), vec![message_id.into()]).mark_moves_messages();
 }
 
 fn skip_locked(db: &Db) -> &'static str {

@@ -181,52 +181,60 @@ pub async fn create(
     }
 
     // Written and committed before the line is called, with the job already claimed.
-    let mut tx = state.db.writer().begin().await?;
-    if let Some(idem) = &idempotency {
-        let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
-        if let Some(prior) =
-            db::idempotency::claim(&mut tx, &idem.scope(&principal.org_id), &idem.fingerprint, now, ttl_ms).await?
-        {
-            tx.rollback().await?;
-            return replay(state, prior).await;
-        }
-    }
-    let mut members = Vec::with_capacity(participants.len());
-    for phone in &participants {
-        let contact = db::contacts::find_or_create(&mut *tx, &principal.org_id, phone.as_str()).await?;
-        members.push((phone.to_string(), contact.id));
-    }
-    let group =
-        db::conversations::create_group(&mut tx, &principal.org_id, &line.id, input.name.as_deref(), &members).await?;
-    // Written already claimed: this request calls the line itself (below).
-    let mut batch = db::Batch::new();
-    let claimed_until = now + crate::workers::dispatcher::lease_ms(&state.config);
-    let message = db::messages::stage_insert_at(
-        &mut batch,
-        NewMessage {
-            org_id: principal.org_id.clone(),
-            conversation_id: group.id.clone(),
-            contact_id: None,
-            line_id: line.id.clone(),
-            direction: Direction::Outbound,
-            channel: Channel::Imessage,
-            kind: MessageKind::Text,
-            body: input.body.clone(),
-            payload: None,
-            status: MessageStatus::Queued,
-            agent_id: None,
-            attachment: None,
-        },
-        now,
-        None,
-        Some(claimed_until),
-    );
-    batch.execute(&mut tx).await?;
-    if let Some(idem) = &idempotency {
-        let noted = json!({"group": {"id": group.id}, "message": {"id": message.id}});
-        db::idempotency::note_progress(&mut tx, &idem.scope(&principal.org_id), &noted).await?;
-    }
-    tx.commit().await?;
+    let written = state
+        .db
+        .transaction(async |tx| -> ApiResult<Result<(Conversation, Message), Prior>> {
+            if let Some(idem) = &idempotency {
+                let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
+                let scope = idem.scope(&principal.org_id);
+                if let Some(prior) = db::idempotency::claim(tx, &scope, &idem.fingerprint, now, ttl_ms).await? {
+                    // Nothing is written when the key is taken.
+                    return Ok(Err(prior));
+                }
+            }
+            let mut members = Vec::with_capacity(participants.len());
+            for phone in &participants {
+                let contact = db::contacts::find_or_create(&mut *tx, &principal.org_id, phone.as_str()).await?;
+                members.push((phone.to_string(), contact.id));
+            }
+            let group =
+                db::conversations::create_group(tx, &principal.org_id, &line.id, input.name.as_deref(), &members)
+                    .await?;
+            // Written already claimed: this request calls the line itself (below).
+            let mut batch = db::Batch::new();
+            let claimed_until = now + crate::workers::dispatcher::lease_ms(&state.config);
+            let message = db::messages::stage_insert_at(
+                &mut batch,
+                NewMessage {
+                    org_id: principal.org_id.clone(),
+                    conversation_id: group.id.clone(),
+                    contact_id: None,
+                    line_id: line.id.clone(),
+                    direction: Direction::Outbound,
+                    channel: Channel::Imessage,
+                    kind: MessageKind::Text,
+                    body: input.body.clone(),
+                    payload: None,
+                    status: MessageStatus::Queued,
+                    agent_id: None,
+                    attachment: None,
+                },
+                now,
+                None,
+                Some(claimed_until),
+            );
+            batch.execute(tx).await?;
+            if let Some(idem) = &idempotency {
+                let noted = json!({"group": {"id": group.id}, "message": {"id": message.id}});
+                db::idempotency::note_progress(tx, &idem.scope(&principal.org_id), &noted).await?;
+            }
+            Ok(Ok((group, message)))
+        })
+        .await?;
+    let (group, message) = match written {
+        Ok(written) => written,
+        Err(prior) => return replay(state, prior).await,
+    };
 
     let call = crate::bridge::GroupRequest {
         id: group.id.clone(),
@@ -237,51 +245,57 @@ pub async fn create(
     };
     let result = state.lines.client().create_group(&line, &call).await;
 
-    let mut tx = state.db.writer().begin().await?;
-    let error_text = match &result.outcome {
-        SendOutcome::Accepted => None,
-        SendOutcome::Rejected(reason) => Some(reason.clone()),
-        SendOutcome::Unreachable(_) | SendOutcome::RetryLater => Some("the line could not be reached".to_string()),
-        SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
-        SendOutcome::Unknown(error) => Some(error.clone()),
-    };
-    db::attempts::insert(
-        &mut tx,
-        db::attempts::NewAttempt {
-            org_id: &principal.org_id,
-            message_id: &message.id,
-            line_id: &line.id,
-            attempt: 1,
-            outcome: result.outcome.attempt_outcome(),
-            http_status: result.http_status,
-            latency_ms: result.latency_ms,
-            error: error_text.as_deref(),
-        },
-    )
-    .await?;
-    let state_now = match &result.outcome {
-        SendOutcome::Accepted => "created",
-        SendOutcome::Timeout | SendOutcome::Unknown(_) => "unknown",
-        _ => "failed",
-    };
-    let (group, message) = settle(&mut tx, &group.id, &message.id, state_now, error_text.as_deref()).await?;
-    match state_now {
-        "created" => db::outbox::complete(&mut tx, &message.id).await?,
-        "unknown" => db::outbox::mark_unknown(&mut tx, &message.id, clock::now_ms() + 500).await?,
-        _ => db::outbox::complete(&mut tx, &message.id).await?,
-    }
-    let (status, body) = match state_now {
-        "created" => (StatusCode::CREATED, envelope(&group, &message, false)),
-        "unknown" => (StatusCode::ACCEPTED, envelope(&group, &message, false)),
-        _ => {
-            let error = failure(&group, &message);
-            (error.status, error.body())
-        }
-    };
-    if let Some(idem) = &idempotency {
-        db::idempotency::complete(&mut tx, &idem.scope(&principal.org_id), status.as_u16(), &body).await?;
-    }
-    tx.commit().await?;
+    let (status, body, message) = state
+        .db
+        .transaction(async |tx| -> ApiResult<(StatusCode, Value, Message)> {
+            let error_text = match &result.outcome {
+                SendOutcome::Accepted => None,
+                SendOutcome::Rejected(reason) => Some(reason.clone()),
+                SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
+                    Some("the line could not be reached".to_string())
+                }
+                SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
+                SendOutcome::Unknown(error) => Some(error.clone()),
+            };
+            db::attempts::insert(
+                tx,
+                db::attempts::NewAttempt {
+                    org_id: &principal.org_id,
+                    message_id: &message.id,
+                    line_id: &line.id,
+                    attempt: 1,
+                    outcome: result.outcome.attempt_outcome(),
+                    http_status: result.http_status,
+                    latency_ms: result.latency_ms,
+                    error: error_text.as_deref(),
+                },
+            )
+            .await?;
+            let state_now = match &result.outcome {
+                SendOutcome::Accepted => "created",
+                SendOutcome::Timeout | SendOutcome::Unknown(_) => "unknown",
+                _ => "failed",
+            };
+            let (group, message) = settle(tx, &group.id, &message.id, state_now, error_text.as_deref()).await?;
+            match state_now {
+                "created" => db::outbox::complete(tx, &message.id).await?,
+                "unknown" => db::outbox::mark_unknown(tx, &message.id, clock::now_ms() + 500).await?,
+                _ => db::outbox::complete(tx, &message.id).await?,
+            }
+            let (status, body) = match state_now {
+                "created" => (StatusCode::CREATED, envelope(&group, &message, false)),
+                "unknown" => (StatusCode::ACCEPTED, envelope(&group, &message, false)),
+                _ => {
+                    let error = failure(&group, &message);
+                    (error.status, error.body())
+                }
+            };
+            if let Some(idem) = &idempotency {
+                db::idempotency::complete(tx, &idem.scope(&principal.org_id), status.as_u16(), &body).await?;
+            }
+            Ok((status, body, message))
+        })
+        .await?;
     Ok(Sent { status, body, replayed: false, message: Some(message) })
 }
 

@@ -202,7 +202,7 @@ async fn deliver(state: &AppState, job: &Job, message: Option<ForDispatch>) -> a
         stage(&mut batch, state.db.backend(), &message, status, reason);
     }
     stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
-    state.db.commit_moves(batch).await?;
+    state.db.commit(batch).await?;
     if !matches!(result.outcome, SendOutcome::Accepted) {
         tracing::info!(message = %message.id, line = %line.id, outcome = ?result.outcome, "delivery attempt did not succeed");
     }

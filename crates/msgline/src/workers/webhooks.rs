@@ -155,6 +155,19 @@ enum Outcome {
     Failed { retry_after: Option<Duration> },
 }
 
+/// Why an attempt's outcome was not recorded (its unit of work is then rolled back).
+enum Unrecorded {
+    /// Another worker claimed the delivery again meanwhile: its own attempt will be recorded.
+    ClaimRanOut,
+    Database(sqlx::Error),
+}
+
+impl From<sqlx::Error> for Unrecorded {
+    fn from(error: sqlx::Error) -> Self {
+        Unrecorded::Database(error)
+    }
+}
+
 async fn deliver(
     state: &AppState,
     settings: &Settings,
@@ -234,44 +247,54 @@ async fn deliver(
         return Ok(());
     }
 
-    let mut tx = state.db.writer().begin().await?;
-    let mut disable = None;
-    let settle = match outcome {
-        Outcome::Delivered => Settle::Delivered,
-        Outcome::Gone => {
-            disable = Some("gone");
-            Settle::Failed
-        }
-        Outcome::Failed { retry_after } => {
-            let failing_since = db::webhooks::note_failure(&mut tx, &webhook.id, now).await?;
-            if now - failing_since >= settings.disable_after_ms {
-                disable = Some("failing");
-                Settle::Failed
-            } else {
-                match settings.schedule.delay_after(claimed.attempt) {
-                    // The receiver's own Retry-After wins over the schedule; it still counts as an attempt.
-                    Some(delay) => {
-                        let wait = retry_after.unwrap_or_else(|| jittered(delay, &mut rand::rng()));
-                        Settle::RetryAt(now + wait.as_millis() as i64)
-                    }
-                    None => Settle::Failed,
+    let recorded = state
+        .db
+        .transaction(async |tx| -> Result<_, Unrecorded> {
+            let mut disable = None;
+            let settle = match outcome {
+                Outcome::Delivered => Settle::Delivered,
+                Outcome::Gone => {
+                    disable = Some("gone");
+                    Settle::Failed
                 }
+                Outcome::Failed { retry_after } => {
+                    let failing_since = db::webhooks::note_failure(tx, &webhook.id, now).await?;
+                    if now - failing_since >= settings.disable_after_ms {
+                        disable = Some("failing");
+                        Settle::Failed
+                    } else {
+                        match settings.schedule.delay_after(claimed.attempt) {
+                            // The receiver's own Retry-After wins over the schedule; it still counts as an attempt.
+                            Some(delay) => {
+                                let wait = retry_after.unwrap_or_else(|| jittered(delay, &mut rand::rng()));
+                                Settle::RetryAt(now + wait.as_millis() as i64)
+                            }
+                            None => Settle::Failed,
+                        }
+                    }
+                }
+            };
+            if !db::webhook_deliveries::settle(tx, claimed, settle, status, now).await? {
+                return Err(Unrecorded::ClaimRanOut);
             }
+            let attempt = attempt(settle);
+            db::webhook_deliveries::insert_attempt(tx, &claimed.org_id, &claimed.id, &attempt).await?;
+            match (settle, disable) {
+                (Settle::Delivered, _) => db::webhooks::note_success(tx, &webhook.id).await?,
+                (_, Some(reason)) => db::webhooks::disable(tx, &webhook.id, reason, now).await?,
+                _ => {}
+            }
+            Ok((settle, disable, attempt))
+        })
+        .await;
+    let (settle, disable, attempt) = match recorded {
+        Ok(recorded) => recorded,
+        Err(Unrecorded::ClaimRanOut) => {
+            tracing::warn!(delivery = %claimed.id, "a webhook claim ran out before its attempt was recorded");
+            return Ok(());
         }
+        Err(Unrecorded::Database(error)) => return Err(error.into()),
     };
-    if !db::webhook_deliveries::settle(&mut tx, claimed, settle, status, now).await? {
-        tx.rollback().await?;
-        tracing::warn!(delivery = %claimed.id, "a webhook claim ran out before its attempt was recorded");
-        return Ok(());
-    }
-    let attempt = attempt(settle);
-    db::webhook_deliveries::insert_attempt(&mut tx, &claimed.org_id, &claimed.id, &attempt).await?;
-    match (settle, disable) {
-        (Settle::Delivered, _) => db::webhooks::note_success(&mut tx, &webhook.id).await?,
-        (_, Some(reason)) => db::webhooks::disable(&mut tx, &webhook.id, reason, now).await?,
-        _ => {}
-    }
-    tx.commit().await?;
 
     match (settle, disable) {
         (Settle::Delivered, _) => {}

@@ -29,7 +29,7 @@ async fn queued(db: &Db, conversation: &str, n: i64) -> Vec<String> {
 }
 
 /// Moves every message to `submitted`, each in a commit request of its own, all at once: the
-/// moves lane takes them in a few shared commits, where they run as merged statements.
+/// moves lane (where the database sends a batch that moves messages) takes them in a few shared commits, where they run as merged statements.
 async fn submit_all(db: &Db, org: &str, ids: &[String]) {
     let mut messages = Vec::new();
     for id in ids {
@@ -42,7 +42,7 @@ async fn submit_all(db: &Db, org: &str, ids: &[String]) {
             let mut batch = db::Batch::new();
             db::messages::stage_advance(&mut batch, db.backend(), &message, MessageStatus::Submitted, None)
                 .expect("queued may move to submitted");
-            db.commit_moves(batch).await
+            db.commit(batch).await
         }));
     }
     for task in tasks {
