@@ -151,34 +151,69 @@ impl Batch {
         select: fn(&[String]) -> String,
         only_if: Option<fn(&[String]) -> String>,
     ) -> &mut Self {
-        let placeholders = |from: usize| (from..from + insert_args.len()).map(|i| format!("${i}")).collect::<Vec<_>>();
+        self.push_rows_if_updated(backend, update, update_args, insert_into, vec![insert_args], select, only_if)
+    }
+
+    /// [`Batch::push_if_updated`] with several rows to insert, each (the same number of
+    /// arguments) inserted if the update changed a row and `only_if` holds for it. The rows are
+    /// one statement: on SQLite `changes()` is still the update's while it runs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_rows_if_updated(
+        &mut self,
+        backend: Backend,
+        update: &str,
+        update_args: Vec<Arg>,
+        insert_into: &str,
+        rows: Vec<Vec<Arg>>,
+        select: fn(&[String]) -> String,
+        only_if: Option<fn(&[String]) -> String>,
+    ) -> &mut Self {
+        let (count, width) = (rows.len(), rows.first().map_or(0, Vec::len));
+        // The placeholders of each row, the first numbered from `from`.
+        let placeholders = |from: usize| {
+            (0..count)
+                .map(|row| (0..width).map(|i| format!("${}", from + row * width + i)).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        };
+        let insert_args: Vec<Arg> = rows.into_iter().flatten().collect();
         match backend {
             Backend::Sqlite => {
-                let p = placeholders(1);
-                let row = select(&p);
-                let (sql, if_changed) = match only_if.map(|only_if| only_if(&p)) {
-                    Some(condition) => (
-                        format!("{insert_into} SELECT {row} WHERE changes() > 0 AND {condition}"),
-                        format!("{insert_into} SELECT {row} WHERE {condition}"),
-                    ),
+                let selects = |waits: bool| {
+                    let parts: Vec<String> = placeholders(1)
+                        .iter()
+                        .map(|p| {
+                            let mut conditions: Vec<String> = Vec::new();
+                            if waits {
+                                conditions.push("changes() > 0".into());
+                            }
+                            conditions.extend(only_if.map(|only_if| only_if(p)));
+                            match conditions.is_empty() {
+                                true => format!("SELECT {}", select(p)),
+                                false => format!("SELECT {} WHERE {}", select(p), conditions.join(" AND ")),
+                            }
+                        })
+                        .collect();
+                    format!("{insert_into} {}", parts.join(" UNION ALL "))
+                };
+                let (sql, if_changed) = match (only_if, placeholders(1).as_slice()) {
                     // One row of VALUES, which SQLite writes without a statement journal (an
                     // `INSERT … SELECT` into a table with a foreign key gets one).
-                    None => (
-                        format!("{insert_into} SELECT {row} WHERE changes() > 0"),
-                        format!("{insert_into} VALUES ({row})"),
-                    ),
+                    (None, [p]) => (selects(true), format!("{insert_into} VALUES ({})", select(p))),
+                    _ => (selects(true), selects(false)),
                 };
                 self.push(update, update_args);
                 self.statements.push(Statement { sql, args: insert_args, if_changed: Some(if_changed) });
                 self
             }
             Backend::Postgres => {
-                let p = placeholders(update_args.len() + 1);
-                let condition = only_if.map(|only_if| format!(" WHERE {}", only_if(&p))).unwrap_or_default();
-                let sql = format!(
-                    "WITH moved AS ({update} RETURNING 1) {insert_into} SELECT {} FROM moved{condition}",
-                    select(&p)
-                );
+                let parts: Vec<String> = placeholders(update_args.len() + 1)
+                    .iter()
+                    .map(|p| {
+                        let condition = only_if.map(|only_if| format!(" WHERE {}", only_if(p))).unwrap_or_default();
+                        format!("SELECT {} FROM moved{condition}", select(p))
+                    })
+                    .collect();
+                let sql = format!("WITH moved AS ({update} RETURNING 1) {insert_into} {}", parts.join(" UNION ALL "));
                 let mut args = update_args;
                 args.extend(insert_args);
                 self.push(sql, args)
@@ -283,5 +318,45 @@ mod tests {
         );
         assert_eq!(postgres.statements[0].args.len(), 4);
         assert_eq!(postgres.statements[0].if_changed, None);
+    }
+
+    #[test]
+    fn several_rows_follow_one_update_in_one_statement() {
+        let rows = || vec![vec![Arg::from("a")], vec![Arg::from("b")]];
+        let condition: Option<fn(&[String]) -> String> = Some(|p| format!("{} <> ''", p[0]));
+        let mut sqlite = Batch::new();
+        sqlite.push_rows_if_updated(
+            Backend::Sqlite,
+            "UPDATE t SET x = 1 WHERE y = $1",
+            vec![Arg::from("k")],
+            "INSERT INTO u (a)",
+            rows(),
+            |p| p.join(", "),
+            condition,
+        );
+        assert_eq!(
+            sqlite.statements[1].sql,
+            "INSERT INTO u (a) SELECT $1 WHERE changes() > 0 AND $1 <> '' UNION ALL SELECT $2 WHERE changes() > 0 AND $2 <> ''"
+        );
+        assert_eq!(
+            sqlite.statements[1].if_changed.as_deref(),
+            Some("INSERT INTO u (a) SELECT $1 WHERE $1 <> '' UNION ALL SELECT $2 WHERE $2 <> ''")
+        );
+        assert_eq!(sqlite.statements[1].args, vec![Arg::from("a"), Arg::from("b")]);
+        let mut postgres = Batch::new();
+        postgres.push_rows_if_updated(
+            Backend::Postgres,
+            "UPDATE t SET x = 1 WHERE y = $1",
+            vec![Arg::from("k")],
+            "INSERT INTO u (a)",
+            rows(),
+            |p| p.join(", "),
+            condition,
+        );
+        assert_eq!(
+            postgres.statements[0].sql,
+            "WITH moved AS (UPDATE t SET x = 1 WHERE y = $1 RETURNING 1) INSERT INTO u (a) SELECT $2 FROM moved \
+             WHERE $2 <> '' UNION ALL SELECT $3 FROM moved WHERE $3 <> ''"
+        );
     }
 }

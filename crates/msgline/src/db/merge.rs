@@ -319,6 +319,23 @@ mod tests {
     }
 
     #[test]
+    fn an_update_feeding_several_inserted_rows_inserts_each_from_the_rows_it_moved() {
+        let moved = form_of(
+            "WITH moved AS (UPDATE m SET s = $1 WHERE id = $2 RETURNING 1) INSERT INTO e (id, m) SELECT $3, $2 FROM moved \
+             WHERE $3 <> '' UNION ALL SELECT $4, $2 FROM moved WHERE $4 <> ''",
+        );
+        assert!(
+            moved.sql.ends_with(
+                "INSERT INTO e (id, m) SELECT moved.a3, moved.a2 FROM moved WHERE moved.a3 <> '' \
+                 UNION ALL SELECT moved.a4, moved.a2 FROM moved WHERE moved.a4 <> ''"
+            ),
+            "{}",
+            moved.sql
+        );
+        assert_eq!((moved.keys, moved.one_row_each), (vec![2], Some(vec![2])));
+    }
+
+    #[test]
     fn a_conditional_insert_selects_its_rows_where_the_condition_holds() {
         let insert =
             form_of("INSERT INTO e (id, o) SELECT $1, (SELECT 2 FROM x) WHERE EXISTS (SELECT 1 FROM w WHERE w.o = $2)");

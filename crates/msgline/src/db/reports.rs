@@ -11,7 +11,8 @@ use sqlx::AnyConnection;
 
 use super::{
     Batch, Db,
-    messages::{COLUMNS, Message, from_row, get_many, stage_advance},
+    messages::{COLUMNS, Message, from_row, get_many},
+    moves::stage_through,
 };
 use crate::{
     clock,
@@ -27,8 +28,9 @@ pub struct StatusReport {
 }
 
 /// Applies a line's status reports in one transaction: reads the messages, and moves each
-/// forward one status at a time (an event per status passed). Every move is conditional on the
-/// status the message stands at when it is written (see [`stage_advance`]), so a move made
+/// forward through every status its reports pass, as one write with an event per status
+/// passed. Every move is conditional on the status the message stands at when it is written
+/// (see [`stage_through`]), so a move made
 /// meanwhile by the dispatcher or another callback is never undone or repeated. Returns, per
 /// report, whether it moved its message (`false`: a repeat, or a report the message is past).
 pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -> sqlx::Result<Vec<bool>> {
@@ -97,49 +99,63 @@ pub(super) async fn plan(
 const RECORD_CALLBACK: &str = "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) \
      ON CONFLICT (line_id, event_id) DO NOTHING";
 
-/// The moves that reports make, from the messages as read: a batch per message, its reports'
-/// moves in the order they came; and per report, whether it moves its message.
+/// The moves that reports make, from the messages as read: a batch per message, ending its
+/// outbox job and moving it once through every status its reports pass, in the order they
+/// came (a line that reports `sent` and `delivered` in one callback writes one row version, not
+/// two); and per report, whether it moves its message.
 fn plan_reports(
     backend: super::Backend,
     line_id: &str,
     reports: &[StatusReport],
     messages: &mut HashMap<String, Message>,
 ) -> (Vec<Batch>, Vec<bool>) {
-    let mut batches: Vec<Batch> = Vec::new();
+    // Per message, in the order first reported: as read, and the steps its reports make.
+    let mut planned: Vec<(Message, Vec<MessageStatus>, Option<&str>)> = Vec::new();
     let mut moved = Vec::with_capacity(reports.len());
     let mut of_message: HashMap<&str, usize> = HashMap::new();
     for report in reports {
-        let Some(current) =
+        let at = of_message.get(report.message_id.as_str()).copied();
+        let current = match at {
+            Some(at) => planned[at].1.last().copied(),
+            None => None,
+        };
+        let Some(read) =
             messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == Direction::Outbound)
         else {
             tracing::warn!(line = line_id, message = %report.message_id, "status for a message this line did not send; ignored");
             moved.push(false);
             continue;
         };
-        let steps = current.status.steps_to(report.status);
+        let steps = current.unwrap_or(read.status).steps_to(report.status);
         // A repeat, or a report its message is past: nothing to write.
         moved.push(!steps.is_empty());
         if steps.is_empty() {
             continue;
         }
-        let at = *of_message.entry(report.message_id.as_str()).or_insert_with(|| {
-            // The line has told: nothing left to send or ask (once per message, however many
-            // of its reports came together).
-            let mut batch = Batch::new();
-            super::outbox::stage_complete(&mut batch, &report.message_id);
-            batches.push(batch);
-            batches.len() - 1
-        });
-        let batch = &mut batches[at];
-        let mut current = current.clone();
-        for step in steps {
-            let reason = if step == MessageStatus::Failed { report.reason.as_deref() } else { None };
-            if let Some(after) = stage_advance(batch, backend, &current, step, reason) {
-                current = after;
+        let reason = steps.contains(&MessageStatus::Failed).then_some(report.reason.as_deref()).flatten();
+        match at {
+            Some(at) => {
+                planned[at].1.extend(steps);
+                planned[at].2 = reason.or(planned[at].2);
+            }
+            None => {
+                of_message.insert(report.message_id.as_str(), planned.len());
+                planned.push((read.clone(), steps, reason));
             }
         }
-        messages.insert(report.message_id.clone(), current);
     }
+    let batches = planned
+        .into_iter()
+        .map(|(read, steps, reason)| {
+            let mut batch = Batch::new();
+            // The line has told: nothing left to send or ask.
+            super::outbox::stage_complete(&mut batch, &read.id);
+            if let Some(after) = stage_through(&mut batch, backend, &read, &steps, reason) {
+                messages.insert(read.id.clone(), after);
+            }
+            batch
+        })
+        .collect();
     (batches, moved)
 }
 

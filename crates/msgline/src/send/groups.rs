@@ -314,7 +314,7 @@ pub async fn settle(
         "unknown" => MessageStatus::Unknown,
         _ => MessageStatus::Failed,
     };
-    db::messages::advance(conn, message_id, message_status, reason).await?;
+    db::moves::advance(conn, message_id, message_status, reason).await?;
     let group = db::conversations::get_any(conn, group_id).await?.expect("the group exists");
     let message = db::messages::get_any(conn, message_id).await?.expect("the message exists");
     if moved && matches!(group_state, "created" | "failed") {

@@ -198,7 +198,7 @@ async fn deliver(state: &AppState, job: &Job, message: Option<ForDispatch>) -> a
     // The whole outcome is one unit of work: the move (with its event), the attempt and the
     // end or next turn of the outbox job.
     if let Some((status, reason, settle)) = next {
-        let stage = if settle { db::messages::stage_advance_settling } else { db::messages::stage_advance };
+        let stage = if settle { db::moves::stage_advance_settling } else { db::moves::stage_advance };
         stage(&mut batch, state.db.backend(), &message, status, reason);
     }
     stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);

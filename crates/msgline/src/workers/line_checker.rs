@@ -92,7 +92,7 @@ pub async fn catch_up(state: &AppState, line: &Line, since: i64) -> sqlx::Result
         let Ok(status) = answer.status.parse::<MessageStatus>() else { continue };
         let reason = answer.reason.as_deref();
         let changed =
-            state.db.transaction(async |tx| db::messages::advance_through(tx, &id, status, reason).await).await?;
+            state.db.transaction(async |tx| db::moves::advance_through(tx, &id, status, reason).await).await?;
         moved += usize::from(changed.is_some());
     }
     if moved > 0 {

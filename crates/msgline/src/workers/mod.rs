@@ -6,6 +6,7 @@ pub mod dispatcher;
 pub mod janitor;
 pub mod line_checker;
 pub mod reconciler;
+pub mod statistics;
 pub mod webhooks;
 
 use std::time::Duration;
@@ -22,6 +23,7 @@ pub fn spawn_all(state: &AppState, shutdown: watch::Receiver<bool>) -> Vec<JoinH
         tokio::spawn(line_checker::run(state.clone(), shutdown.clone())),
         tokio::spawn(agents::run(state.clone(), shutdown.clone())),
         tokio::spawn(webhooks::run(state.clone(), shutdown.clone())),
+        tokio::spawn(statistics::run(state.clone(), shutdown.clone())),
         tokio::spawn(janitor::run(state.clone(), shutdown)),
     ]
 }

@@ -99,7 +99,7 @@ async fn settle_group(state: &AppState, line: &db::lines::Line, job: &Job) -> an
                 }
                 StatusLookup::Failed(error) => {
                     db::conversations::settle_group(tx, &group.id, "unknown").await?;
-                    db::messages::advance(tx, &job.message_id, MessageStatus::Unknown, None).await?;
+                    db::moves::advance(tx, &job.message_id, MessageStatus::Unknown, None).await?;
                     db::outbox::mark_unknown(tx, &job.message_id, now + next_ask(now - group.created_at)).await?;
                     tracing::debug!(group = %group.id, error, "could not ask the line about a group; will ask again");
                     true
@@ -132,12 +132,12 @@ async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
                 }
                 StatusLookup::Known(answer) => {
                     let status = answer.status.parse().unwrap_or(MessageStatus::Unknown);
-                    db::messages::advance_through(tx, &message.id, status, answer.reason.as_deref()).await?;
+                    db::moves::advance_through(tx, &message.id, status, answer.reason.as_deref()).await?;
                     db::outbox::complete(tx, &message.id).await?;
                     tracing::info!(message = %message.id, status = %answer.status, "settled a message with its line");
                 }
                 StatusLookup::NotFound => {
-                    db::messages::requeue(tx, &message.id).await?;
+                    db::moves::requeue(tx, &message.id).await?;
                     db::outbox::retry_at(tx, &message.id, now).await?;
                     tracing::info!(message = %message.id, "the line never received a message; queued it again");
                 }

@@ -1,7 +1,8 @@
-//! PostgreSQL's plans for the commit lanes (this test always uses PostgreSQL, whichever engine
-//! the rest of the run uses). A lane keeps its prepared statements' plans for as long as its
-//! connection lives; a plan made on an empty table must still find rows by key once the table
-//! is large.
+//! PostgreSQL's plans (these tests always use PostgreSQL, whichever engine the rest of the run
+//! uses). A connection keeps its prepared statements' plans for as long as it lives, or until
+//! their tables' statistics change; a plan made on an empty table must still find rows by key
+//! once the table is large: the commit lanes' by their settings, the readers' once msgline
+//! analyses a table that grew fast.
 
 use msgline::{
     db::{self, Db},
@@ -40,7 +41,7 @@ async fn submit_all(db: &Db, org: &str, ids: &[String]) {
         let db = db.clone();
         tasks.push(tokio::spawn(async move {
             let mut batch = db::Batch::new();
-            db::messages::stage_advance(&mut batch, db.backend(), &message, MessageStatus::Submitted, None)
+            db::moves::stage_advance(&mut batch, db.backend(), &message, MessageStatus::Submitted, None)
                 .expect("queued may move to submitted");
             db.commit(batch).await
         }));
@@ -105,5 +106,63 @@ async fn a_status_move_finds_its_message_by_key_even_when_its_plan_was_made_on_a
         .expect("read")
         .get(0);
     assert_eq!(status, "submitted");
+    db.close().await;
+}
+
+/// Index entries read on `contacts`, over all its indexes, as the statistics have them.
+async fn contacts_index_reads(db: &Db) -> i64 {
+    sqlx::query("SELECT COALESCE(SUM(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes WHERE relname = 'contacts'")
+        .fetch_one(db.writer())
+        .await
+        .expect("the statistics are readable")
+        .get(0)
+}
+
+#[tokio::test]
+async fn a_lookup_by_phone_reads_one_entry_once_a_table_that_grew_fast_is_analysed() {
+    let test_db = TestDb::new_postgres().await;
+    let db = Db::connect(test_db.url()).await.expect("the database connects");
+    db.migrate().await.expect("the migrations apply");
+    // Autovacuum stays out of it: the analysis under test is msgline's own.
+    sqlx::query("ALTER TABLE contacts SET (autovacuum_enabled = false)").execute(db.writer()).await.expect("alter");
+    msgline::admin::create_org(&db, "Plans").await.expect("org");
+    let org: String = sqlx::query("SELECT id FROM orgs").fetch_one(db.writer()).await.expect("org").get(0);
+    let lookups = |prefix: &'static str| {
+        let (db, org) = (db.clone(), org.clone());
+        async move {
+            for i in 0..40 {
+                let phone = format!("{prefix}{i:04}");
+                let found = db::contacts::reachability_by_phone(&db, &org, &phone).await.expect("read");
+                assert_eq!(found, None);
+            }
+        }
+    };
+    // A send's reachability lookup, asked often while the organisation has few contacts: each
+    // reader settles on a plan made without statistics.
+    lookups("+1201555").await;
+    let large = 20_000;
+    sqlx::query(
+        "INSERT INTO contacts (id, org_id, phone, created_at, updated_at) \
+         SELECT 'ct_' || g, $1, '+130' || lpad(g::text, 8, '0'), 0, 0 FROM generate_series(1, $2) g",
+    )
+    .bind(&org)
+    .bind(large)
+    .execute(db.writer())
+    .await
+    .expect("contacts are inserted");
+    // Statistics reach the views within a second or so of a transaction's end.
+    let analysed = eventually(30, "the grown table is analysed", || async {
+        let tables = db::planner::analyze_grown(&db).await.expect("analyse");
+        tables.contains(&"contacts".to_string()).then_some(tables)
+    })
+    .await;
+    assert!(!analysed.contains(&"orgs".to_string()), "a table with one row is left to autovacuum: {analysed:?}");
+    let before = contacts_index_reads(&db).await;
+    lookups("+1401555").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let read = contacts_index_reads(&db).await - before;
+    assert!(read < 1_000, "40 lookups by phone read {read} index entries of a {large}-row table");
+    // Analysed now, the table is left alone until it changes again by half.
+    assert!(!db::planner::analyze_grown(&db).await.expect("analyse").contains(&"contacts".to_string()));
     db.close().await;
 }

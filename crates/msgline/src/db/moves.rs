@@ -1,0 +1,217 @@
+//! Status moves. A message only moves forward; every status it passes writes its
+//! `messaging.message.*` event in the same unit of work as the move. Apart from
+//! [`super::messages`], which stores and reads messages.
+
+use sqlx::AnyConnection;
+
+use super::{
+    Batch, events,
+    messages::{COLUMNS, Message, from_row, get_any},
+};
+use crate::{clock, domain::lifecycle::MessageStatus};
+
+/// The update of a move through `steps` to the last of them (`$1` status, `$2` reason, `$3`
+/// delivery_unknown, `$4` now, `$5` id), conditional on the message standing where it may come
+/// to the first step from, stamping `<status>_at` for each step, and ending its outbox job too
+/// when `settle`. `None` when there is no step or nothing may move to the first.
+fn move_sql(steps: &[MessageStatus], settle: bool) -> Option<String> {
+    let from = steps.first()?.sources();
+    if from.is_empty() {
+        return None;
+    }
+    let stamps: String = steps
+        .iter()
+        .filter_map(|step| match step {
+            MessageStatus::Submitted => Some(", submitted_at = $4"),
+            MessageStatus::Sent => Some(", sent_at = $4"),
+            MessageStatus::Delivered => Some(", delivered_at = $4"),
+            MessageStatus::Read => Some(", read_at = $4"),
+            _ => None,
+        })
+        .collect();
+    let settled = if settle { format!(", {}", super::outbox::SETTLED) } else { String::new() };
+    let allowed = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+    Some(format!(
+        "UPDATE messages SET status = $1, error = COALESCE($2, error), delivery_unknown = $3, updated_at = $4{stamps}\
+         {settled} WHERE id = $5 AND status IN ({allowed})"
+    ))
+}
+
+/// Moves a message to `status` if that is a move forward, recording `reason` for a failure,
+/// and writes the event. Returns the message as it now is, or `None` when nothing moved.
+pub async fn advance(
+    conn: &mut AnyConnection,
+    id: &str,
+    status: MessageStatus,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<Message>> {
+    let mut batch = Batch::new();
+    let moved = advance_staged(conn, &mut batch, id, status, reason).await?;
+    batch.execute(conn).await?;
+    Ok(moved)
+}
+
+/// Stages a move from the status `before` was read in, for a shared commit: the update applies
+/// only if the message still stands where a move to `status` is allowed, and the event is
+/// written only if the update did — on SQLite by `changes()` (the rows the previous statement
+/// changed), on PostgreSQL by one statement whose update feeds the insert. Returns the message
+/// as it will be if the move applies.
+pub fn stage_advance(
+    batch: &mut Batch,
+    backend: super::Backend,
+    before: &Message,
+    status: MessageStatus,
+    reason: Option<&str>,
+) -> Option<Message> {
+    stage_move(batch, backend, before, &[status], reason, false)
+}
+
+/// [`stage_advance`] that also ends the message's outbox job in the same write: the move that
+/// records the line's answer to a send is the last the job needs. One row version instead of
+/// two (on PostgreSQL the job's end changes an indexed column, so it is never a HOT update).
+/// The caller still stages [`super::outbox::stage_complete`] for the case where the move does
+/// not apply; it writes nothing when the job has ended.
+pub fn stage_advance_settling(
+    batch: &mut Batch,
+    backend: super::Backend,
+    before: &Message,
+    status: MessageStatus,
+    reason: Option<&str>,
+) -> Option<Message> {
+    stage_move(batch, backend, before, &[status], reason, true)
+}
+
+/// Stages the moves through `steps` (each a move forward from the one before, starting from
+/// where `before` stands) as one conditional update, one row version, with an event for each
+/// step, written only if the update applies: a line that reports `sent` and `delivered`
+/// together moves its message once. `reason` is recorded for a move to `failed`, which can only
+/// be the last step. Returns the message as it will be if the moves apply.
+pub fn stage_through(
+    batch: &mut Batch,
+    backend: super::Backend,
+    before: &Message,
+    steps: &[MessageStatus],
+    reason: Option<&str>,
+) -> Option<Message> {
+    stage_move(batch, backend, before, steps, reason, false)
+}
+
+fn stage_move(
+    batch: &mut Batch,
+    backend: super::Backend,
+    before: &Message,
+    steps: &[MessageStatus],
+    reason: Option<&str>,
+    settle: bool,
+) -> Option<Message> {
+    let update = move_sql(steps, settle)?;
+    let status = *steps.last()?;
+    let reason = reason.filter(|_| status == MessageStatus::Failed || steps.len() == 1);
+    let now = clock::now_ms();
+    let unknown = status == MessageStatus::Unknown;
+    let update_args: Vec<super::Arg> =
+        vec![status.as_str().into(), reason.into(), (unknown as i64).into(), now.into(), (&before.id).into()];
+    // The message after each step: what that step's event carries.
+    let mut after = before.clone();
+    let mut events_rows = Vec::with_capacity(steps.len());
+    for &step in steps {
+        after.status = step;
+        if step == status && reason.is_some() {
+            after.error = reason.map(str::to_string);
+        }
+        after.delivery_unknown = step == MessageStatus::Unknown;
+        after.updated_at = now;
+        match step {
+            MessageStatus::Submitted => after.submitted_at = Some(now),
+            MessageStatus::Sent => after.sent_at = Some(now),
+            MessageStatus::Delivered => after.delivered_at = Some(now),
+            MessageStatus::Read => after.read_at = Some(now),
+            _ => {}
+        }
+        events_rows.push(vec![
+            crate::ids::new_id("evt").into(),
+            (&after.org_id).into(),
+            after.status.event_type().into(),
+            (&after.id).into(),
+            after.event_data().into(),
+            now.into(),
+        ]);
+    }
+    batch.push_rows_if_updated(
+        backend,
+        &update,
+        update_args,
+        events::INSERT,
+        events_rows,
+        events::values,
+        Some(events::only_if),
+    );
+    batch.mark_moves_messages();
+    Some(after)
+}
+
+/// Moves the message at once (one conditional update) and stages its event into `batch`.
+async fn advance_staged(
+    conn: &mut AnyConnection,
+    batch: &mut Batch,
+    id: &str,
+    status: MessageStatus,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<Message>> {
+    let Some(update) = move_sql(&[status], false) else { return Ok(None) };
+    let row = sqlx::query(&format!("{update} RETURNING {COLUMNS}"))
+        .bind(status.as_str())
+        .bind(reason)
+        .bind((status == MessageStatus::Unknown) as i64)
+        .bind(clock::now_ms())
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some(message) = row.as_ref().map(from_row).transpose()? else { return Ok(None) };
+    events::stage_message_event(batch, &message);
+    Ok(Some(message))
+}
+
+/// Puts an `unknown` message back to `queued` once the line has said it never received it.
+pub async fn requeue(conn: &mut AnyConnection, id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE messages SET status = 'queued', delivery_unknown = 0, updated_at = $1 WHERE id = $2 AND status = 'unknown'")
+        .bind(clock::now_ms())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Moves an outbound message forward to `target` one status at a time, so that each status it
+/// passes writes its own event (a line that reports `delivered` first still yields `sent`).
+/// Returns the message as it ends up, if anything moved.
+pub async fn advance_through(
+    conn: &mut AnyConnection,
+    id: &str,
+    target: MessageStatus,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<Message>> {
+    let Some(current) = get_any(conn, id).await? else { return Ok(None) };
+    let mut batch = Batch::new();
+    let moved = advance_through_staged(conn, &mut batch, &current, target, reason).await?;
+    batch.execute(conn).await?;
+    Ok(moved)
+}
+
+/// [`advance_through`] from a message already read, with the events staged into `batch`.
+async fn advance_through_staged(
+    conn: &mut AnyConnection,
+    batch: &mut Batch,
+    current: &Message,
+    target: MessageStatus,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<Message>> {
+    let mut last = None;
+    for step in current.status.steps_to(target) {
+        let reason = if step == MessageStatus::Failed { reason } else { None };
+        if let Some(moved) = advance_staged(conn, batch, &current.id, step, reason).await? {
+            last = Some(moved);
+        }
+    }
+    Ok(last)
+}

@@ -1,0 +1,28 @@
+//! On PostgreSQL, keeps the planner's statistics up with tables that grow fast (see
+//! [`crate::db::planner`]): a look at the table statistics every second, an `ANALYZE` only where
+//! a table has changed by half again since its last one.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::pause;
+use crate::{
+    db::{self, Backend},
+    state::AppState,
+};
+
+const EVERY: Duration = Duration::from_secs(1);
+
+pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+    if state.db.backend() != Backend::Postgres {
+        return;
+    }
+    while pause(&mut shutdown, EVERY).await {
+        match db::planner::analyze_grown(&state.db).await {
+            Ok(tables) if !tables.is_empty() => tracing::debug!(?tables, "analysed tables that grew"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(error = %error, "could not refresh the planner's statistics"),
+        }
+    }
+}
