@@ -86,6 +86,13 @@ pub fn stage_advance_settling(
 /// step, written only if the update applies: a line that reports `sent` and `delivered`
 /// together moves its message once. `reason` is recorded for a move to `failed`, which can only
 /// be the last step. Returns the message as it will be if the moves apply.
+///
+/// The message may have moved on since it was read: the dispatcher's record of the line's
+/// answer may run just before, in the same commit, or a receipt check in another. The one
+/// update then finds it past its first step and writes nothing, so the moves are also staged one
+/// status at a time after it, each conditional on where the message then stands: they make
+/// whatever the update did not, and where it did, they find the message past them and write
+/// nothing. No status is skipped, none is written twice.
 pub fn stage_through(
     batch: &mut Batch,
     backend: super::Backend,
@@ -93,7 +100,17 @@ pub fn stage_through(
     steps: &[MessageStatus],
     reason: Option<&str>,
 ) -> Option<Message> {
-    stage_move(batch, backend, before, steps, reason, false)
+    let after = stage_move(batch, backend, before, steps, reason, false)?;
+    if steps.len() > 1 {
+        let mut current = before.clone();
+        for &step in steps {
+            let reason = reason.filter(|_| step == MessageStatus::Failed);
+            if let Some(next) = stage_move(batch, backend, &current, &[step], reason, false) {
+                current = next;
+            }
+        }
+    }
+    Some(after)
 }
 
 fn stage_move(

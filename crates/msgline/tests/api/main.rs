@@ -24,6 +24,7 @@ mod keys;
 mod lines;
 mod locks;
 mod messages;
+mod moves;
 mod plans;
 mod polls;
 mod ratelimit;

@@ -1,0 +1,110 @@
+//! Status moves made together: a line's report that passes several statuses at once, committed
+//! with (or after) another move of the same message.
+
+use msgline::{
+    db::{self, Batch, messages::NewMessage},
+    domain::lifecycle::{Channel, Direction, MessageKind, MessageStatus},
+};
+use serde_json::json;
+
+use crate::helpers::{TestApp, spawn_app};
+
+/// A queued outbound message in a new conversation, as written by a send.
+async fn queued(app: &TestApp) -> db::messages::Message {
+    let line = app.create_line_id("+12015550100", Some(&app.org)).await;
+    let conversation = app.create_conversation(&app.org, &line, "+12015550123").await;
+    let mut batch = Batch::new();
+    let message = db::messages::stage_insert(
+        &mut batch,
+        NewMessage {
+            org_id: app.org.id.clone(),
+            conversation_id: conversation.id,
+            contact_id: Some(conversation.contact_id),
+            line_id: line,
+            direction: Direction::Outbound,
+            channel: Channel::Sms,
+            kind: MessageKind::Text,
+            body: "hello".into(),
+            payload: None,
+            status: MessageStatus::Queued,
+            agent_id: None,
+            attachment: None,
+        },
+    );
+    app.db().commit(batch).await.expect("the message is written");
+    message
+}
+
+#[tokio::test]
+async fn a_report_passing_several_statuses_after_another_move_in_the_same_commit_skips_and_repeats_none() {
+    let app = spawn_app().await;
+    // Events are written for an organisation with an endpoint.
+    app.post("/webhooks", &app.org.key, json!({"url": "https://hooks.example.com/in", "events": ["*"]}))
+        .await
+        .expect(201);
+    let message = queued(&app).await;
+    let backend = app.db().backend();
+
+    // As when the line's `sent` and `delivered` reach the same commit as the dispatcher's record
+    // of its answer: both planned from the message as read, queued.
+    let mut batch = Batch::new();
+    db::moves::stage_advance_settling(&mut batch, backend, &message, MessageStatus::Submitted, None)
+        .expect("queued may move to submitted");
+    let steps = message.status.steps_to(MessageStatus::Delivered);
+    assert_eq!(steps, [MessageStatus::Submitted, MessageStatus::Sent, MessageStatus::Delivered]);
+    db::moves::stage_through(&mut batch, backend, &message, &steps, None).expect("a move forward");
+    app.db().commit(batch).await.expect("the moves commit");
+
+    let now = db::messages::get(app.db(), &app.org.id, &message.id).await.expect("read").expect("the message");
+    assert_eq!(now.status, MessageStatus::Delivered);
+    assert!(now.submitted_at.is_some() && now.sent_at.is_some() && now.delivered_at.is_some(), "{now:?}");
+    let types = db::events::types_for_message(app.db(), &message.id).await.expect("events");
+    assert_eq!(
+        types,
+        [
+            "messaging.message.queued",
+            "messaging.message.submitted",
+            "messaging.message.sent",
+            "messaging.message.delivered"
+        ],
+        "each status once, in order"
+    );
+}
+
+#[tokio::test]
+async fn a_report_passing_several_statuses_moves_its_message_once_with_an_event_each() {
+    let app = spawn_app().await;
+    app.post("/webhooks", &app.org.key, json!({"url": "https://hooks.example.com/in", "events": ["*"]}))
+        .await
+        .expect(201);
+    let message = queued(&app).await;
+    let backend = app.db().backend();
+    let mut batch = Batch::new();
+    let submitted = db::moves::stage_advance_settling(&mut batch, backend, &message, MessageStatus::Submitted, None)
+        .expect("queued may move to submitted");
+    app.db().commit(batch).await.expect("the move commits");
+
+    let mut batch = Batch::new();
+    let steps = [MessageStatus::Sent, MessageStatus::Delivered];
+    let after = db::moves::stage_through(&mut batch, backend, &submitted, &steps, None).expect("a move forward");
+    app.db().commit(batch).await.expect("the moves commit");
+    let now = db::messages::get(app.db(), &app.org.id, &message.id).await.expect("read").expect("the message");
+    assert_eq!((now.status, after.status), (MessageStatus::Delivered, MessageStatus::Delivered));
+    assert_eq!(now.sent_at, now.delivered_at, "both stamped by the one update");
+    let types = db::events::types_for_message(app.db(), &message.id).await.expect("events");
+    assert_eq!(
+        types,
+        [
+            "messaging.message.queued",
+            "messaging.message.submitted",
+            "messaging.message.sent",
+            "messaging.message.delivered"
+        ]
+    );
+
+    // The same report again finds the message past it: nothing more is written.
+    let mut batch = Batch::new();
+    db::moves::stage_through(&mut batch, backend, &submitted, &steps, None);
+    app.db().commit(batch).await.expect("the repeat commits");
+    assert_eq!(db::events::types_for_message(app.db(), &message.id).await.expect("events").len(), 4);
+}
