@@ -82,12 +82,13 @@ pub fn stage_advance_settling(
 }
 
 /// Stages the moves through `steps` (each a move forward from the one before, starting from
-/// where `before` stands) as one conditional update, one row version, with an event for each
-/// step, written only if the update applies: a line that reports `sent` and `delivered`
-/// together moves its message once. `reason` is recorded for a move to `failed`, which can only
+/// where `before` stands). On PostgreSQL as one conditional update, one row version, with an
+/// event for each step, written only if the update applies: a line that reports `sent` and
+/// `delivered` together moves its message once (a second update of the row in one transaction
+/// seldom finds room on its page, so it is not HOT and writes every index again). `reason` is recorded for a move to `failed`, which can only
 /// be the last step. Returns the message as it will be if the moves apply.
 ///
-/// The message may have moved on since it was read: the dispatcher's record of the line's
+/// On PostgreSQL the message may have moved on since it was read: the dispatcher's record of the line's
 /// answer may run just before, in the same commit, or a receipt check in another. The one
 /// update then finds it past its first step and writes nothing, so the moves are also staged one
 /// status at a time after it, each conditional on where the message then stands: they make
@@ -100,8 +101,13 @@ pub fn stage_through(
     steps: &[MessageStatus],
     reason: Option<&str>,
 ) -> Option<Message> {
-    let after = stage_move(batch, backend, before, steps, reason, false)?;
-    if steps.len() > 1 {
+    // SQLite rewrites a row in place whatever an update changes: there one update per status
+    // costs no more than one for all, and the single moves alone are enough.
+    let together = match backend {
+        super::Backend::Postgres => Some(stage_move(batch, backend, before, steps, reason, false)?),
+        super::Backend::Sqlite => None,
+    };
+    if together.is_none() || steps.len() > 1 {
         let mut current = before.clone();
         for &step in steps {
             let reason = reason.filter(|_| step == MessageStatus::Failed);
@@ -109,8 +115,9 @@ pub fn stage_through(
                 current = next;
             }
         }
+        return together.or(Some(current).filter(|c| c.status != before.status));
     }
-    Some(after)
+    together
 }
 
 fn stage_move(

