@@ -18,6 +18,7 @@ mod demo;
 mod errors;
 mod foundation;
 mod groups;
+mod idempotency;
 mod inbound;
 mod isolation;
 mod keys;
