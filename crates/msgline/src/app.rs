@@ -15,6 +15,8 @@ impl Application {
     /// Connects, migrates and binds the listener; nothing is served until
     /// [`Application::run_until_stopped`].
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        // Recording starts with the server, so that `/metrics` counts from its first request.
+        crate::metrics::handle();
         let db = Db::connect(&config.database_url).await?;
         db.migrate().await?;
         if config.bench_routes {

@@ -45,6 +45,9 @@ pub struct Config {
     /// The address devices reach this instance at, for the webhooks msgline registers with a
     /// BlueBubbles Server or an Android gateway; unset: `http://` + `listen`.
     pub public_url: Option<String>,
+    /// A bearer token `GET /metrics` requires; unset: the endpoint is open to whoever reaches
+    /// the listener (put it behind your network). Never logged.
+    pub metrics_token: Option<String>,
 }
 
 impl Default for Config {
@@ -70,6 +73,7 @@ impl Default for Config {
             agent_runs_per_minute: 5,
             bench_routes: false,
             public_url: None,
+            metrics_token: None,
         }
     }
 }

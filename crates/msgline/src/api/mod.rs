@@ -52,6 +52,8 @@ pub fn router(state: AppState) -> Router {
     router
         .nest(BASE, authenticated.merge(bridge_events::router()))
         .merge(health::router())
+        // Inside routing, where the route's template is known: handed to `request_id` below.
+        .route_layer(middleware::from_fn(route_template))
         .fallback(|| async { ApiError::not_found("route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
@@ -75,9 +77,12 @@ async fn request_id(mut req: Request, next: Next) -> Response {
         .unwrap_or_else(|| ids::new_id("req"));
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
     req.extensions_mut().insert(RequestId(id.clone()));
+    let method = req.method().to_string();
     let started = Instant::now();
     let mut response = next.run(req).instrument(span.clone()).await;
     let status = response.status().as_u16();
+    let route = response.extensions().get::<RouteTemplate>().map_or("unmatched", |r| r.0.as_str());
+    crate::metrics::http_request(&method, route, status, started.elapsed().as_secs_f64());
     span.in_scope(|| {
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         if status >= 500 {
@@ -95,6 +100,20 @@ async fn request_id(mut req: Request, next: Next) -> Response {
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
+/// The template of the route that served a request (`/api/v1/messaging/messages/{id}`): the
+/// metrics' label, never the path itself, which carries ids.
+#[derive(Debug, Clone)]
+struct RouteTemplate(String);
+
+async fn route_template(req: Request, next: Next) -> Response {
+    let template = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
+    let mut response = next.run(req).await;
+    if let Some(template) = template {
+        response.extensions_mut().insert(RouteTemplate(template));
+    }
+    response
+}
+
 /// Authenticates the bearer key and counts the request against the caller's rate limits.
 async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let header = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
@@ -110,7 +129,10 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
     for policy in policies {
         match state.limits.check(*policy, &caller) {
             Ok(allowance) => allowances.push(allowance),
-            Err(retry_after) => return ApiError::rate_limited(retry_after).into_response(),
+            Err(retry_after) => {
+                crate::metrics::rate_limited(policy.name());
+                return ApiError::rate_limited(retry_after).into_response();
+            }
         }
     }
     req.extensions_mut().insert(principal);

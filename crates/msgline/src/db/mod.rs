@@ -26,6 +26,7 @@ mod page;
 pub mod planner;
 pub mod polls;
 pub mod reports;
+pub mod stats;
 pub mod unrouted;
 pub mod webhook_deliveries;
 pub mod webhooks;

@@ -234,6 +234,7 @@ pub async fn submit(
         match state.db.commit(batch).await {
             Ok(()) => {
                 state.threads.remember(&principal.org_id, &target, &message);
+                crate::metrics::message_accepted(message.channel.as_str(), message.kind.as_str());
                 match slot {
                     Some(slot) => {
                         let (kind, phone) = match &target.destination {

@@ -52,6 +52,7 @@ pub async fn step(state: &AppState) -> anyhow::Result<usize> {
             if let Some(error) = &error {
                 tracing::warn!(run = %run.id, agent = %run.agent_id, error, "agent run failed");
             }
+            crate::metrics::agent_run(outcome);
             if let Err(e) = db::agents::finish(&state.db, &run.id, status, outcome, error.as_deref()).await {
                 tracing::error!(run = %run.id, error = %e, "could not record the end of an agent run");
             }

@@ -203,6 +203,10 @@ async fn deliver(state: &AppState, job: &Job, message: Option<ForDispatch>) -> a
     }
     stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
     state.db.commit(batch).await?;
+    crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);
+    if let Some((status, ..)) = next {
+        crate::metrics::status_moves(status.as_str(), 1);
+    }
     if !matches!(result.outcome, SendOutcome::Accepted) {
         tracing::info!(message = %message.id, line = %line.id, outcome = ?result.outcome, "delivery attempt did not succeed");
     }

@@ -244,6 +244,7 @@ async fn deliver(
         let attempt = attempt(Settle::Delivered);
         db::webhook_deliveries::stage_delivered(&mut batch, state.db.backend(), claimed, status, &attempt);
         state.db.commit(batch).await?;
+        crate::metrics::webhook_attempt("delivered");
         return Ok(());
     }
 
@@ -295,6 +296,11 @@ async fn deliver(
         }
         Err(Unrecorded::Database(error)) => return Err(error.into()),
     };
+    crate::metrics::webhook_attempt(match settle {
+        Settle::Delivered => "delivered",
+        Settle::RetryAt(_) => "retrying",
+        Settle::Failed => "failed",
+    });
 
     match (settle, disable) {
         (Settle::Delivered, _) => {}

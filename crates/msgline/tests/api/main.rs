@@ -25,6 +25,7 @@ mod keys;
 mod lines;
 mod locks;
 mod messages;
+mod metrics;
 mod moves;
 mod plans;
 mod polls;

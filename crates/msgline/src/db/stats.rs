@@ -1,0 +1,56 @@
+//! What `/metrics` reports about the database: each figure read through an index.
+
+use sqlx::Row;
+
+use super::Db;
+
+/// The database's side of the metrics.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Messages with delivery work left, per outbox state.
+    pub outbox: Vec<(String, i64)>,
+    /// When the oldest of them was created.
+    pub oldest_outbox_at: Option<i64>,
+    /// Webhook deliveries pending or claimed.
+    pub webhook_backlog: i64,
+    /// When the oldest of them was created.
+    pub oldest_webhook_at: Option<i64>,
+    /// Events waiting to be fanned out to endpoints.
+    pub events_unfanned: i64,
+    /// Every line, and whether its bridge answered its last check.
+    pub lines: Vec<(String, bool)>,
+}
+
+pub async fn snapshot(db: &Db) -> sqlx::Result<Snapshot> {
+    let mut snapshot = Snapshot::default();
+    let rows = sqlx::query(
+        "SELECT outbox_state, COUNT(*) AS n, MIN(created_at) AS oldest FROM messages \
+         WHERE outbox_state IS NOT NULL GROUP BY outbox_state",
+    )
+    .fetch_all(db.reader())
+    .await?;
+    for row in rows {
+        snapshot.outbox.push((row.try_get("outbox_state")?, row.try_get("n")?));
+        let oldest: Option<i64> = row.try_get("oldest")?;
+        snapshot.oldest_outbox_at = match (snapshot.oldest_outbox_at, oldest) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_deliveries WHERE state IN ('pending', 'claimed')",
+    )
+    .fetch_one(db.reader())
+    .await?;
+    snapshot.webhook_backlog = row.try_get("n")?;
+    snapshot.oldest_webhook_at = row.try_get("oldest")?;
+    snapshot.events_unfanned = sqlx::query("SELECT COUNT(*) FROM events WHERE webhooks_pending = 1")
+        .fetch_one(db.reader())
+        .await?
+        .try_get(0)?;
+    for row in sqlx::query("SELECT id, status FROM lines ORDER BY id").fetch_all(db.reader()).await? {
+        let status: String = row.try_get("status")?;
+        snapshot.lines.push((row.try_get("id")?, status == "online"));
+    }
+    Ok(snapshot)
+}

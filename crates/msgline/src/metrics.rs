@@ -1,0 +1,148 @@
+//! Prometheus metrics, served at `GET /metrics` on the main listener (see docs/operations.md,
+//! "Monitoring"). Counters and histograms are recorded where things happen; the gauges that
+//! describe the database (the outbox, the webhook backlog, the lines) are read from it when
+//! the endpoint is scraped, so that every instance on one database reports the same figures
+//! and nothing has to be kept in step. Labels never carry a customer's ids: routes are the
+//! router's templates, and lines (a handful an operator configures) are the only ids.
+
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::{clock, db, state::AppState};
+
+/// Latency buckets, in seconds: from a millisecond to the bridge's longest timeouts.
+const LATENCY_BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the process's recorder (once; a process that runs several servers, as the tests
+/// do, shares it) and returns its handle, or `None` if another recorder was installed first.
+pub fn handle() -> Option<&'static PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .expect("the buckets are not empty")
+                .build_recorder();
+            let handle = recorder.handle();
+            metrics::set_global_recorder(recorder).ok()?;
+            describe();
+            Some(handle)
+        })
+        .as_ref()
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!("msgline_http_requests_total", "HTTP requests answered, by method, route template and status");
+    describe_histogram!(
+        "msgline_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer an HTTP request, by method and route template"
+    );
+    describe_counter!("msgline_messages_accepted_total", "Messages accepted for delivery (202), by channel and kind");
+    describe_counter!("msgline_bridge_calls_total", "Sends to a line's bridge, by line and outcome");
+    describe_histogram!(
+        "msgline_bridge_call_duration_seconds",
+        Unit::Seconds,
+        "Time a line's bridge took to answer a send, by line"
+    );
+    describe_counter!(
+        "msgline_status_moves_total",
+        "Status moves recorded (the line's answer to a send, its reports), by the status moved to"
+    );
+    describe_counter!("msgline_webhook_attempts_total", "Webhook delivery attempts, by outcome");
+    describe_counter!("msgline_rate_limited_total", "Requests refused by a rate limit (429), by policy");
+    describe_counter!("msgline_agent_runs_total", "Hosted agent runs finished, by outcome");
+    describe_gauge!(
+        "msgline_outbox_messages",
+        "Messages with delivery work left, by outbox state (pending, claimed, unknown)"
+    );
+    describe_gauge!(
+        "msgline_outbox_oldest_age_seconds",
+        Unit::Seconds,
+        "Age of the oldest message with delivery work left"
+    );
+    describe_gauge!(
+        "msgline_messages_unknown",
+        "Messages whose outcome is unknown and that msgline is still asking their line about"
+    );
+    describe_gauge!(
+        "msgline_webhook_backlog",
+        "Webhook deliveries not yet made (pending or claimed), and events not yet fanned out"
+    );
+    describe_gauge!(
+        "msgline_webhook_oldest_pending_age_seconds",
+        Unit::Seconds,
+        "Age of the oldest webhook delivery not yet made"
+    );
+    describe_gauge!(
+        "msgline_line_online",
+        "1 if the line's bridge answered its last capability check, else 0, by line"
+    );
+}
+
+/// The text a scrape gets: the gauges read from the database now, then everything recorded.
+pub async fn render(state: &AppState) -> anyhow::Result<String> {
+    let Some(handle) = handle() else { anyhow::bail!("another metrics recorder is installed in this process") };
+    let now = clock::now_ms();
+    let snapshot = db::stats::snapshot(&state.db).await?;
+    for state_name in ["pending", "claimed", "unknown"] {
+        let count = snapshot.outbox.iter().find(|(s, _)| s == state_name).map_or(0, |(_, n)| *n);
+        metrics::gauge!("msgline_outbox_messages", "state" => state_name).set(count as f64);
+    }
+    let age = |at: Option<i64>| at.map_or(0.0, |at| (now - at).max(0) as f64 / 1000.0);
+    metrics::gauge!("msgline_outbox_oldest_age_seconds").set(age(snapshot.oldest_outbox_at));
+    let unknown = snapshot.outbox.iter().find(|(s, _)| s == "unknown").map_or(0, |(_, n)| *n);
+    metrics::gauge!("msgline_messages_unknown").set(unknown as f64);
+    metrics::gauge!("msgline_webhook_backlog", "kind" => "deliveries").set(snapshot.webhook_backlog as f64);
+    metrics::gauge!("msgline_webhook_backlog", "kind" => "events").set(snapshot.events_unfanned as f64);
+    metrics::gauge!("msgline_webhook_oldest_pending_age_seconds").set(age(snapshot.oldest_webhook_at));
+    for (line, online) in &snapshot.lines {
+        metrics::gauge!("msgline_line_online", "line" => line.clone()).set(if *online { 1.0 } else { 0.0 });
+    }
+    Ok(handle.render())
+}
+
+/// An HTTP request answered.
+pub fn http_request(method: &str, route: &str, status: u16, seconds: f64) {
+    let (method, route) = (method.to_string(), route.to_string());
+    metrics::counter!("msgline_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status.to_string())
+        .increment(1);
+    metrics::histogram!("msgline_http_request_duration_seconds", "method" => method, "route" => route).record(seconds);
+}
+
+/// A message accepted for delivery.
+pub fn message_accepted(channel: &'static str, kind: &'static str) {
+    metrics::counter!("msgline_messages_accepted_total", "channel" => channel, "kind" => kind).increment(1);
+}
+
+/// A send to a line's bridge and its outcome (`accepted`, `rejected`, `timeout`, `error`).
+pub fn bridge_call(line: &str, outcome: &'static str, latency_ms: i64) {
+    metrics::counter!("msgline_bridge_calls_total", "line" => line.to_string(), "outcome" => outcome).increment(1);
+    metrics::histogram!("msgline_bridge_call_duration_seconds", "line" => line.to_string())
+        .record(latency_ms.max(0) as f64 / 1000.0);
+}
+
+/// Messages moved to `status`, once committed.
+pub fn status_moves(status: &'static str, count: u64) {
+    if count > 0 {
+        metrics::counter!("msgline_status_moves_total", "status" => status).increment(count);
+    }
+}
+
+/// A webhook delivery attempt (`delivered`, `failed`, `retrying`).
+pub fn webhook_attempt(outcome: &'static str) {
+    metrics::counter!("msgline_webhook_attempts_total", "outcome" => outcome).increment(1);
+}
+
+/// A request refused by a rate limit.
+pub fn rate_limited(policy: &'static str) {
+    metrics::counter!("msgline_rate_limited_total", "policy" => policy).increment(1);
+}
+
+/// A hosted agent run finished.
+pub fn agent_run(outcome: &'static str) {
+    metrics::counter!("msgline_agent_runs_total", "outcome" => outcome).increment(1);
+}
