@@ -244,6 +244,7 @@ pub async fn create(
         body: input.body.clone(),
     };
     let result = state.lines.client().create_group(&line, &call).await;
+    crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);
 
     let (status, body, message) = state
         .db
@@ -296,6 +297,10 @@ pub async fn create(
             Ok((status, body, message))
         })
         .await?;
+    if status.is_success() {
+        crate::metrics::message_accepted(message.channel.as_str(), message.kind.as_str());
+    }
+    crate::metrics::status_moves(message.status.as_str(), 1);
     Ok(Sent { status, body, replayed: false, message: Some(message) })
 }
 

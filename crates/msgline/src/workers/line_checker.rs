@@ -93,6 +93,9 @@ pub async fn catch_up(state: &AppState, line: &Line, since: i64) -> sqlx::Result
         let reason = answer.reason.as_deref();
         let changed =
             state.db.transaction(async |tx| db::moves::advance_through(tx, &id, status, reason).await).await?;
+        if let Some(message) = &changed {
+            crate::metrics::status_moves(message.status.as_str(), 1);
+        }
         moved += usize::from(changed.is_some());
     }
     if moved > 0 {

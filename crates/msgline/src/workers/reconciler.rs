@@ -132,8 +132,11 @@ async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
                 }
                 StatusLookup::Known(answer) => {
                     let status = answer.status.parse().unwrap_or(MessageStatus::Unknown);
-                    db::moves::advance_through(tx, &message.id, status, answer.reason.as_deref()).await?;
+                    let moved = db::moves::advance_through(tx, &message.id, status, answer.reason.as_deref()).await?;
                     db::outbox::complete(tx, &message.id).await?;
+                    if let Some(moved) = &moved {
+                        crate::metrics::status_moves(moved.status.as_str(), 1);
+                    }
                     tracing::info!(message = %message.id, status = %answer.status, "settled a message with its line");
                 }
                 StatusLookup::NotFound => {
