@@ -17,6 +17,7 @@ pub mod error;
 pub mod fields;
 pub mod ids;
 pub mod inbound;
+pub mod mcp;
 pub mod metrics;
 pub mod ratelimit;
 pub mod send;

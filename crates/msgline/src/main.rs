@@ -40,6 +40,9 @@ enum Command {
     Sim(SimArgs),
     /// A load generator: starts a server on a fresh database and measures it.
     Bench(BenchCli),
+    /// An MCP server on stdio: msgline's API as tools for an AI assistant, acting with the API key
+    /// in MSGLINE_KEY against the server at MSGLINE_URL.
+    Mcp,
     /// Operator commands on the same database as `serve`.
     Admin {
         #[command(subcommand)]
@@ -236,6 +239,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 ..config.clone()
             });
             msgline::demo::run(config, &args.database, &args.dedicated_sim, &args.shared_sim).await
+        }
+        Command::Mcp => {
+            // Logs go to stderr: stdout carries the protocol.
+            let key =
+                std::env::var("MSGLINE_KEY").map_err(|_| anyhow::anyhow!("MSGLINE_KEY (an API key) is not set"))?;
+            let url = std::env::var("MSGLINE_URL").unwrap_or_else(|_| format!("http://{}", config.listen));
+            msgline::mcp::run(&url, &key).await
         }
         Command::Sim(args) => {
             telemetry::init(&config);

@@ -24,6 +24,7 @@ mod isolation;
 mod keys;
 mod lines;
 mod locks;
+mod mcp;
 mod messages;
 mod metrics;
 mod moves;

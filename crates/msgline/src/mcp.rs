@@ -1,0 +1,265 @@
+//! `msgline mcp`: an MCP server on stdio (the official Rust SDK, `rmcp`) that lets an AI
+//! assistant use msgline as a set of tools. It is a client of msgline's own HTTP API, acting
+//! with the API key in `MSGLINE_KEY` against the server at `MSGLINE_URL`, so every rule the
+//! API enforces (scopes, line binding, rate limits, idempotency) holds for the assistant too.
+//! An API refusal comes back as a tool error carrying the API's JSON error (`error` is its code).
+
+use rmcp::{
+    ErrorData as McpError, ServerHandler, ServiceExt,
+    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+    model::{CallToolResult, Content, ServerCapabilities, ServerInfo},
+    schemars, tool, tool_handler, tool_router,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+const PREFIX: &str = "/api/v1/messaging";
+
+/// Who to send to and from: as `POST /messages` takes them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Route {
+    /// The recipient, E.164 (`+12015550123`); a national number needs `default_country`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// An existing contact, instead of `to`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact_id: Option<String>,
+    /// An existing conversation (a direct thread or a group), instead of `to`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// The line to send from; else the key's line, else the organisation's only line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_id: Option<String>,
+    /// The line to send from, by its number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// `sms` or `imessage`; omitted, msgline chooses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// ISO 3166 country for a national-format `to` (`US`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_country: Option<String>,
+    /// Makes a retried call send once: the same key answers what the first call got.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SendMessage {
+    #[serde(flatten)]
+    pub route: Route,
+    /// The text, 1 to 10,000 characters.
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SendContactCard {
+    #[serde(flatten)]
+    pub route: Route,
+    /// The card's name, up to 200 characters.
+    pub name: String,
+    /// The card's phone number, E.164.
+    pub phone: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// An `https://` URL of a JPEG, PNG or GIF of at most 200 KB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub photo_url: Option<String>,
+    /// The text sent with the card; defaults to the name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SendPoll {
+    #[serde(flatten)]
+    pub route: Route,
+    /// The question.
+    pub question: String,
+    /// 2 to 12 options.
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CreateGroup {
+    /// 2 to 31 numbers, E.164.
+    pub participants: Vec<String>,
+    /// The opening message.
+    pub body: String,
+    /// The group's display name, up to 100 characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The dedicated line that creates the group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_id: Option<String>,
+    /// That line, by its number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_country: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+/// A page of a list.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Page {
+    /// Items per page, 1 to 100 (default 50).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConversationMessages {
+    /// The conversation.
+    pub conversation_id: String,
+    #[serde(flatten)]
+    pub page: Page,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SearchContacts {
+    /// Matches names in any case; without letters, also the digits of phone numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+    #[serde(flatten)]
+    pub page: Page,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MessageId {
+    /// The message's id (`msg_...`).
+    pub id: String,
+}
+
+/// The MCP server: msgline's API, as tools.
+#[derive(Clone)]
+pub struct Tools {
+    http: reqwest::Client,
+    base: String,
+    key: String,
+    tool_router: ToolRouter<Self>,
+}
+
+#[tool_router]
+impl Tools {
+    pub fn new(base: &str, key: &str) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            base: base.trim_end_matches('/').to_string(),
+            key: key.to_string(),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(description = "Send a text message (SMS or iMessage). Answers the message, queued for delivery.")]
+    async fn send_message(&self, Parameters(input): Parameters<SendMessage>) -> Result<CallToolResult, McpError> {
+        self.post("/messages", input.route.idempotency_key.clone(), &input).await
+    }
+
+    #[tool(description = "Send a contact card (vCard) of a person or business.")]
+    async fn send_contact_card(
+        &self,
+        Parameters(input): Parameters<SendContactCard>,
+    ) -> Result<CallToolResult, McpError> {
+        self.post("/contact-cards", input.route.idempotency_key.clone(), &input).await
+    }
+
+    #[tool(description = "Send a native iMessage poll.")]
+    async fn send_poll(&self, Parameters(input): Parameters<SendPoll>) -> Result<CallToolResult, McpError> {
+        self.post("/polls", input.route.idempotency_key.clone(), &input).await
+    }
+
+    #[tool(description = "Create an iMessage group chat with its opening message, from a dedicated line.")]
+    async fn create_group(&self, Parameters(input): Parameters<CreateGroup>) -> Result<CallToolResult, McpError> {
+        self.post("/groups", input.idempotency_key.clone(), &input).await
+    }
+
+    #[tool(description = "List conversations, most recent first.")]
+    async fn list_conversations(&self, Parameters(page): Parameters<Page>) -> Result<CallToolResult, McpError> {
+        self.get("/conversations", &page).await
+    }
+
+    #[tool(description = "List a conversation's messages, newest first.")]
+    async fn get_conversation_messages(
+        &self,
+        Parameters(input): Parameters<ConversationMessages>,
+    ) -> Result<CallToolResult, McpError> {
+        self.get("/messages", &input).await
+    }
+
+    #[tool(description = "Search contacts by name or phone digits.")]
+    async fn search_contacts(&self, Parameters(input): Parameters<SearchContacts>) -> Result<CallToolResult, McpError> {
+        self.get("/contacts", &input).await
+    }
+
+    #[tool(description = "Get a message by id, with its current delivery status.")]
+    async fn get_message(&self, Parameters(input): Parameters<MessageId>) -> Result<CallToolResult, McpError> {
+        let path = format!("/messages/{}", urlencode(&input.id));
+        self.get(&path, &Page::default()).await
+    }
+
+    #[tool(description = "List the phone lines this key can send from, with their capabilities.")]
+    async fn list_lines(&self) -> Result<CallToolResult, McpError> {
+        self.get("/lines", &Page::default()).await
+    }
+}
+
+impl Tools {
+    async fn post(&self, path: &str, key: Option<String>, body: &impl Serialize) -> Result<CallToolResult, McpError> {
+        let mut request = self.http.post(format!("{}{PREFIX}{path}", self.base)).bearer_auth(&self.key).json(body);
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        answer(request).await
+    }
+
+    async fn get(&self, path: &str, query: &impl Serialize) -> Result<CallToolResult, McpError> {
+        answer(self.http.get(format!("{}{PREFIX}{path}", self.base)).bearer_auth(&self.key).query(query)).await
+    }
+}
+
+/// The API's answer as the tool's: its JSON body, as a tool error when the API refused.
+async fn answer(request: reqwest::RequestBuilder) -> Result<CallToolResult, McpError> {
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(error) => {
+            let body = serde_json::json!({"error": "msgline_unreachable", "message": error.to_string()});
+            return Ok(CallToolResult::error(vec![Content::text(body.to_string())]));
+        }
+    };
+    let ok = response.status().is_success();
+    let text = response.text().await.unwrap_or_default();
+    // JSON is passed on compact (fewer tokens for a model); anything else as it came.
+    let text = serde_json::from_str::<Value>(&text).map(|v| v.to_string()).unwrap_or(text);
+    let content = vec![Content::text(text)];
+    Ok(if ok { CallToolResult::success(content) } else { CallToolResult::error(content) })
+}
+
+fn urlencode(segment: &str) -> String {
+    url::form_urlencoded::byte_serialize(segment.as_bytes()).collect()
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerInfo {
+        ServerInfo::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "msgline sends and reads SMS and iMessage through the organisation's phone lines. Send with \
+             send_message (give an idempotency_key to make retries safe), then follow delivery with get_message.",
+        )
+    }
+}
+
+/// Serves the tools on stdin/stdout until the client closes them.
+pub async fn run(base: &str, key: &str) -> anyhow::Result<()> {
+    let service = Tools::new(base, key).serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}
