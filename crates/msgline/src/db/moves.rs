@@ -85,15 +85,16 @@ pub fn stage_advance_settling(
 /// where `before` stands). On PostgreSQL as one conditional update, one row version, with an
 /// event for each step, written only if the update applies: a line that reports `sent` and
 /// `delivered` together moves its message once (a second update of the row in one transaction
-/// seldom finds room on its page, so it is not HOT and writes every index again). `reason` is recorded for a move to `failed`, which can only
-/// be the last step. Returns the message as it will be if the moves apply.
+/// seldom finds room on its page, so it is not HOT and writes every index again). `reason` is
+/// recorded for a move to `failed`, which can only be the last step. Returns the message as it
+/// will be if the moves apply.
 ///
-/// On PostgreSQL the message may have moved on since it was read: the dispatcher's record of the line's
-/// answer may run just before, in the same commit, or a receipt check in another. The one
-/// update then finds it past its first step and writes nothing, so the moves are also staged one
-/// status at a time after it, each conditional on where the message then stands: they make
-/// whatever the update did not, and where it did, they find the message past them and write
-/// nothing. No status is skipped, none is written twice.
+/// On PostgreSQL the message may have moved on since it was read: the dispatcher's record of
+/// the line's answer may run just before, in the same commit, or a receipt check in another.
+/// The one update then finds it past its first step and writes nothing, so the moves are also
+/// staged one status at a time after it, each conditional on where the message then stands:
+/// they make whatever the update did not, and where it did, they find the message past them and
+/// write nothing. No status is skipped, none is written twice.
 pub fn stage_through(
     batch: &mut Batch,
     backend: super::Backend,

@@ -9,8 +9,12 @@ use serde_json::json;
 
 use crate::helpers::{TestApp, spawn_app};
 
-/// A queued outbound message in a new conversation, as written by a send.
+/// A queued outbound message in a new conversation, as written by a send, of an organisation
+/// with a webhook endpoint (events are written for such organisations only).
 async fn queued(app: &TestApp) -> db::messages::Message {
+    app.post("/webhooks", &app.org.key, json!({"url": "https://hooks.example.com/in", "events": ["*"]}))
+        .await
+        .expect(201);
     let line = app.create_line_id("+12015550100", Some(&app.org)).await;
     let conversation = app.create_conversation(&app.org, &line, "+12015550123").await;
     let mut batch = Batch::new();
@@ -38,10 +42,6 @@ async fn queued(app: &TestApp) -> db::messages::Message {
 #[tokio::test]
 async fn a_report_passing_several_statuses_after_another_move_in_the_same_commit_skips_and_repeats_none() {
     let app = spawn_app().await;
-    // Events are written for an organisation with an endpoint.
-    app.post("/webhooks", &app.org.key, json!({"url": "https://hooks.example.com/in", "events": ["*"]}))
-        .await
-        .expect(201);
     let message = queued(&app).await;
     let backend = app.db().backend();
 
@@ -74,9 +74,6 @@ async fn a_report_passing_several_statuses_after_another_move_in_the_same_commit
 #[tokio::test]
 async fn a_report_passing_several_statuses_moves_its_message_with_an_event_each_and_a_repeat_writes_nothing() {
     let app = spawn_app().await;
-    app.post("/webhooks", &app.org.key, json!({"url": "https://hooks.example.com/in", "events": ["*"]}))
-        .await
-        .expect(201);
     let message = queued(&app).await;
     let backend = app.db().backend();
     let mut batch = Batch::new();
