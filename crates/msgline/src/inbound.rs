@@ -53,7 +53,10 @@ pub async fn handle_all(
             })
             .await;
         match together {
-            Ok(handled) => return Ok(handled),
+            Ok(handled) => {
+                events.iter().zip(&handled).filter(|(_, h)| **h == Handled::Applied).for_each(|(e, _)| meter(e));
+                return Ok(handled);
+            }
             Err(error) => tracing::debug!(error = %error, "a batch of callbacks failed; applying them one by one"),
         }
     }
@@ -92,7 +95,28 @@ fn report_of(line: &Line, event: &BridgeEvent) -> Option<db::reports::StatusRepo
 
 /// Applies one callback in its own transaction.
 pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent, agent_runs_per_minute: u32) -> anyhow::Result<Handled> {
-    db.transaction(async |tx| apply(tx, line, event, agent_runs_per_minute).await).await
+    let handled = db.transaction(async |tx| apply(tx, line, event, agent_runs_per_minute).await).await?;
+    if handled == Handled::Applied {
+        meter(event);
+    }
+    Ok(handled)
+}
+
+/// Counts a callback that was applied (and committed) in the metrics.
+fn meter(event: &BridgeEvent) {
+    match &event.payload {
+        BridgeEventPayload::MessageStatus { status, .. } => {
+            if let Ok(status) = status.parse::<MessageStatus>() {
+                crate::metrics::status_moves(status.as_str(), 1);
+            }
+        }
+        BridgeEventPayload::Inbound { channel, .. } => {
+            // A channel a bridge names that msgline does not know is not a label of its own.
+            let channel = channel.parse::<crate::domain::lifecycle::Channel>().map_or("other", |c| c.as_str());
+            crate::metrics::message_received(channel);
+        }
+        BridgeEventPayload::PollVote { .. } | BridgeEventPayload::GroupState { .. } => {}
+    }
 }
 
 async fn apply(

@@ -42,6 +42,7 @@ fn describe() {
         "Time to answer an HTTP request, by method and route template"
     );
     describe_counter!("msgline_messages_accepted_total", "Messages accepted for delivery (202), by channel and kind");
+    describe_counter!("msgline_messages_received_total", "Inbound messages stored, by channel");
     describe_counter!("msgline_bridge_calls_total", "Sends to a line's bridge, by line and outcome");
     describe_histogram!(
         "msgline_bridge_call_duration_seconds",
@@ -116,6 +117,11 @@ pub fn http_request(method: &str, route: &str, status: u16, seconds: f64) {
 /// A message accepted for delivery.
 pub fn message_accepted(channel: &'static str, kind: &'static str) {
     metrics::counter!("msgline_messages_accepted_total", "channel" => channel, "kind" => kind).increment(1);
+}
+
+/// An inbound message stored.
+pub fn message_received(channel: &'static str) {
+    metrics::counter!("msgline_messages_received_total", "channel" => channel).increment(1);
 }
 
 /// A send to a line's bridge and its outcome (`accepted`, `rejected`, `timeout`, `error`).

@@ -41,7 +41,7 @@ async fn metrics_text(app: &TestApp) -> String {
 }
 
 #[tokio::test]
-async fn metrics_move_with_sends_deliveries_failures_and_refusals_and_carry_no_customer_ids() {
+async fn metrics_move_with_sends_deliveries_failures_refusals_and_replies_and_carry_no_customer_ids() {
     let app = spawn_app_with(|c| {
         c.send_rate_limit_per_minute = 3;
         c.metrics_token = Some("scrape-token".into());
@@ -74,6 +74,9 @@ async fn metrics_move_with_sends_deliveries_failures_and_refusals_and_carry_no_c
         }
     }
 
+    // And a reply from the phone (the simulator answers once msgline has the callback).
+    line.inbound("+12015550123", "Thanks!").await;
+
     let after = metrics_text(&app).await;
     let grew = |name: &str, labels: &[(&str, &str)]| count(&after, name, labels) - count(&before, name, labels);
     assert!(grew("msgline_messages_accepted_total", &[("kind", "text")]) >= 2.0, "{after}");
@@ -82,6 +85,7 @@ async fn metrics_move_with_sends_deliveries_failures_and_refusals_and_carry_no_c
     assert!(grew("msgline_bridge_call_duration_seconds_count", &[("line", &line.line_id)]) >= 1.0);
     assert!(grew("msgline_status_moves_total", &[("status", "delivered")]) >= 1.0, "{after}");
     assert!(grew("msgline_status_moves_total", &[("status", "failed")]) >= 1.0, "{after}");
+    assert_eq!(grew("msgline_messages_received_total", &[("channel", "imessage")]), 1.0, "{after}");
     let sends = [("method", "POST"), ("route", "/api/v1/messaging/messages"), ("status", "202")];
     assert!(grew("msgline_http_requests_total", &sends) >= 2.0, "{after}");
     let sends_timed = [("method", "POST"), ("route", "/api/v1/messaging/messages")];
