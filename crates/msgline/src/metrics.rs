@@ -90,13 +90,14 @@ pub async fn render(state: &AppState) -> anyhow::Result<String> {
     let now = clock::now_ms();
     let snapshot = db::stats::snapshot(&state.db).await?;
     for state_name in ["pending", "claimed", "unknown"] {
-        let count = snapshot.outbox.iter().find(|(s, _)| s == state_name).map_or(0, |(_, n)| *n);
-        metrics::gauge!("msgline_outbox_messages", "state" => state_name).set(count as f64);
+        let count = snapshot.outbox.iter().find(|(s, _)| s == state_name).map_or(0, |(_, n)| *n) as f64;
+        metrics::gauge!("msgline_outbox_messages", "state" => state_name).set(count);
+        if state_name == "unknown" {
+            metrics::gauge!("msgline_messages_unknown").set(count);
+        }
     }
     let age = |at: Option<i64>| at.map_or(0.0, |at| (now - at).max(0) as f64 / 1000.0);
     metrics::gauge!("msgline_outbox_oldest_age_seconds").set(age(snapshot.oldest_outbox_at));
-    let unknown = snapshot.outbox.iter().find(|(s, _)| s == "unknown").map_or(0, |(_, n)| *n);
-    metrics::gauge!("msgline_messages_unknown").set(unknown as f64);
     metrics::gauge!("msgline_webhook_backlog", "kind" => "deliveries").set(snapshot.webhook_backlog as f64);
     metrics::gauge!("msgline_webhook_backlog", "kind" => "events").set(snapshot.events_unfanned as f64);
     metrics::gauge!("msgline_webhook_oldest_pending_age_seconds").set(age(snapshot.oldest_webhook_at));

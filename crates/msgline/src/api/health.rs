@@ -10,7 +10,7 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use crate::state::AppState;
+use crate::{domain::apikey::hash_secret, error::ApiError, state::AppState};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz)).route("/metrics", get(metrics))
@@ -34,14 +34,10 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
 async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(token) = &state.config.metrics_token {
         let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(super::auth::bearer);
-        let matches = given.is_some_and(|given| {
-            use sha2::{Digest, Sha256};
-            // Compared as digests, in time that does not depend on where they differ.
-            let (a, b) = (Sha256::digest(given.as_bytes()), Sha256::digest(token.as_bytes()));
-            a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-        });
+        // Compared as digests, as the bridges' secrets are.
+        let matches = given.is_some_and(|given| hash_secret(given) == hash_secret(token));
         if !matches {
-            return crate::error::ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized")
+            return ApiError::unauthorized()
                 .with_message("the metrics endpoint needs the configured metrics token")
                 .into_response();
         }
@@ -50,7 +46,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
         Err(error) => {
             tracing::error!(error = %error, "could not read the metrics");
-            crate::error::ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "metrics_unavailable")
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "metrics_unavailable")
                 .with_message("the metrics could not be read")
                 .into_response()
         }

@@ -102,23 +102,23 @@ pub fn stage_through(
     steps: &[MessageStatus],
     reason: Option<&str>,
 ) -> Option<Message> {
-    // SQLite rewrites a row in place whatever an update changes: there one update per status
-    // costs no more than one for all, and the single moves alone are enough.
-    let together = match backend {
-        super::Backend::Postgres => Some(stage_move(batch, backend, before, steps, reason, false)?),
-        super::Backend::Sqlite => None,
-    };
-    if together.is_none() || steps.len() > 1 {
-        let mut current = before.clone();
-        for &step in steps {
-            let reason = reason.filter(|_| step == MessageStatus::Failed);
-            if let Some(next) = stage_move(batch, backend, &current, &[step], reason, false) {
-                current = next;
-            }
+    let mut together = None;
+    if backend == super::Backend::Postgres {
+        together = Some(stage_move(batch, backend, before, steps, reason, false)?);
+        if steps.len() == 1 {
+            return together;
         }
-        return together.or(Some(current).filter(|c| c.status != before.status));
     }
-    together
+    // The single moves: after the one update on PostgreSQL; alone on SQLite, which rewrites a
+    // row in place whatever an update changes, so one update per status costs no more there.
+    let mut current = before.clone();
+    for &step in steps {
+        let reason = reason.filter(|_| step == MessageStatus::Failed);
+        if let Some(next) = stage_move(batch, backend, &current, &[step], reason, false) {
+            current = next;
+        }
+    }
+    together.or(Some(current).filter(|c| c.status != before.status))
 }
 
 fn stage_move(

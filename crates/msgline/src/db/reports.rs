@@ -124,10 +124,8 @@ fn plan_reports(
     let mut of_message: HashMap<&str, usize> = HashMap::new();
     for report in reports {
         let at = of_message.get(report.message_id.as_str()).copied();
-        let current = match at {
-            Some(at) => planned[at].1.last().copied(),
-            None => None,
-        };
+        // Where the message's earlier reports in this list leave it.
+        let current = at.and_then(|at| planned[at].1.last().copied());
         let Some(read) =
             messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == Direction::Outbound)
         else {
