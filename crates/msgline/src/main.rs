@@ -43,6 +43,8 @@ enum Command {
     /// An MCP server on stdio: msgline's API as tools for an AI assistant, acting with the API key
     /// in MSGLINE_KEY against the server at MSGLINE_URL.
     Mcp,
+    /// Print the OpenAPI 3.1 document of the HTTP API (also served at GET /api/v1/openapi.json).
+    Openapi,
     /// Operator commands on the same database as `serve`.
     Admin {
         #[command(subcommand)]
@@ -239,6 +241,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 ..config.clone()
             });
             msgline::demo::run(config, &args.database, &args.dedicated_sim, &args.shared_sim).await
+        }
+        Command::Openapi => {
+            let document = serde_json::to_string_pretty(&msgline::api::openapi::document())?;
+            println!("{document}");
+            Ok(())
         }
         Command::Mcp => {
             // Logs go to stderr: stdout carries the protocol.

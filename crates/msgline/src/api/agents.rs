@@ -2,16 +2,20 @@
 //! `GET /agents/{id}/runs`.
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
     http::StatusCode,
-    routing::get,
 };
 use base64::{Engine, engine::general_purpose::STANDARD};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::extract::{ApiJson, PageQuery, list};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::{
+    extract::{ApiJson, PageParams, PageQuery, list},
+    openapi::schemas,
+};
 use crate::{
     clock,
     db::{
@@ -25,21 +29,36 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/agents", get(list_agents).post(create_agent))
-        .route("/agents/{id}", get(get_agent).patch(update_agent).delete(delete_agent))
-        .route("/agents/{id}/runs", get(list_runs))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_agents, create_agent))
+        .routes(routes!(get_agent, update_agent, delete_agent))
+        .routes(routes!(list_runs))
 }
 
-#[derive(Deserialize, Default)]
+const ID: &str = "The agent's id (`agt_…`)";
+
+/// An agent's fields: all of them to create one (`name`, `instructions` and, unless the key is
+/// line-bound, `line_id` required), any of them to change one.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[schema(example = json!({"name": "Ava", "line_id": "line_...", "instructions": "You answer questions about opening hours."}))]
 struct AgentFields {
+    /// Up to 100 characters; also the name on its contact cards.
+    #[schema(max_length = 100)]
     name: Option<String>,
+    /// The line it answers on (one enabled agent per line).
     line_id: Option<String>,
+    /// An `https://` URL of its photo (JPEG, PNG or GIF, at most 200 KB).
     photo_url: Option<String>,
+    /// The photo as base64 instead.
     photo_base64: Option<String>,
+    /// Its instructions, up to 20,000 characters.
+    #[schema(max_length = 20000)]
     instructions: Option<String>,
+    /// Tools it may use: `messaging_send`, `send_contact_card`, `send_poll` (default all).
     tools: Option<Vec<String>>,
+    /// The language model; the server's default when omitted.
+    #[schema(max_length = 200)]
     model: Option<String>,
     enabled: Option<bool>,
 }
@@ -98,6 +117,19 @@ async fn apply(state: &AppState, caller: &Principal, agent: &mut Agent, fields: 
     Ok(())
 }
 
+/// Create a hosted agent that answers inbound messages on a line.
+#[utoipa::path(
+    post,
+    path = "/agents",
+    tag = "agents",
+    security(("api_key" = ["messaging_agents"])),
+    request_body = AgentFields,
+    responses(
+        (status = 201, description = "The agent", body = schemas::Agent),
+        (status = 404, description = "A `line_id` that does not resolve (`not_found`, with `field`)", body = schemas::Error),
+        (status = 409, description = "`agent_line_taken` (another enabled agent answers on the line) or `line_mismatch`", body = schemas::Error),
+    ),
+)]
 async fn create_agent(
     State(state): State<AppState>,
     caller: Principal,
@@ -149,6 +181,19 @@ async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Agent
         .ok_or_else(|| ApiError::not_found("agent"))
 }
 
+/// Change an agent: only the fields given.
+#[utoipa::path(
+    patch,
+    path = "/agents/{id}",
+    tag = "agents",
+    security(("api_key" = ["messaging_agents"])),
+    params(("id" = String, Path, description = ID)),
+    request_body = AgentFields,
+    responses(
+        (status = 200, description = "The agent", body = schemas::Agent),
+        (status = 409, description = "`agent_line_taken` or `line_mismatch`", body = schemas::Error),
+    ),
+)]
 async fn update_agent(
     State(state): State<AppState>,
     caller: Principal,
@@ -176,6 +221,15 @@ async fn update_agent(
     Ok(Json(agent.to_json()))
 }
 
+/// The caller's agents.
+#[utoipa::path(
+    get,
+    path = "/agents",
+    tag = "agents",
+    security(("api_key" = ["messaging_agents"])),
+    params(PageParams),
+    responses((status = 200, description = "A page of agents", body = schemas::List<schemas::Agent>)),
+)]
 async fn list_agents(
     State(state): State<AppState>,
     caller: Principal,
@@ -188,11 +242,29 @@ async fn list_agents(
     Ok(Json(list(paged, Agent::to_json)))
 }
 
+/// An agent.
+#[utoipa::path(
+    get,
+    path = "/agents/{id}",
+    tag = "agents",
+    security(("api_key" = ["messaging_agents"])),
+    params(("id" = String, Path, description = ID)),
+    responses((status = 200, description = "The agent", body = schemas::Agent)),
+)]
 async fn get_agent(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Agents)?;
     Ok(Json(find(&state, &caller, &id).await?.to_json()))
 }
 
+/// Delete an agent.
+#[utoipa::path(
+    delete,
+    path = "/agents/{id}",
+    tag = "agents",
+    security(("api_key" = ["messaging_agents"])),
+    params(("id" = String, Path, description = ID)),
+    responses((status = 200, description = "Deleted", body = schemas::Deleted)),
+)]
 async fn delete_agent(
     State(state): State<AppState>,
     caller: Principal,
@@ -204,6 +276,15 @@ async fn delete_agent(
     Ok(Json(json!({"id": agent.id, "deleted": true})))
 }
 
+/// An agent's runs with their tool calls, newest first.
+#[utoipa::path(
+    get,
+    path = "/agents/{id}/runs",
+    tag = "agents",
+    security(("api_key" = ["messaging_agents"])),
+    params(("id" = String, Path, description = ID), PageParams),
+    responses((status = 200, description = "A page of runs", body = schemas::List<schemas::AgentRun>)),
+)]
 async fn list_runs(
     State(state): State<AppState>,
     caller: Principal,

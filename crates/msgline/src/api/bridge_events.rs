@@ -8,15 +8,15 @@
 use std::collections::HashMap;
 
 use axum::{
-    Json, Router,
+    Json,
     body::Bytes,
     extract::{Path, Query, State},
     http::{HeaderMap, header},
-    routing::post,
 };
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::ApiJson;
+use super::{extract::ApiJson, openapi::schemas};
 use crate::{
     bridge::{
         BridgeEvent,
@@ -29,10 +29,25 @@ use crate::{
     state::AppState,
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/bridge/events", post(receive)).route("/bridge/hooks/{line_id}", post(receive_hook))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(receive)).routes(routes!(receive_hook))
 }
 
+/// A device's own webhook (a BlueBubbles Server, an Android gateway), registered there by msgline.
+///
+/// Authenticated with the secret msgline put in the URL it registered (`?secret=`), or the
+/// device's own signature; not for API keys.
+#[utoipa::path(
+    post,
+    path = "/bridge/hooks/{line_id}",
+    tag = "bridge",
+    params(
+        ("line_id" = String, Path, description = "The line the device serves"),
+        ("secret" = Option<String>, Query, description = "The secret msgline registered with the device"),
+    ),
+    request_body(content = Object, description = "The device's event, in its own format"),
+    responses((status = 200, description = "What was applied", body = schemas::Applied)),
+)]
 async fn receive_hook(
     State(state): State<AppState>,
     Path(line_id): Path<String>,
@@ -56,6 +71,17 @@ async fn receive_hook(
     Ok(Json(json!({"applied": applied, "duplicates": handled.len() - applied})))
 }
 
+/// Callbacks from a `msgline` bridge: one event or an array of them (see docs/bridge-protocol.md).
+///
+/// Authenticated with `Authorization: Bearer <the line's bridge_secret>`; not for API keys.
+#[utoipa::path(
+    post,
+    path = "/bridge/events",
+    tag = "bridge",
+    request_body(content = Object, description = "A bridge event, or an array of them"),
+    responses((status = 200, description = "What was applied", body = schemas::Applied)),
+    security(("bridge_secret" = [])),
+)]
 async fn receive(
     State(state): State<AppState>,
     headers: HeaderMap,

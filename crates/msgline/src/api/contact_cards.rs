@@ -1,12 +1,14 @@
 //! `POST /contact-cards`: a saveable contact card (vCard 3.0) by iMessage or SMS
 //! (scope `messaging_send`).
 
-use axum::{Router, extract::State, http::HeaderMap, response::Response, routing::post};
+use axum::{extract::State, http::HeaderMap, response::Response};
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     extract::ApiJson,
-    messages::{header_key, respond},
+    messages::{IdempotencyKey, header_key, respond},
+    openapi::schemas,
 };
 use crate::{
     error::ApiResult,
@@ -14,10 +16,30 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/contact-cards", post(send_card))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(send_card))
 }
 
+/// Send a contact card.
+///
+/// A saveable card (vCard 3.0) by iMessage or SMS. The photo is fetched when the card is sent,
+/// `https` only and never from private addresses; a photo that cannot be used is a 400 naming
+/// `photo_url` or `photo_base64`, and nothing is sent.
+#[utoipa::path(
+    post,
+    path = "/contact-cards",
+    tag = "contact cards",
+    security(("api_key" = ["messaging_send"])),
+    params(IdempotencyKey),
+    request_body = crate::send::card::SendCard,
+    responses(
+        (status = 202, description = "Accepted for delivery", body = schemas::Sent),
+        (status = 200, description = "An idempotent replay of an earlier answer", body = schemas::Sent,
+            headers(("Idempotent-Replayed" = String, description = "`true` on a replay"))),
+        (status = 404, description = "A recipient, line or `agent_id` that does not resolve (`not_found`, with `field`)", body = schemas::Error),
+        (status = 409, description = "`line_mismatch`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+    ),
+)]
 async fn send_card(
     State(state): State<AppState>,
     caller: Principal,

@@ -2,15 +2,18 @@
 //! `GET /contacts/{id}` (scope `messaging_read`).
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
     http::StatusCode,
-    routing::get,
 };
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::{ApiJson, ApiQuery, list, page};
+use super::{
+    extract::{ApiJson, ApiQuery, PageParams, PageQuery, list},
+    openapi::schemas,
+};
 use crate::{
     db::{
         self,
@@ -22,24 +25,42 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/contacts", get(search).post(upsert)).route("/contacts/{id}", get(get_contact))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(search, upsert)).routes(routes!(get_contact))
 }
 
 pub fn view(contact: &Contact) -> Value {
     contact.to_json()
 }
 
-#[derive(Deserialize)]
+/// `POST /contacts`: a contact's fields; an omitted field is left as it is, `""` clears it.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"phone": "+12015550123", "name": "Ann Lee", "email": "ann@example.com"}))]
 struct UpsertContact {
+    /// E.164, or national with `default_country`: the contact's identity in the organisation.
     phone: String,
+    #[schema(max_length = 200)]
     name: Option<String>,
     email: Option<String>,
+    #[schema(max_length = 200)]
     organization: Option<String>,
+    #[schema(max_length = 2000)]
     note: Option<String>,
     default_country: Option<String>,
 }
 
+/// Create or update a contact, by phone number.
+#[utoipa::path(
+    post,
+    path = "/contacts",
+    tag = "contacts",
+    security(("api_key" = ["messaging_contacts"])),
+    request_body = UpsertContact,
+    responses(
+        (status = 201, description = "A new contact", body = schemas::Contact),
+        (status = 200, description = "The existing contact with this number, updated", body = schemas::Contact),
+    ),
+)]
 async fn upsert(
     State(state): State<AppState>,
     caller: Principal,
@@ -58,25 +79,45 @@ async fn upsert(
     Ok((status, Json(view(&contact))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct SearchQuery {
+    /// Part of a name, number, email or organisation (up to 200 characters).
+    #[param(max_length = 200)]
     q: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
 }
 
+/// Search contacts.
+#[utoipa::path(
+    get,
+    path = "/contacts",
+    tag = "contacts",
+    security(("api_key" = ["messaging_read"])),
+    params(SearchQuery, PageParams),
+    responses((status = 200, description = "A page of contacts", body = schemas::List<schemas::Contact>)),
+)]
 async fn search(
     State(state): State<AppState>,
     caller: Principal,
     ApiQuery(query): ApiQuery<SearchQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let q = bounded("q", query.q, 200)?;
     let paged = db::contacts::search(&state.db, &caller.org_id, q.as_deref(), &page).await?;
     Ok(Json(list(paged, view)))
 }
 
+/// A contact.
+#[utoipa::path(
+    get,
+    path = "/contacts/{id}",
+    tag = "contacts",
+    security(("api_key" = ["messaging_read"])),
+    params(("id" = String, Path, description = "The contact's id (`ct_…`)")),
+    responses((status = 200, description = "The contact", body = schemas::Contact)),
+)]
 async fn get_contact(
     State(state): State<AppState>,
     caller: Principal,

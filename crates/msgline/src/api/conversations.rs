@@ -2,14 +2,17 @@
 //! (scope `messaging_read`). A line-bound key sees the conversations of its line only.
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
-    routing::get,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::{ApiQuery, list, page};
+use super::{
+    extract::{ApiQuery, PageParams, PageQuery, list},
+    openapi::schemas,
+};
 use crate::{
     clock,
     db::{
@@ -21,8 +24,8 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/conversations", get(list_conversations)).route("/conversations/{id}", get(get_conversation))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_conversations)).routes(routes!(get_conversation))
 }
 
 pub fn view(conversation: &Conversation) -> Value {
@@ -39,27 +42,48 @@ pub fn view(conversation: &Conversation) -> Value {
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
     line_id: Option<String>,
     contact_id: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
 }
 
+/// List conversations, most recent first.
+#[utoipa::path(
+    get,
+    path = "/conversations",
+    tag = "conversations",
+    security(("api_key" = ["messaging_read"])),
+    params(ListQuery, PageParams),
+    responses(
+        (status = 200, description = "A page of conversations", body = schemas::List<schemas::Conversation>),
+        (status = 409, description = "A line-bound key naming another line (`line_mismatch`)", body = schemas::Error),
+    ),
+)]
 async fn list_conversations(
     State(state): State<AppState>,
     caller: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let line_id = caller.line_for(query.line_id.filter(|l| !l.is_empty()))?;
     let filter = ConversationFilter { line_id, contact_id: query.contact_id.filter(|c| !c.is_empty()) };
     let paged = db::conversations::list(&state.db, &caller.org_id, &filter, &page).await?;
     Ok(Json(list(paged, view)))
 }
 
+/// A conversation.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}",
+    tag = "conversations",
+    security(("api_key" = ["messaging_read"])),
+    params(("id" = String, Path, description = "The conversation's id (`conv_…`)")),
+    responses((status = 200, description = "The conversation", body = schemas::Conversation)),
+)]
 async fn get_conversation(
     State(state): State<AppState>,
     caller: Principal,

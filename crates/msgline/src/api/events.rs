@@ -1,10 +1,14 @@
 //! `GET /events`: outbound delivery attempts (scope `messaging_read`), filter `message_id`.
 
-use axum::{Json, Router, extract::State, routing::get};
+use axum::{Json, extract::State};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::{ApiQuery, list, page};
+use super::{
+    extract::{ApiQuery, PageParams, PageQuery, list},
+    openapi::schemas,
+};
 use crate::{
     clock,
     db::{self, attempts::Attempt},
@@ -13,8 +17,8 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/events", get(list_attempts))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_attempts))
 }
 
 fn view(attempt: &Attempt) -> Value {
@@ -31,20 +35,30 @@ fn view(attempt: &Attempt) -> Value {
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
+    /// Only this message's attempts.
     message_id: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
 }
 
+/// Delivery attempts of outbound messages to their lines, newest first.
+#[utoipa::path(
+    get,
+    path = "/events",
+    tag = "messages",
+    security(("api_key" = ["messaging_read"])),
+    params(ListQuery, PageParams),
+    responses((status = 200, description = "A page of delivery attempts", body = schemas::List<schemas::DeliveryAttempt>)),
+)]
 async fn list_attempts(
     State(state): State<AppState>,
     caller: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let message_id = query.message_id.filter(|m| !m.is_empty());
     let paged = db::attempts::list(&state.db, &caller.org_id, message_id.as_deref(), &page).await?;
     Ok(Json(list(paged, view)))

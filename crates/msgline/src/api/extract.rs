@@ -67,9 +67,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
 /// kept as its error, for the handler to answer after its scope check.
 pub struct PageQuery(pub Result<Page, ApiError>);
 
-#[derive(serde::Deserialize)]
-struct PageParams {
+/// The paging parameters of every list.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// How many rows, 1 to 200 (default 50).
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 200)]
     limit: Option<String>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 

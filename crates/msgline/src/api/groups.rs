@@ -4,18 +4,19 @@
 use std::collections::BTreeSet;
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
     http::HeaderMap,
     response::Response,
-    routing::{get, post},
 };
 use serde::Deserialize;
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     extract::ApiJson,
-    messages::{header_key, respond},
+    messages::{IdempotencyKey, header_key, respond},
+    openapi::schemas,
 };
 use crate::{
     db,
@@ -29,19 +30,33 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/groups", post(create_group)).route("/groups/{id}", get(get_group))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create_group)).routes(routes!(get_group))
 }
 
-#[derive(Deserialize)]
+/// `POST /groups`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"participants": ["+12015550123", "+12015550124"], "body": "Hi all", "name": "Weekend trip"}))]
 struct CreateGroup {
+    /// 2 to 31 distinct numbers, E.164 (national with `default_country`).
+    #[schema(required = true, min_items = 2, max_items = 31)]
     participants: Option<Vec<String>>,
+    /// The opening message, 1 to 10,000 characters.
+    #[schema(required = true, min_length = 1, max_length = 10000)]
     body: Option<String>,
+    /// The group's display name, up to 100 characters.
+    #[schema(max_length = 100)]
     name: Option<String>,
+    /// The dedicated line that creates the group.
     line_id: Option<String>,
+    /// The line, by its number.
     from: Option<String>,
+    /// The same as `from`.
     line_e164: Option<String>,
+    /// For national-format participants.
     default_country: Option<String>,
+    /// The same as the `Idempotency-Key` header.
+    #[schema(min_length = 1, max_length = 255)]
     idempotency_key: Option<String>,
 }
 
@@ -62,6 +77,29 @@ fn participants(raw: Vec<String>, default_country: Option<&str>) -> ApiResult<Ve
     Ok(distinct.into_iter().collect())
 }
 
+/// Create an iMessage group with its opening message.
+///
+/// msgline asks the line to create the group and waits for its answer. Never falls back to SMS or
+/// to separate messages. After a `202` (no answer in time), poll `GET /groups/{id}`; do not retry
+/// with a new idempotency key.
+#[utoipa::path(
+    post,
+    path = "/groups",
+    tag = "groups",
+    security(("api_key" = ["messaging_send"])),
+    params(IdempotencyKey),
+    request_body = CreateGroup,
+    responses(
+        (status = 201, description = "The line created the group", body = schemas::GroupCreated),
+        (status = 202, description = "No answer from the line in time: `group.state` and `message.status` are `unknown`", body = schemas::GroupCreated),
+        (status = 200, description = "An idempotent replay of a created group", body = schemas::GroupCreated,
+            headers(("Idempotent-Replayed" = String, description = "`true` on a replay"))),
+        (status = 404, description = "A line that does not resolve (`not_found`, with `field`)", body = schemas::Error),
+        (status = 409, description = "`line_mismatch`, `group_requires_dedicated_line`, `group_chats_unsupported`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+        (status = 502, description = "The line refused the group (`line_rejected`)", body = schemas::GroupRefused),
+        (status = 503, description = "The line could not be reached (`line_unavailable`)", body = schemas::GroupRefused),
+    ),
+)]
 async fn create_group(
     State(state): State<AppState>,
     caller: Principal,
@@ -93,6 +131,15 @@ async fn create_group(
     Ok(respond(sent))
 }
 
+/// A group.
+#[utoipa::path(
+    get,
+    path = "/groups/{id}",
+    tag = "groups",
+    security(("api_key" = ["messaging_read"])),
+    params(("id" = String, Path, description = "The group's id (`conv_…`)")),
+    responses((status = 200, description = "The group", body = schemas::Group)),
+)]
 async fn get_group(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
     let group = db::conversations::get(&state.db, &caller.org_id, &id)

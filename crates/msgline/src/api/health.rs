@@ -2,25 +2,43 @@
 //! configured).
 
 use axum::{
-    Json, Router,
+    Json,
     extract::State,
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
-    routing::get,
 };
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::openapi::schemas;
 
 use crate::{domain::apikey::hash_secret, error::ApiError, state::AppState};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz)).route("/metrics", get(metrics))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz)).routes(routes!(metrics))
 }
 
+/// Liveness: the process serves.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "operations",
+    responses((status = 200, description = "`{\"status\": \"ok\"}`", body = schemas::Health)),
+)]
 async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// Ready when the database answers.
+/// Readiness: ready when the database answers.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "operations",
+    responses(
+        (status = 200, description = "`{\"status\": \"ready\"}`", body = schemas::Health),
+        (status = 503, description = "The database does not answer", body = schemas::Health),
+    ),
+)]
 async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     if state.db.ping().await {
         (StatusCode::OK, Json(json!({"status": "ready"})))
@@ -29,8 +47,19 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     }
 }
 
-/// Prometheus's text format. With `MSGLINE_METRICS_TOKEN` set, only for `Authorization: Bearer
-/// <token>`.
+/// Prometheus metrics, in Prometheus's text format.
+///
+/// With `MSGLINE_METRICS_TOKEN` set, only for `Authorization: Bearer <token>`.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses(
+        (status = 200, description = "The metrics", content_type = "text/plain", body = String),
+        (status = 401, description = "A metrics token is configured and was not given (`unauthorized`)", body = schemas::Error),
+        (status = 503, description = "The metrics could not be read (`metrics_unavailable`)", body = schemas::Error),
+    ),
+)]
 async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(token) = &state.config.metrics_token {
         let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(super::auth::bearer);

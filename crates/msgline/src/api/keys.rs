@@ -4,15 +4,18 @@
 //! line-bound caller, keys bound to the same line. Other keys are invisible to it (404).
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
     http::StatusCode,
-    routing::{delete, get, post},
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::{ApiJson, PageQuery, list};
+use super::{
+    extract::{ApiJson, PageParams, PageQuery, list},
+    openapi::schemas,
+};
 use crate::{
     clock,
     db::{
@@ -25,11 +28,8 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/keys", get(list_keys).post(create_key))
-        .route("/keys/{id}/rotate", post(rotate_key))
-        .route("/keys/{id}", delete(revoke_key))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(rotate_key)).routes(routes!(revoke_key))
 }
 
 /// The public view of a key; the secret only at creation or rotation.
@@ -61,6 +61,15 @@ fn may_manage(caller: &Principal, key: &KeyRecord) -> ApiResult<bool> {
     Ok(true)
 }
 
+/// The active keys the caller may manage (never their secrets).
+#[utoipa::path(
+    get,
+    path = "/keys",
+    tag = "keys",
+    security(("api_key" = ["messaging_keys"])),
+    params(PageParams),
+    responses((status = 200, description = "A page of keys", body = schemas::List<schemas::Key>)),
+)]
 async fn list_keys(
     State(state): State<AppState>,
     caller: Principal,
@@ -72,13 +81,33 @@ async fn list_keys(
     Ok(Json(list(paged, |k| view(k, None))))
 }
 
-#[derive(Deserialize)]
+/// `POST /keys`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"name": "reporting", "scopes": ["messaging_read"]}))]
 struct CreateKey {
+    /// Up to 100 characters.
+    #[schema(max_length = 100)]
     name: Option<String>,
+    /// At least one, each within the caller's own: `messaging_send`, `messaging_read`,
+    /// `messaging_contacts`, `messaging_webhooks`, `messaging_keys`, `messaging_agents`.
     scopes: Vec<String>,
+    /// Bind the key to one line (a line-bound caller's keys are bound to its line).
     line_id: Option<String>,
 }
 
+/// Create an API key; the answer carries its secret, once.
+#[utoipa::path(
+    post,
+    path = "/keys",
+    tag = "keys",
+    security(("api_key" = ["messaging_keys"])),
+    request_body = CreateKey,
+    responses(
+        (status = 201, description = "The key, with `key`", body = schemas::Key),
+        (status = 404, description = "A `line_id` that does not resolve (`not_found`, with `field`)", body = schemas::Error),
+        (status = 409, description = "A line-bound key naming another line (`line_mismatch`)", body = schemas::Error),
+    ),
+)]
 async fn create_key(
     State(state): State<AppState>,
     caller: Principal,
@@ -108,11 +137,25 @@ async fn create_key(
     Ok((StatusCode::CREATED, Json(view(&key, Some(&secret)))))
 }
 
-#[derive(Deserialize, Default)]
+/// `POST /keys/{id}/rotate` (the body is optional).
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 struct RotateKey {
+    /// How long the old key keeps working: 0 to 2,592,000 seconds (default 86,400).
+    #[schema(minimum = 0, maximum = 2592000)]
     grace_seconds: Option<i64>,
 }
 
+/// Rotate a key: a new key with the same name, scopes and line; the old one keeps working for
+/// the grace period.
+#[utoipa::path(
+    post,
+    path = "/keys/{id}/rotate",
+    tag = "keys",
+    security(("api_key" = ["messaging_keys"])),
+    params(("id" = String, Path, description = "The key's id (`key_…`)")),
+    request_body(content = Option<RotateKey>, description = "Optional"),
+    responses((status = 201, description = "The new key, with `key`, `previous_key_id` and `previous_key_expires_at`", body = schemas::Key)),
+)]
 async fn rotate_key(
     State(state): State<AppState>,
     caller: Principal,
@@ -138,6 +181,15 @@ async fn rotate_key(
     Ok((StatusCode::CREATED, Json(body)))
 }
 
+/// Revoke a key at once.
+#[utoipa::path(
+    delete,
+    path = "/keys/{id}",
+    tag = "keys",
+    security(("api_key" = ["messaging_keys"])),
+    params(("id" = String, Path, description = "The key's id (`key_…`)")),
+    responses((status = 200, description = "The revoked key", body = schemas::Key)),
+)]
 async fn revoke_key(
     State(state): State<AppState>,
     caller: Principal,

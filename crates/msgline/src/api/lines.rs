@@ -1,13 +1,16 @@
 //! `GET /lines`, `GET /lines/{id}`: the lines the caller may send from.
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
-    routing::get,
 };
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::{PageQuery, list};
+use super::{
+    extract::{PageParams, PageQuery, list},
+    openapi::schemas,
+};
 use crate::{
     clock,
     db::{self, Paged, lines::Line},
@@ -16,8 +19,8 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/lines", get(list_lines)).route("/lines/{id}", get(get_line))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_lines)).routes(routes!(get_line))
 }
 
 /// The customer's view of a line: never its bridge address or credentials.
@@ -34,6 +37,15 @@ pub fn view(line: &Line) -> Value {
     })
 }
 
+/// The lines the caller may send from (a line-bound key: its own line).
+#[utoipa::path(
+    get,
+    path = "/lines",
+    tag = "lines",
+    security(("api_key" = ["messaging_read"])),
+    params(PageParams),
+    responses((status = 200, description = "A page of lines", body = schemas::List<schemas::Line>)),
+)]
 async fn list_lines(
     State(state): State<AppState>,
     caller: Principal,
@@ -52,6 +64,15 @@ async fn list_lines(
     Ok(Json(list(paged, view)))
 }
 
+/// A line.
+#[utoipa::path(
+    get,
+    path = "/lines/{id}",
+    tag = "lines",
+    security(("api_key" = ["messaging_read"])),
+    params(("id" = String, Path, description = "The line's id (`line_…`)")),
+    responses((status = 200, description = "The line", body = schemas::Line)),
+)]
 async fn get_line(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
     if !caller.may_use_line(&id) {

@@ -2,16 +2,20 @@
 //! `GET /messages` and `GET /messages/{id}` (scope `messaging_read`).
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
     http::{HeaderMap, HeaderName, HeaderValue},
     response::{IntoResponse, Response},
-    routing::get,
 };
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::extract::{ApiJson, ApiQuery, json_response, list_body, page};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::{
+    extract::{ApiJson, ApiQuery, PageParams, PageQuery, json_response, list_body},
+    openapi::schemas,
+};
 use crate::{
     db::{self, messages::MessageFilter},
     domain::{
@@ -23,8 +27,8 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/messages", get(list_messages).post(send_message)).route("/messages/{id}", get(get_message))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_messages, send_message)).routes(routes!(get_message))
 }
 
 /// The `Idempotency-Key` header, if sent.
@@ -49,6 +53,25 @@ pub fn respond(sent: Sent) -> Response {
     response
 }
 
+/// Send a text.
+///
+/// `202` when accepted for delivery; `200` with `duplicate: true` and `Idempotent-Replayed: true`
+/// when the same `Idempotency-Key` and request were seen before (nothing is sent again).
+#[utoipa::path(
+    post,
+    path = "/messages",
+    tag = "messages",
+    security(("api_key" = ["messaging_send"])),
+    params(IdempotencyKey),
+    request_body = crate::send::request::SendMessage,
+    responses(
+        (status = 202, description = "Accepted for delivery", body = schemas::Sent),
+        (status = 200, description = "An idempotent replay of an earlier answer", body = schemas::Sent,
+            headers(("Idempotent-Replayed" = String, description = "`true` on a replay"))),
+        (status = 404, description = "A `contact_id`, `conversation_id` or `line_id` that does not resolve (`not_found`, with `field`)", body = schemas::Error),
+        (status = 409, description = "`line_mismatch`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+    ),
+)]
 async fn send_message(
     State(state): State<AppState>,
     caller: Principal,
@@ -59,23 +82,44 @@ async fn send_message(
     Ok(respond(sent))
 }
 
-#[derive(Deserialize)]
+/// The `Idempotency-Key` header of the send routes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct IdempotencyKey {
+    /// 1 to 255 printable ASCII characters; the same request again with the same key answers the
+    /// first answer instead of sending again (also as `idempotency_key` in the body).
+    #[param(rename = "Idempotency-Key", min_length = 1, max_length = 255)]
+    _key: Option<String>,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
     conversation_id: Option<String>,
     contact_id: Option<String>,
+    #[param(value_type = Option<Direction>)]
     direction: Option<String>,
+    #[param(value_type = Option<MessageStatus>)]
     status: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
 }
 
+/// List messages, newest first.
+#[utoipa::path(
+    get,
+    path = "/messages",
+    tag = "messages",
+    security(("api_key" = ["messaging_read"])),
+    params(ListQuery, PageParams),
+    responses((status = 200, description = "A page of messages", body = schemas::List<schemas::Message>)),
+)]
 async fn list_messages(
     State(state): State<AppState>,
     caller: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<axum::response::Response> {
     caller.require(Scope::Read)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let direction = match query.direction.as_deref().filter(|d| !d.is_empty()) {
         Some(d) => Some(
             d.parse::<Direction>()
@@ -101,6 +145,15 @@ async fn list_messages(
     Ok(json_response(&list_body(&paged, db::messages::Message::view)))
 }
 
+/// A message.
+#[utoipa::path(
+    get,
+    path = "/messages/{id}",
+    tag = "messages",
+    security(("api_key" = ["messaging_read"])),
+    params(("id" = String, Path, description = "The message's id (`msg_…`)")),
+    responses((status = 200, description = "The message", body = schemas::Message)),
+)]
 async fn get_message(
     State(state): State<AppState>,
     caller: Principal,

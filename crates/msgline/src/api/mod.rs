@@ -13,6 +13,7 @@ mod health;
 mod keys;
 mod lines;
 pub mod messages;
+pub mod openapi;
 pub mod polls;
 mod webhooks;
 
@@ -26,13 +27,17 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use tracing::Instrument;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::{error::ApiError, ids, ratelimit::Policy, state::AppState};
 
 pub const BASE: &str = "/api/v1/messaging";
 
-pub fn router(state: AppState) -> Router {
-    let authenticated = Router::new()
+/// Every route, each registered with its OpenAPI description; `authenticate` puts the API-key
+/// check on the routes that take one.
+fn routes(authenticate: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    let authenticated = OpenApiRouter::new()
         .merge(keys::router())
         .merge(lines::router())
         .merge(contacts::router())
@@ -43,15 +48,22 @@ pub fn router(state: AppState) -> Router {
         .merge(groups::router())
         .merge(agents::router())
         .merge(events::router())
-        .merge(webhooks::router())
-        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+        .merge(webhooks::router());
+    OpenApiRouter::with_openapi(openapi::Root::openapi())
+        .nest(BASE, authenticate(authenticated).merge(bridge_events::router()))
+        .merge(health::router())
+        .merge(openapi::router())
+}
+
+pub fn router(state: AppState) -> Router {
+    let (routes, _) = routes(|routes| routes.route_layer(middleware::from_fn_with_state(state.clone(), authenticate)))
+        .split_for_parts();
     let mut router = Router::new();
     if state.config.bench_routes {
         router = router.merge(crate::bench::server::routes());
     }
     router
-        .nest(BASE, authenticated.merge(bridge_events::router()))
-        .merge(health::router())
+        .merge(routes)
         // Inside routing, where the route's template is known: handed to `request_id` below.
         .route_layer(middleware::from_fn(route_template))
         .fallback(|| async { ApiError::not_found("route") })

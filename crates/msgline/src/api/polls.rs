@@ -2,17 +2,18 @@
 //! tally (scope `messaging_read`).
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
     http::HeaderMap,
     response::Response,
-    routing::{get, post},
 };
 use serde_json::Value;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     extract::ApiJson,
-    messages::{header_key, respond},
+    messages::{IdempotencyKey, header_key, respond},
+    openapi::schemas,
 };
 use crate::{
     db,
@@ -22,10 +23,29 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/polls", post(send_poll)).route("/polls/{id}", get(get_poll))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(send_poll)).routes(routes!(get_poll))
 }
 
+/// Send a native iMessage poll.
+///
+/// iMessage only: `"channel": "sms"`, a recipient the line reports as not reachable over
+/// iMessage, or a line without iMessage is `400 poll_requires_imessage`.
+#[utoipa::path(
+    post,
+    path = "/polls",
+    tag = "polls",
+    security(("api_key" = ["messaging_send"])),
+    params(IdempotencyKey),
+    request_body = crate::send::poll::SendPoll,
+    responses(
+        (status = 202, description = "Accepted for delivery", body = schemas::Sent),
+        (status = 200, description = "An idempotent replay of an earlier answer", body = schemas::Sent,
+            headers(("Idempotent-Replayed" = String, description = "`true` on a replay"))),
+        (status = 404, description = "A recipient or line that does not resolve (`not_found`, with `field`)", body = schemas::Error),
+        (status = 409, description = "`line_mismatch`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+    ),
+)]
 async fn send_poll(
     State(state): State<AppState>,
     caller: Principal,
@@ -36,6 +56,15 @@ async fn send_poll(
     Ok(respond(sent))
 }
 
+/// A poll with its tally.
+#[utoipa::path(
+    get,
+    path = "/polls/{id}",
+    tag = "polls",
+    security(("api_key" = ["messaging_read"])),
+    params(("id" = String, Path, description = "The poll's id (`poll_…`)")),
+    responses((status = 200, description = "The poll", body = schemas::Poll)),
+)]
 async fn get_poll(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
     let poll = db::polls::get(&state.db, &caller.org_id, &id)

@@ -6,15 +6,18 @@
 //! keys of that line (or unbound keys) see it.
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{Path, State},
     http::StatusCode,
-    routing::{get, post},
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::extract::{ApiJson, ApiQuery, PageQuery, list, page};
+use super::{
+    extract::{ApiJson, ApiQuery, PageParams, PageQuery, list},
+    openapi::schemas,
+};
 use crate::{
     clock,
     db::{
@@ -28,14 +31,16 @@ use crate::{
     state::{AppState, Principal},
 };
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/webhooks", get(list_webhooks).post(create_webhook))
-        .route("/webhooks/{id}", get(get_webhook).delete(delete_webhook))
-        .route("/webhooks/{id}/rotate-secret", post(rotate_secret))
-        .route("/webhooks/{id}/deliveries", get(list_deliveries))
-        .route("/webhooks/{id}/replay", post(replay))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_webhooks, create_webhook))
+        .routes(routes!(get_webhook, delete_webhook))
+        .routes(routes!(rotate_secret))
+        .routes(routes!(list_deliveries))
+        .routes(routes!(replay))
 }
+
+const ID: &str = "The endpoint's id (`wh_…`)";
 
 const MAX_URL_CHARS: usize = 2048;
 /// Most events one replay may queue; a longer window is refused rather than half done.
@@ -89,14 +94,35 @@ async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webho
         .ok_or_else(|| ApiError::not_found("webhook"))
 }
 
-#[derive(Deserialize)]
+/// `POST /webhooks`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"url": "https://example.com/hooks/msgline", "events": ["messaging.message.delivered", "messaging.message.received"]}))]
 struct CreateWebhook {
+    /// Where events are posted: `https://` (or `http://`), never a private address; up to 2,048
+    /// characters.
+    #[schema(max_length = 2048)]
     url: String,
+    /// Event types (`messaging.message.delivered`), or `*` for all.
     events: Vec<String>,
+    #[schema(max_length = 200)]
     description: Option<String>,
+    /// Only this line's events (a line-bound caller's endpoints are bound to its line).
     line_id: Option<String>,
 }
 
+/// Register a webhook endpoint; the answer carries its signing secret, once.
+#[utoipa::path(
+    post,
+    path = "/webhooks",
+    tag = "webhooks",
+    security(("api_key" = ["messaging_webhooks"])),
+    request_body = CreateWebhook,
+    responses(
+        (status = 201, description = "The endpoint, with `secret`", body = schemas::Webhook),
+        (status = 404, description = "A `line_id` that does not resolve (`not_found`, with `field`)", body = schemas::Error),
+        (status = 409, description = "A line-bound key naming another line (`line_mismatch`)", body = schemas::Error),
+    ),
+)]
 async fn create_webhook(
     State(state): State<AppState>,
     caller: Principal,
@@ -131,6 +157,15 @@ async fn create_webhook(
     Ok((StatusCode::CREATED, Json(view(&webhook, Some(&webhook.secret)))))
 }
 
+/// The caller's webhook endpoints.
+#[utoipa::path(
+    get,
+    path = "/webhooks",
+    tag = "webhooks",
+    security(("api_key" = ["messaging_webhooks"])),
+    params(PageParams),
+    responses((status = 200, description = "A page of endpoints", body = schemas::List<schemas::Webhook>)),
+)]
 async fn list_webhooks(
     State(state): State<AppState>,
     caller: Principal,
@@ -142,6 +177,15 @@ async fn list_webhooks(
     Ok(Json(list(paged, |w| view(w, None))))
 }
 
+/// A webhook endpoint.
+#[utoipa::path(
+    get,
+    path = "/webhooks/{id}",
+    tag = "webhooks",
+    security(("api_key" = ["messaging_webhooks"])),
+    params(("id" = String, Path, description = ID)),
+    responses((status = 200, description = "The endpoint", body = schemas::Webhook)),
+)]
 async fn get_webhook(
     State(state): State<AppState>,
     caller: Principal,
@@ -151,6 +195,15 @@ async fn get_webhook(
     Ok(Json(view(&find(&state, &caller, &id).await?, None)))
 }
 
+/// Delete a webhook endpoint.
+#[utoipa::path(
+    delete,
+    path = "/webhooks/{id}",
+    tag = "webhooks",
+    security(("api_key" = ["messaging_webhooks"])),
+    params(("id" = String, Path, description = ID)),
+    responses((status = 200, description = "Deleted", body = schemas::Deleted)),
+)]
 async fn delete_webhook(
     State(state): State<AppState>,
     caller: Principal,
@@ -164,11 +217,24 @@ async fn delete_webhook(
     Ok(Json(json!({"id": webhook.id, "deleted": true})))
 }
 
-#[derive(Deserialize)]
+/// `POST /webhooks/{id}/rotate-secret` (the body is optional).
+#[derive(Deserialize, utoipa::ToSchema)]
 struct RotateSecret {
+    /// How long the old secret still signs too: 0 to 2,592,000 seconds (default 86,400).
+    #[schema(minimum = 0, maximum = 2592000)]
     grace_seconds: Option<i64>,
 }
 
+/// Rotate an endpoint's signing secret.
+#[utoipa::path(
+    post,
+    path = "/webhooks/{id}/rotate-secret",
+    tag = "webhooks",
+    security(("api_key" = ["messaging_webhooks"])),
+    params(("id" = String, Path, description = ID)),
+    request_body(content = Option<RotateSecret>, description = "Optional"),
+    responses((status = 200, description = "The endpoint, with its new `secret`", body = schemas::Webhook)),
+)]
 async fn rotate_secret(
     State(state): State<AppState>,
     caller: Principal,
@@ -187,32 +253,56 @@ async fn rotate_secret(
     Ok(Json(view(&rotated, Some(&rotated.secret))))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct DeliveriesQuery {
+    /// Only this event's attempts.
     event_id: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
 }
 
+/// An endpoint's delivery attempts, newest first.
+#[utoipa::path(
+    get,
+    path = "/webhooks/{id}/deliveries",
+    tag = "webhooks",
+    security(("api_key" = ["messaging_webhooks"])),
+    params(("id" = String, Path, description = ID), DeliveriesQuery, PageParams),
+    responses((status = 200, description = "A page of attempts", body = schemas::List<schemas::WebhookAttempt>)),
+)]
 async fn list_deliveries(
     State(state): State<AppState>,
     caller: Principal,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<DeliveriesQuery>,
+    PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Webhooks)?;
-    let page = page(query.limit.as_deref(), query.cursor.as_deref())?;
+    let page = page?;
     let webhook = find(&state, &caller, &id).await?;
     let event_id = query.event_id.filter(|e| !e.is_empty());
     let paged = db::webhook_deliveries::list_attempts(&state.db, &webhook.id, event_id.as_deref(), &page).await?;
     Ok(Json(list(paged, attempt_view)))
 }
 
-#[derive(Deserialize)]
+/// `POST /webhooks/{id}/replay`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"since": "2026-01-01T00:00:00Z"}))]
 struct Replay {
+    /// Every event since this time (RFC 3339) is delivered again; at most 50,000.
+    #[schema(format = DateTime)]
     since: String,
 }
 
+/// Deliver an endpoint's events since a time again (and enable it).
+#[utoipa::path(
+    post,
+    path = "/webhooks/{id}/replay",
+    tag = "webhooks",
+    security(("api_key" = ["messaging_webhooks"])),
+    params(("id" = String, Path, description = ID)),
+    request_body = Replay,
+    responses((status = 202, description = "The events were queued", body = schemas::Replayed)),
+)]
 async fn replay(
     State(state): State<AppState>,
     caller: Principal,

@@ -23,16 +23,27 @@ use crate::{
     state::{AppState, Principal},
 };
 
-#[derive(Deserialize)]
-struct SendCard {
+/// `POST /contact-cards`: the card, and who receives it.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"to": "+12015550123", "name": "Ann Lee", "phone": "+12015550177", "email": "ann@example.com"}))]
+pub struct SendCard {
+    /// A hosted agent whose name, line number and photo fill what is omitted.
     agent_id: Option<String>,
+    /// The card's name (required unless `agent_id`), up to 200 characters.
+    #[schema(max_length = 200)]
     name: Option<String>,
+    /// The card's number, E.164 (required unless `agent_id`).
     phone: Option<String>,
     email: Option<String>,
+    #[schema(max_length = 200)]
     organization: Option<String>,
+    #[schema(max_length = 2000)]
     note: Option<String>,
+    /// An `https://` URL of a JPEG, PNG or GIF of at most 200 KB.
     photo_url: Option<String>,
+    /// The same image as base64 or a `data:image/...;base64,` URL (not both photo fields).
     photo_base64: Option<String>,
+    /// The text sent with the card; defaults to `name`.
     caption: Option<String>,
     #[serde(flatten)]
     fields: SendFields,

@@ -16,9 +16,15 @@ use crate::{
     state::{AppState, Principal},
 };
 
-#[derive(Deserialize)]
-struct SendPoll {
+/// `POST /polls`: a native iMessage poll.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"to": "+12015550123", "question": "Lunch?", "options": ["Pizza", "Tacos", "Sushi"]}))]
+pub struct SendPoll {
+    /// 1 to 200 characters.
+    #[schema(required = true, min_length = 1, max_length = 200)]
     question: Option<String>,
+    /// 2 to 12 options, each 1 to 80 characters, distinct ignoring case.
+    #[schema(required = true, min_items = 2, max_items = 12)]
     options: Option<Vec<String>>,
     #[serde(flatten)]
     fields: SendFields,

@@ -21,17 +21,29 @@ use crate::{
 /// The longest message text, in characters.
 pub const MAX_BODY_CHARS: usize = 10_000;
 
-/// The fields every send shares: recipient, line, channel.
-#[derive(Debug, Deserialize)]
+/// The fields every send shares: recipient, line, channel. At least one of `to`, `contact_id`
+/// and `conversation_id`; when several are given they must name the same recipient.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct SendFields {
+    /// The recipient, E.164 (`+12015550123`); a national number needs `default_country`.
     pub to: Option<String>,
+    /// An existing conversation (a direct thread, or a group).
     pub conversation_id: Option<String>,
+    /// An existing contact.
     pub contact_id: Option<String>,
+    /// The line to send from; else the key's line, else the organisation's only line.
     pub line_id: Option<String>,
+    /// The line to send from, by its number.
     pub from: Option<String>,
+    /// The same as `from`.
     pub line_e164: Option<String>,
+    /// `sms` or `imessage`; omitted: iMessage where the recipient is reachable over it.
+    #[schema(value_type = Option<crate::domain::lifecycle::Channel>)]
     pub channel: Option<String>,
+    /// ISO 3166 code (`US`), only for a national-format number.
     pub default_country: Option<String>,
+    /// The same as the `Idempotency-Key` header (both given and different: 400).
+    #[schema(min_length = 1, max_length = 255)]
     pub idempotency_key: Option<String>,
 }
 
@@ -106,8 +118,12 @@ pub fn idempotency(
     Ok(Some(Idempotency { key, path, fingerprint: fingerprint(path, &request) }))
 }
 
-#[derive(Deserialize)]
-struct SendMessage {
+/// `POST /messages`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"to": "+12015550123", "body": "Your order has shipped"}))]
+pub struct SendMessage {
+    /// The text, 1 to 10,000 characters.
+    #[schema(required = true, min_length = 1, max_length = 10000)]
     body: Option<String>,
     #[serde(flatten)]
     fields: SendFields,

@@ -28,6 +28,7 @@ mod mcp;
 mod messages;
 mod metrics;
 mod moves;
+mod openapi;
 mod plans;
 mod polls;
 mod ratelimit;
