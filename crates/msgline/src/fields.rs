@@ -14,8 +14,29 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
+    // JSON can carry NUL only escaped; PostgreSQL cannot store it in text at all.
+    if bytes.windows(6).any(|w| w == b"\\u0000")
+        && let Ok(value) = serde_json::from_slice::<Value>(bytes)
+        && let Some(field) = nul_field(&value, String::new())
+    {
+        return Err(ApiError::invalid(field, "text may not contain NUL characters (\\u0000)"));
+    }
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(deserializer).map_err(describe)
+}
+
+/// The path of the first string (or key) in `value` that holds a NUL character.
+fn nul_field(value: &Value, path: String) -> Option<String> {
+    let here = || if path.is_empty() { ".".to_string() } else { path.clone() };
+    match value {
+        Value::String(text) => text.contains('\0').then(here),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| nul_field(item, format!("{path}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(key, item)| match key.contains('\0') {
+            true => Some(here()),
+            false => nul_field(item, if path.is_empty() { key.clone() } else { format!("{path}.{key}") }),
+        }),
+        _ => None,
+    }
 }
 
 /// Reads a parsed JSON value into a type, naming the field at fault when there is one.

@@ -71,8 +71,18 @@ pub fn router(state: AppState) -> Router {
             ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
                 .with_message("this route does not take that method")
         })
+        .layer(middleware::from_fn(refuse_nul))
         .layer(middleware::from_fn(request_id))
         .with_state(state)
+}
+
+/// A path or query with an encoded NUL (`%00`) names nothing msgline stores (PostgreSQL text
+/// cannot hold it): 400 before any route reads it.
+async fn refuse_nul(req: Request, next: Next) -> Response {
+    if req.uri().path_and_query().is_some_and(|p| p.as_str().contains("%00")) {
+        return ApiError::bad_request("the URL may not contain NUL characters (%00)").into_response();
+    }
+    next.run(req).await
 }
 
 static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

@@ -178,6 +178,16 @@ pub async fn list(db: &Db, org_id: &str, line_id: Option<&str>, page: &Page) -> 
 /// Deletes an endpoint with its deliveries and attempts. Returns whether it existed.
 pub async fn delete(db: &Db, org_id: &str, id: &str) -> sqlx::Result<bool> {
     let mut tx = db.writer().begin().await?;
+    if db.backend() == super::Backend::Postgres {
+        // The deliverer may be recording an attempt of one of these deliveries right now. Locked
+        // first, that attempt waits for this transaction and then finds its delivery gone,
+        // instead of slipping in between the two deletes below and failing them.
+        sqlx::query("SELECT id FROM webhook_deliveries WHERE webhook_id = $1 AND org_id = $2 FOR UPDATE")
+            .bind(id)
+            .bind(org_id)
+            .execute(&mut *tx)
+            .await?;
+    }
     for table in ["webhook_attempts", "webhook_deliveries"] {
         sqlx::query(&format!("DELETE FROM {table} WHERE webhook_id = $1 AND org_id = $2"))
             .bind(id)

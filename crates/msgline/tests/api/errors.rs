@@ -159,3 +159,24 @@ async fn error_bodies_carry_a_code_and_a_message() {
         assert!(body["error"].is_string() && body["message"].is_string(), "{body}");
     }
 }
+
+#[tokio::test]
+async fn a_nul_character_in_a_body_or_the_url_is_400_and_stores_nothing() {
+    let app = spawn_app().await;
+    let key = &app.org.key;
+    let answer = app.post("/contacts", key, json!({"phone": "+12015550123", "name": "Ann\u{0}Lee"})).await;
+    answer.expect_error(400, "invalid_request", Some("name"));
+    let answer = app
+        .post("/messages", key, json!({"to": "+12015550123", "body": "hi", "channel": "sms", "x": ["ok", "a\u{0}"]}))
+        .await;
+    answer.expect_error(400, "invalid_request", Some("x[1]"));
+    for path in ["/conversations?line_id=%00", "/messages/msg_%00", "/contacts?q=a%00b"] {
+        let answer = app.get(path, key).await;
+        assert!(answer.header("x-request-id").is_some());
+        answer.expect_error(400, "invalid_request", None);
+    }
+    let contacts = app.get("/contacts", key).await.expect(200);
+    assert_eq!(contacts["data"], json!([]));
+    let messages = app.get("/messages", key).await.expect(200);
+    assert_eq!(messages["data"], json!([]));
+}
