@@ -224,10 +224,8 @@ async fn perform(
         args.remove(field);
     }
     args.insert("conversation_id".into(), json!(run.conversation_id));
-    for policy in [Policy::Global, Policy::Send] {
-        if let Err(retry_after) = state.limits.check(policy, &principal.caller()) {
-            return ("error", json!({"ok": false, "error": "rate_limited", "retry_after": retry_after}), None);
-        }
+    if let Err((_, retry_after)) = state.limits.check_all(&[Policy::Global, Policy::Send], &principal.caller()).await {
+        return ("error", json!({"ok": false, "error": "rate_limited", "retry_after": retry_after}), None);
     }
     let key = format!("agent-{}-{seq}", run.id);
     let raw = Value::Object(args);

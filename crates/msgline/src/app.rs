@@ -29,7 +29,7 @@ impl Application {
             // Port 0 picks a port: devices must be told the one picked.
             config.public_url = Some(format!("http://{}", listener.local_addr()?));
         }
-        Ok(Self { listener, state: AppState::new(db, config) })
+        Ok(Self { listener, state: AppState::new(db, config)? })
     }
 
     pub fn port(&self) -> u16 {

@@ -48,6 +48,9 @@ pub struct Config {
     /// A bearer token `GET /metrics` requires; unset: the endpoint is open to whoever reaches
     /// the listener (put it behind your network). Never logged.
     pub metrics_token: Option<String>,
+    /// Redis, for rate limits every instance shares (`redis://127.0.0.1:6379`); unset: each
+    /// instance counts in its own memory.
+    pub redis_url: Option<String>,
 }
 
 impl Default for Config {
@@ -74,6 +77,7 @@ impl Default for Config {
             bench_routes: false,
             public_url: None,
             metrics_token: None,
+            redis_url: None,
         }
     }
 }
@@ -95,6 +99,7 @@ impl fmt::Debug for Config {
             .field("agent_model_url", &self.agent_model_url)
             .field("agent_api_key", &self.agent_api_key.as_ref().map(|_| "***"))
             .field("agent_model", &self.agent_model)
+            .field("redis", &self.redis_url.as_deref().map(redact_url))
             .finish_non_exhaustive()
     }
 }

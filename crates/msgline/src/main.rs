@@ -91,6 +91,9 @@ struct BenchCli {
     /// Exit non-zero unless every scenario ran, counted and had no errors.
     #[arg(long)]
     check: bool,
+    /// Keep the bench server's rate limits in this Redis (redis://127.0.0.1:6379).
+    #[arg(long)]
+    redis: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -287,6 +290,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 read_rows: args.read_rows,
                 out: args.out,
                 check: args.check,
+                redis: args.redis,
             })
             .await
         }

@@ -50,10 +50,14 @@ impl Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(db: Db, config: Config) -> Self {
-        AppState(Arc::new(Inner {
+    pub fn new(db: Db, config: Config) -> anyhow::Result<Self> {
+        let limits = match &config.redis_url {
+            Some(url) => RateLimits::shared(config.rate_limit_per_minute, config.send_rate_limit_per_minute, url)?,
+            None => RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
+        };
+        Ok(AppState(Arc::new(Inner {
             auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
-            limits: RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
+            limits,
             lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone())),
             dispatch: crate::workers::dispatcher::Slots::new(config.dispatch_concurrency),
             egress: Egress::new(config.allow_private_targets),
@@ -64,7 +68,7 @@ impl AppState {
             threads: Default::default(),
             db,
             config,
-        }))
+        })))
     }
 }
 
@@ -184,5 +188,19 @@ impl AuthCache {
     /// Drops a key from the cache, so a revocation or rotation applies to the next request.
     pub fn forget(&self, key_id: &str) {
         self.entries.write().expect("auth cache lock").retain(|_, (p, _)| p.key_id != key_id);
+    }
+
+    /// Drops every key: each is read from the database again on its next request.
+    pub fn clear(&self) {
+        self.entries.write().expect("auth cache lock").clear();
+    }
+
+    /// A key was revoked or rotated: forgotten here at once, and on PostgreSQL announced to
+    /// every other instance (`workers::instances` forgets it there).
+    pub async fn changed(&self, db: &Db, key_id: &str) {
+        self.forget(key_id);
+        if let Err(error) = db::keys::announce_change(db, key_id).await {
+            tracing::warn!(error = %error, "could not tell the other instances of a key change");
+        }
     }
 }

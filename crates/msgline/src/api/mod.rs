@@ -145,18 +145,14 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
     };
     let is_send = req.method() == Method::POST
         && req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str() == format!("{BASE}/messages"));
-    let caller = principal.caller();
-    let mut allowances = Vec::with_capacity(2);
     let policies: &[Policy] = if is_send { &[Policy::Global, Policy::Send] } else { &[Policy::Global] };
-    for policy in policies {
-        match state.limits.check(*policy, &caller) {
-            Ok(allowance) => allowances.push(allowance),
-            Err(retry_after) => {
-                crate::metrics::rate_limited(policy.name());
-                return ApiError::rate_limited(retry_after).into_response();
-            }
+    let allowances = match state.limits.check_all(policies, &principal.caller()).await {
+        Ok(allowances) => allowances,
+        Err((policy, retry_after)) => {
+            crate::metrics::rate_limited(policy.name());
+            return ApiError::rate_limited(retry_after).into_response();
         }
-    }
+    };
     req.extensions_mut().insert(principal);
     let mut response = next.run(req).await;
     let policy = allowances.iter().map(|a| a.policy_item()).collect::<Vec<_>>().join(", ");

@@ -40,6 +40,8 @@ pub struct BenchArgs {
     pub out: Option<PathBuf>,
     /// Fail unless every scenario made progress without errors (the CI smoke run).
     pub check: bool,
+    /// Keep the server's rate limits in this Redis (`MSGLINE_REDIS_URL`) instead of its memory.
+    pub redis: Option<String>,
 }
 
 pub const SCENARIOS: [&str; 6] = ["floor", "kannel", "send", "e2e", "webhooks", "read"];
@@ -180,7 +182,12 @@ impl Harness {
             .spawn()?;
         let mut lines = BufReader::new(sim.stdout.take().expect("piped")).lines();
         lines.next_line().await?;
-        let server = Command::new(&exe)
+        let mut server = Command::new(&exe);
+        match &args.redis {
+            Some(redis) => server.env("MSGLINE_REDIS_URL", redis),
+            None => server.env_remove("MSGLINE_REDIS_URL"),
+        };
+        let server = server
             .arg("serve")
             .env("MSGLINE_DATABASE_URL", &url)
             .env("MSGLINE_LISTEN", format!("127.0.0.1:{port}"))
@@ -520,6 +527,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "seconds_per_scenario": args.seconds,
         "api_keys": harness.keys.len(),
         "rate_limits": "raised by env on the bench server (MSGLINE_RATE_LIMIT_PER_MINUTE and MSGLINE_SEND_RATE_LIMIT_PER_MINUTE = 100000000); load spread over the API keys",
+        "rate_limits_kept_in": if args.redis.is_some() { "redis" } else { "memory" },
         "server_rss_mib": {"idle": idle_rss, "after": rss_now, "peak": peak_rss},
         "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)},
         "send_request": "POST /messages with an Idempotency-Key, from, no channel, to 5,000 recipients",

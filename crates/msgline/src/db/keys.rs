@@ -176,3 +176,16 @@ pub async fn rotate(db: &Db, org_id: &str, id: &str, grace_ms: i64) -> sqlx::Res
     tx.commit().await?;
     Ok(Some((new, secret, ends)))
 }
+
+/// Tells every instance listening on this PostgreSQL that key `id` changed (revoked, rotated).
+/// Nothing to tell on SQLite, which one instance serves.
+pub async fn announce_change(db: &Db, id: &str) -> sqlx::Result<()> {
+    if db.backend() == super::Backend::Postgres {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(crate::workers::instances::CHANNEL)
+            .bind(id)
+            .execute(db.writer())
+            .await?;
+    }
+    Ok(())
+}

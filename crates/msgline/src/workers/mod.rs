@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod dispatcher;
+pub mod instances;
 pub mod janitor;
 pub mod line_checker;
 pub mod reconciler;
@@ -24,6 +25,7 @@ pub fn spawn_all(state: &AppState, shutdown: watch::Receiver<bool>) -> Vec<JoinH
         tokio::spawn(agents::run(state.clone(), shutdown.clone())),
         tokio::spawn(webhooks::run(state.clone(), shutdown.clone())),
         tokio::spawn(statistics::run(state.clone(), shutdown.clone())),
+        tokio::spawn(instances::run(state.clone(), shutdown.clone())),
         tokio::spawn(janitor::run(state.clone(), shutdown)),
     ]
 }

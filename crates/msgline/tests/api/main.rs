@@ -20,6 +20,7 @@ mod foundation;
 mod groups;
 mod idempotency;
 mod inbound;
+mod instances;
 mod isolation;
 mod keys;
 mod lines;
