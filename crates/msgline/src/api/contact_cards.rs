@@ -34,8 +34,6 @@ pub fn router() -> OpenApiRouter<AppState> {
     request_body = crate::send::card::SendCard,
     responses(
         (status = 202, description = "Accepted for delivery", body = schemas::Sent),
-        (status = 200, description = "An idempotent replay of an earlier answer", body = schemas::Sent,
-            headers(("Idempotent-Replayed" = String, description = "`true` on a replay"))),
         (status = 404, description = "A recipient, line or `agent_id` that does not resolve (`not_found`, with `field`)", body = schemas::Error),
         (status = 409, description = "`line_mismatch`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
     ),

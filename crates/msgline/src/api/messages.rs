@@ -66,8 +66,6 @@ pub fn respond(sent: Sent) -> Response {
     request_body = crate::send::request::SendMessage,
     responses(
         (status = 202, description = "Accepted for delivery", body = schemas::Sent),
-        (status = 200, description = "An idempotent replay of an earlier answer", body = schemas::Sent,
-            headers(("Idempotent-Replayed" = String, description = "`true` on a replay"))),
         (status = 404, description = "A `contact_id`, `conversation_id` or `line_id` that does not resolve (`not_found`, with `field`)", body = schemas::Error),
         (status = 409, description = "`line_mismatch`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
     ),

@@ -5,16 +5,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::helpers::{BASE, authenticated_routes, spawn_app};
-
-const ALL_SCOPES: [&str; 6] = [
-    "messaging_send",
-    "messaging_read",
-    "messaging_contacts",
-    "messaging_webhooks",
-    "messaging_keys",
-    "messaging_agents",
-];
+use crate::helpers::{ALL_SCOPES, BASE, authenticated_routes, spawn_app};
 
 #[tokio::test]
 async fn a_database_failure_is_an_opaque_500() {

@@ -313,6 +313,16 @@ pub fn ids(list: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Every scope a key can carry.
+pub const ALL_SCOPES: [&str; 6] = [
+    "messaging_send",
+    "messaging_read",
+    "messaging_contacts",
+    "messaging_webhooks",
+    "messaging_keys",
+    "messaging_agents",
+];
+
 /// Every authenticated route, the scope it needs and a body that passes validation where one
 /// is needed. Ids in paths need not exist: authentication, scopes and limits come first.
 pub fn authenticated_routes() -> Vec<(Method, &'static str, &'static str, Option<Value>)> {

@@ -5,16 +5,8 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, cli_json, spawn_app};
+use crate::helpers::{ALL_SCOPES, TestApp, cli_json, spawn_app};
 
-const SCOPES: [&str; 6] = [
-    "messaging_send",
-    "messaging_read",
-    "messaging_contacts",
-    "messaging_webhooks",
-    "messaging_keys",
-    "messaging_agents",
-];
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 
 async fn document(app: &TestApp) -> Value {
@@ -139,8 +131,8 @@ async fn each_operation_refuses_a_key_without_the_scope_it_documents_and_no_othe
             }
             assert_eq!(scopes.len(), 1, "{method} {path} names one scope: {security:?}");
             let scope = scopes[0];
-            assert!(SCOPES.contains(&scope), "{method} {path}: {scope}");
-            let others: Vec<&str> = SCOPES.iter().copied().filter(|s| *s != scope).collect();
+            assert!(ALL_SCOPES.contains(&scope), "{method} {path}: {scope}");
+            let others: Vec<&str> = ALL_SCOPES.iter().copied().filter(|s| *s != scope).collect();
             let without = app.create_key(&app.org, &others, None).await;
             let body = example_body(&document, operation);
             let (status, answer) = call(&app, method, path, Some(&without), body.clone()).await;

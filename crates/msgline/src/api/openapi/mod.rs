@@ -153,6 +153,17 @@ fn complete_operation(path: &str, method: &str, operation: &mut Operation) {
         shared.push(("403", "The key lacks the operation's scope (`missing <scope> scope`)"));
         shared.push(("429", "Over a rate limit (`rate_limited`); see `Retry-After`"));
     }
+    if takes_idempotency_key(operation) && !operation.responses.responses.contains_key("200") {
+        let accepted = ["202", "201"].iter().find_map(|s| operation.responses.responses.get(*s)).cloned();
+        if let Some(RefOr::T(mut replay)) = accepted {
+            replay.description = "An idempotent replay: the first answer, with `duplicate: true`".into();
+            replay.headers.insert(
+                "Idempotent-Replayed".into(),
+                string_header("`true`: this answers an earlier request with the same key"),
+            );
+            operation.responses.responses.insert("200".into(), RefOr::T(replay));
+        }
+    }
     for (status, description) in shared {
         if !operation.responses.responses.contains_key(status) {
             operation.responses.responses.insert(status.to_string(), RefOr::T(error_response(description)));
@@ -169,6 +180,12 @@ fn complete_operation(path: &str, method: &str, operation: &mut Operation) {
             "{method} {path} takes an API key but does not name its scope"
         );
     }
+}
+
+/// Whether an operation takes `Idempotency-Key`: the same request again answers `200` with the
+/// first answer.
+fn takes_idempotency_key(operation: &Operation) -> bool {
+    operation.parameters.iter().flatten().any(|p| p.name == "Idempotency-Key")
 }
 
 fn error_response(description: &str) -> ApiResponse {
