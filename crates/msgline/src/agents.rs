@@ -69,6 +69,19 @@ pub enum Outcome {
     ToolCap,
     /// The model could not be asked or answered something unreadable.
     ModelError(String),
+    /// The agent's reply was not sent: the agent is over a rate limit (seconds to wait).
+    RateLimited(u64),
+}
+
+/// Counts one send of an agent against the rate limits, as a request of its own caller: every
+/// message an agent sends, tool call or reply, is counted. `Err` holds the seconds to wait.
+async fn may_send(state: &AppState, principal: &Principal) -> Result<(), u64> {
+    state
+        .limits
+        .check_all(&[Policy::Global, Policy::Send], &principal.caller())
+        .await
+        .map(drop)
+        .map_err(|(_, wait)| wait)
 }
 
 pub async fn execute(state: &AppState, run: &Run) -> anyhow::Result<Outcome> {
@@ -99,6 +112,9 @@ pub async fn execute(state: &AppState, run: &Run) -> anyhow::Result<Outcome> {
         if calls.is_empty() {
             let text = reply["content"].as_str().unwrap_or_default().trim().to_string();
             if !text.is_empty() {
+                if let Err(retry_after) = may_send(state, &principal).await {
+                    return Ok(Outcome::RateLimited(retry_after));
+                }
                 let raw = json!({"conversation_id": run.conversation_id, "body": text});
                 let key = format!("agent-{}-reply", run.id);
                 if let Err(error) = send_text(state, &principal, raw, Some(&key), Some(&agent.id)).await
@@ -224,7 +240,7 @@ async fn perform(
         args.remove(field);
     }
     args.insert("conversation_id".into(), json!(run.conversation_id));
-    if let Err((_, retry_after)) = state.limits.check_all(&[Policy::Global, Policy::Send], &principal.caller()).await {
+    if let Err(retry_after) = may_send(state, principal).await {
         return ("error", json!({"ok": false, "error": "rate_limited", "retry_after": retry_after}), None);
     }
     let key = format!("agent-{}-{seq}", run.id);

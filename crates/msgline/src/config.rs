@@ -51,6 +51,8 @@ pub struct Config {
     /// Redis, for rate limits every instance shares (`redis://127.0.0.1:6379`); unset: each
     /// instance counts in its own memory.
     pub redis_url: Option<String>,
+    /// How long a poll takes votes, unless a newer poll in its conversation closes it first.
+    pub poll_open_seconds: u64,
 }
 
 impl Default for Config {
@@ -78,6 +80,7 @@ impl Default for Config {
             public_url: None,
             metrics_token: None,
             redis_url: None,
+            poll_open_seconds: 7 * 86_400,
         }
     }
 }

@@ -85,6 +85,9 @@ impl std::error::Error for Blocked {}
 impl Egress {
     pub fn new(allow_private: bool) -> Self {
         let mut builder = reqwest::Client::builder()
+            // A proxy from HTTPS_PROXY/ALL_PROXY would resolve the target itself, past the
+            // resolver below that refuses private addresses: this client never uses one.
+            .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5))
             .pool_max_idle_per_host(32)
@@ -251,9 +254,33 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || ip.is_multicast()
         || (segments[0] & 0xfe00) == 0xfc00 // unique local
         || (segments[0] & 0xffc0) == 0xfe80 // link-local
-        || (segments[0] == 0x64 && segments[1] == 0xff9b) // NAT64 can reach private IPv4
+        || (segments[0] & 0xffc0) == 0xfec0 // site-local (deprecated, still routed by some)
+        || (segments[0] == 0x64 && segments[1] == 0xff9b) // NAT64 (and its local-use /48) can reach private IPv4
+        || (segments[0] == 0x100 && segments[1..4].iter().all(|s| *s == 0)) // discard-only
         || (segments[0] == 0x2001 && segments[1] == 0x0db8) // documentation
-        || ip.to_ipv4().is_some_and(|v4| !is_public_v4(v4) && segments[..6].iter().all(|s| *s == 0)))
+        || ip.to_ipv4().is_some_and(|v4| !is_public_v4(v4) && segments[..6].iter().all(|s| *s == 0))
+        || embedded_v4(ip).iter().any(|v4| !is_public_v4(*v4)))
+}
+
+/// The IPv4 addresses an IPv6 address carries for a tunnel to reach: 6to4 (`2002::/16`, the
+/// 32 bits after the prefix), Teredo (`2001::/32`: the server, and the client with its bits
+/// inverted) and ISATAP (an interface identifier of `0:5efe` or `200:5efe` followed by the
+/// address).
+fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
+    let s = ip.segments();
+    let v4 = |high: u16, low: u16| Ipv4Addr::from(((high as u32) << 16) | low as u32);
+    let mut embedded = Vec::new();
+    if s[0] == 0x2002 {
+        embedded.push(v4(s[1], s[2]));
+    }
+    if s[0] == 0x2001 && s[1] == 0 {
+        embedded.push(v4(s[2], s[3]));
+        embedded.push(v4(!s[6], !s[7]));
+    }
+    if (s[4] == 0 || s[4] == 0x200) && s[5] == 0x5efe {
+        embedded.push(v4(s[6], s[7]));
+    }
+    embedded
 }
 
 #[cfg(test)]
@@ -276,10 +303,30 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
+            "64:ff9b:1::a00:1",
+            // 6to4 of 127.0.0.1 and 192.168.1.1
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
+            // Teredo: a public server, the client 10.0.0.1 (inverted); a private server
+            "2001:0:808:808::f5ff:fffe",
+            "2001:0:a00:1::f7f7:fbfb",
+            // ISATAP of 10.0.0.1 under a public prefix
+            "2606:4700::5efe:a00:1",
+            "2606:4700::200:5efe:a00:1",
+            "fec0::1",
+            "100::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
-        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for public in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "2002:808:808::1",
+            "2001:0:808:808::f7f7:fbfb",
+            "2606:4700::5efe:808:808",
+        ] {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
     }

@@ -26,15 +26,28 @@ pub enum Handled {
     Duplicate,
 }
 
+/// The settings inbound events are applied with.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// How often an agent runs per conversation, at most (`MSGLINE_AGENT_RUNS_PER_MINUTE`).
+    pub agent_runs_per_minute: u32,
+    /// How long a poll takes votes (`MSGLINE_POLL_OPEN_SECONDS`), unless a newer poll in its
+    /// conversation closes it first.
+    pub poll_open_ms: i64,
+}
+
+impl Rules {
+    pub fn of(config: &crate::Config) -> Self {
+        Rules {
+            agent_runs_per_minute: config.agent_runs_per_minute,
+            poll_open_ms: (config.poll_open_seconds as i64).saturating_mul(1000),
+        }
+    }
+}
+
 /// Applies the callbacks of one request in one transaction; if that fails, one at a time (so
-/// that one bad event holds up only itself). `agent_runs_per_minute` caps how often an agent
-/// runs per conversation.
-pub async fn handle_all(
-    db: &Db,
-    line: &Line,
-    events: &[BridgeEvent],
-    agent_runs_per_minute: u32,
-) -> anyhow::Result<Vec<Handled>> {
+/// that one bad event holds up only itself).
+pub async fn handle_all(db: &Db, line: &Line, events: &[BridgeEvent], rules: Rules) -> anyhow::Result<Vec<Handled>> {
     let statuses_only = events.iter().all(|e| matches!(e.payload, BridgeEventPayload::MessageStatus { .. }));
     if statuses_only {
         match statuses_in_bulk(db, line, events).await {
@@ -47,7 +60,7 @@ pub async fn handle_all(
             .transaction(async |tx| {
                 let mut handled = Vec::with_capacity(events.len());
                 for event in events {
-                    handled.push(apply(tx, line, event, agent_runs_per_minute).await?);
+                    handled.push(apply(tx, line, event, rules).await?);
                 }
                 anyhow::Ok(handled)
             })
@@ -62,7 +75,7 @@ pub async fn handle_all(
     }
     let mut handled = Vec::with_capacity(events.len());
     for event in events {
-        handled.push(handle(db, line, event, agent_runs_per_minute).await?);
+        handled.push(handle(db, line, event, rules).await?);
     }
     Ok(handled)
 }
@@ -94,8 +107,8 @@ fn report_of(line: &Line, event: &BridgeEvent) -> Option<db::reports::StatusRepo
 }
 
 /// Applies one callback in its own transaction.
-pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent, agent_runs_per_minute: u32) -> anyhow::Result<Handled> {
-    let handled = db.transaction(async |tx| apply(tx, line, event, agent_runs_per_minute).await).await?;
+pub async fn handle(db: &Db, line: &Line, event: &BridgeEvent, rules: Rules) -> anyhow::Result<Handled> {
+    let handled = db.transaction(async |tx| apply(tx, line, event, rules).await).await?;
     if handled == Handled::Applied {
         meter(event);
     }
@@ -119,12 +132,7 @@ fn meter(event: &BridgeEvent) {
     }
 }
 
-async fn apply(
-    tx: &mut AnyConnection,
-    line: &Line,
-    event: &BridgeEvent,
-    agent_runs_per_minute: u32,
-) -> anyhow::Result<Handled> {
+async fn apply(tx: &mut AnyConnection, line: &Line, event: &BridgeEvent, rules: Rules) -> anyhow::Result<Handled> {
     match &event.payload {
         BridgeEventPayload::MessageStatus { .. } => {
             let Some(report) = report_of(line, event) else { return Ok(Handled::Duplicate) };
@@ -133,10 +141,10 @@ async fn apply(
         }
         _ if !db::reports::record_callback(tx, &line.id, &event.id).await? => return Ok(Handled::Duplicate),
         BridgeEventPayload::Inbound { from, body, chat, channel } => {
-            inbound(tx, line, from, body, chat.as_deref(), channel, agent_runs_per_minute).await?
+            inbound(tx, line, from, body, chat.as_deref(), channel, rules).await?
         }
         BridgeEventPayload::PollVote { from, poll_message_id, option_index } => {
-            native_vote(tx, line, from, poll_message_id, *option_index).await?
+            native_vote(tx, line, from, poll_message_id, *option_index, rules).await?
         }
         BridgeEventPayload::GroupState { group_id, state, reason } => {
             group_settled(tx, line, group_id, state, reason.as_deref()).await?
@@ -152,7 +160,7 @@ async fn inbound(
     body: &str,
     chat: Option<&str>,
     channel: &str,
-    agent_runs_per_minute: u32,
+    rules: Rules,
 ) -> anyhow::Result<()> {
     let from = match E164::parse(from, None) {
         Ok(phone) => phone.into_string(),
@@ -183,8 +191,9 @@ async fn inbound(
         None => db::conversations::find_or_create_direct(conn, &org_id, &line.id, &contact.id, &from).await?.id,
     };
     let channel = if channel == "sms" { Channel::Sms } else { Channel::Imessage };
-    // A reply naming an option of the conversation's latest poll is a vote on it.
+    // A reply naming an option of the conversation's latest poll, while it is open, is a vote.
     if let Some(poll) = db::polls::latest_in_conversation(conn, &conversation_id).await?
+        && poll.open_at(clock::now_ms(), rules.poll_open_ms)
         && let Some(index) = poll::match_reply(body, &poll.options)
     {
         record_vote(conn, &poll, &contact, index, channel, Some(body)).await?;
@@ -208,7 +217,7 @@ async fn inbound(
         },
     )
     .await?;
-    trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), agent_runs_per_minute).await?;
+    trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), rules.agent_runs_per_minute).await?;
     Ok(())
 }
 
@@ -246,11 +255,16 @@ async fn native_vote(
     from: &str,
     poll_message_id: &str,
     option_index: i64,
+    rules: Rules,
 ) -> anyhow::Result<()> {
     let Some(poll) = db::polls::by_message(conn, poll_message_id).await?.filter(|p| p.line_id == line.id) else {
         tracing::warn!(line = %line.id, message = poll_message_id, "a vote for a poll this line did not send; ignored");
         return Ok(());
     };
+    if db::polls::closed_at(&mut *conn, &poll, rules.poll_open_ms, clock::now_ms()).await?.is_some() {
+        tracing::info!(line = %line.id, poll = %poll.id, "a vote for a closed poll; ignored");
+        return Ok(());
+    }
     let Some(index) = usize::try_from(option_index).ok().filter(|i| *i < poll.options.len()) else {
         tracing::warn!(line = %line.id, poll = %poll.id, option_index, "a vote for an option the poll does not have; ignored");
         return Ok(());
@@ -294,7 +308,8 @@ async fn record_vote(
     db::polls::record_vote(conn, poll, &contact.id, index, &message.id).await?;
     let tally = db::polls::tally(&mut *conn, poll).await?;
     let data = json!({
-        "poll": poll.to_json(&tally),
+        // A vote is taken only while its poll is open.
+        "poll": poll.to_json(&tally, None),
         "option": option,
         "option_index": index,
         "contact": contact.to_json(),

@@ -66,7 +66,7 @@ async fn receive_hook(
         HookError::Malformed(why) => ApiError::bad_request(why),
         HookError::NotHere => ApiError::not_found("route"),
     })?;
-    let handled = inbound::handle_all(&state.db, &line, &events, state.config.agent_runs_per_minute).await?;
+    let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     Ok(Json(json!({"applied": applied, "duplicates": handled.len() - applied})))
 }
@@ -97,7 +97,7 @@ async fn receive(
         Value::Array(_) => from_value(body)?,
         other => vec![from_value(other)?],
     };
-    let handled = inbound::handle_all(&state.db, &line, &events, state.config.agent_runs_per_minute).await?;
+    let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     let duplicates = handled.len() - applied;
     Ok(Json(json!({"applied": applied, "duplicates": duplicates})))

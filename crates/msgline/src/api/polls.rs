@@ -70,5 +70,7 @@ async fn get_poll(State(state): State<AppState>, caller: Principal, Path(id): Pa
         .filter(|p| caller.may_use_line(&p.line_id))
         .ok_or_else(|| ApiError::not_found("poll"))?;
     let tally = db::polls::tally(state.db.reader(), &poll).await?;
-    Ok(Json(poll.to_json(&tally)))
+    let open_ms = crate::inbound::Rules::of(&state.config).poll_open_ms;
+    let closed_at = db::polls::closed_at(state.db.reader(), &poll, open_ms, crate::clock::now_ms()).await?;
+    Ok(Json(poll.to_json(&tally, closed_at)))
 }

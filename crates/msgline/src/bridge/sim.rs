@@ -126,6 +126,9 @@ struct Sim {
     sequence: AtomicU64,
     /// Calls that named an id the line had already been handed (answered, never sent again).
     repeated: AtomicU64,
+    /// Set by `/control/mode`: what status lookups of known messages and groups answer instead
+    /// of the truth (an answer the protocol does not allow, to test the service's handling).
+    lookup_answer: Mutex<Option<String>>,
 }
 
 type Shared = Arc<Sim>;
@@ -158,6 +161,7 @@ pub fn router(config: SimConfig) -> Router {
         http: reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("HTTP client builds"),
         sequence: AtomicU64::new(0),
         repeated: AtomicU64::new(0),
+        lookup_answer: Mutex::new(None),
         config,
     });
     tokio::spawn(deliver_callbacks(sim.clone(), rx));
@@ -390,9 +394,11 @@ async fn lookup(State(sim): State<Shared>, headers: HeaderMap, Path(id): Path<St
     if !sim.authorized(&headers) {
         return unauthorized();
     }
+    let answer = sim.lookup_answer.lock().expect("lookup lock").clone();
     match sim.known.lock().expect("known lock").get(&id) {
         Some(known) => {
-            Json(StatusAnswer { id, status: known.status.clone(), reason: known.reason.clone() }).into_response()
+            let status = answer.unwrap_or_else(|| known.status.clone());
+            Json(StatusAnswer { id, status, reason: known.reason.clone() }).into_response()
         }
         None => (StatusCode::NOT_FOUND, Json(json!({"error": "not_found"}))).into_response(),
     }
@@ -460,6 +466,9 @@ struct ModeControl {
     mode: Option<Mode>,
     #[serde(default)]
     groups: Option<bool>,
+    /// A status for lookups to answer (`""` answers the truth again).
+    #[serde(default)]
+    lookup_status: Option<String>,
 }
 
 async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl>) -> Json<Value> {
@@ -469,7 +478,14 @@ async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl
     if let Some(groups) = request.groups {
         *sim.groups.lock().expect("groups lock") = groups;
     }
-    Json(json!({"mode": *sim.mode.lock().expect("mode lock"), "groups": *sim.groups.lock().expect("groups lock")}))
+    if let Some(status) = request.lookup_status {
+        *sim.lookup_answer.lock().expect("lookup lock") = Some(status).filter(|s| !s.is_empty());
+    }
+    Json(json!({
+        "mode": *sim.mode.lock().expect("mode lock"),
+        "groups": *sim.groups.lock().expect("groups lock"),
+        "lookup_status": *sim.lookup_answer.lock().expect("lookup lock"),
+    }))
 }
 
 async fn post_callback(sim: &Sim, events: &[BridgeEvent]) -> Result<u16, String> {

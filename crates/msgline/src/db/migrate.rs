@@ -37,6 +37,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(11, "0011_line_kinds"),
     migration!(12, "0012_message_outbox"),
     migration!(13, "0013_message_idempotency"),
+    migration!(14, "0014_webhook_failure_streaks"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

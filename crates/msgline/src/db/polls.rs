@@ -25,7 +25,14 @@ impl Poll {
         json!({"id": self.id, "question": self.question, "options": self.options})
     }
 
-    pub fn to_json(&self, tally: &[i64]) -> Value {
+    /// Whether the poll still takes votes at `now` by its age alone (a newer poll in its
+    /// conversation closes it too: see [`closed_at`]).
+    pub fn open_at(&self, now: i64, open_ms: i64) -> bool {
+        now < self.created_at.saturating_add(open_ms)
+    }
+
+    /// `closed_at`: when the poll stopped taking votes, `None` while it takes them.
+    pub fn to_json(&self, tally: &[i64], closed_at: Option<i64>) -> Value {
         let total: i64 = tally.iter().sum();
         json!({
             "id": self.id,
@@ -39,6 +46,7 @@ impl Poll {
                 .map(|(index, (option, votes))| json!({"index": index, "option": option, "votes": votes}))
                 .collect::<Vec<_>>(),
             "total_votes": total,
+            "closed_at": clock::rfc3339_opt(closed_at),
         })
     }
 }
@@ -96,6 +104,25 @@ pub async fn by_message(conn: &mut AnyConnection, message_id: &str) -> sqlx::Res
         .fetch_optional(&mut *conn)
         .await?;
     row.as_ref().map(from_row).transpose()
+}
+
+/// When `poll` stopped taking votes: when the next poll in its conversation was sent, or when
+/// its open window ended, whichever came first; `None` while it is open.
+pub async fn closed_at(
+    executor: impl sqlx::Executor<'_, Database = sqlx::Any>,
+    poll: &Poll,
+    open_ms: i64,
+    now: i64,
+) -> sqlx::Result<Option<i64>> {
+    let next: Option<i64> =
+        sqlx::query_scalar("SELECT MIN(created_at) FROM polls WHERE conversation_id = $1 AND id > $2")
+            .bind(&poll.conversation_id)
+            .bind(&poll.id)
+            .fetch_one(executor)
+            .await?;
+    let window_end = poll.created_at.saturating_add(open_ms);
+    let end = next.map_or(window_end, |next| next.min(window_end));
+    Ok((end <= now).then_some(end))
 }
 
 /// The most recent poll in a conversation.

@@ -273,13 +273,19 @@ pub async fn enable(conn: &mut AnyConnection, id: &str, now: i64) -> sqlx::Resul
     Ok(())
 }
 
-/// Notes a failed attempt; returns since when the endpoint has failed without a success between.
-pub async fn note_failure(conn: &mut AnyConnection, id: &str, now: i64) -> sqlx::Result<i64> {
+/// Notes a failed attempt; returns since when the endpoint has failed continuously: with no
+/// success between, and no two failures more than `streak_gap_ms` apart (a failure after a
+/// longer quiet time starts a new streak).
+pub async fn note_failure(conn: &mut AnyConnection, id: &str, now: i64, streak_gap_ms: i64) -> sqlx::Result<i64> {
     let row = sqlx::query(
-        "UPDATE webhooks SET failing_since = COALESCE(failing_since, $1) WHERE id = $2 RETURNING failing_since",
+        "UPDATE webhooks SET failing_since = CASE \
+             WHEN failing_since IS NULL OR last_failed_at IS NULL OR $1 - last_failed_at > $3 THEN $1 \
+             ELSE failing_since END, \
+         last_failed_at = $1 WHERE id = $2 RETURNING failing_since",
     )
     .bind(now)
     .bind(id)
+    .bind(streak_gap_ms)
     .fetch_optional(&mut *conn)
     .await?;
     Ok(row.map(|r| r.try_get::<Option<i64>, _>(0)).transpose()?.flatten().unwrap_or(now))

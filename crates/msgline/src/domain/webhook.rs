@@ -191,6 +191,13 @@ impl RetrySchedule {
         usize::try_from(attempts).ok().filter(|n| *n >= 1).and_then(|n| self.0.get(n - 1)).copied()
     }
 
+    /// The longest a failing endpoint with queued deliveries waits between two attempts: twice
+    /// the schedule's longest delay (jitter, a receiver's `Retry-After`, and other deliveries'
+    /// schedules all fall inside it). Two failures further apart than this are not one streak.
+    pub fn streak_gap(&self) -> Duration {
+        self.0.iter().max().copied().unwrap_or(Duration::from_secs(60)) * 2
+    }
+
     /// How many attempts the schedule allows in all.
     pub fn max_attempts(&self) -> usize {
         self.0.len() + 1

@@ -1,9 +1,11 @@
-//! The agent runner: claims queued agent runs (and runs whose claim ran out) and executes them.
-//! A model that errors or times out fails its run and holds up nothing else.
+//! The agent runner: claims queued agent runs (and runs whose claim ran out) and executes them,
+//! each on its own, up to [`CONCURRENCY`] at once per instance. A run waits for nothing but a
+//! free slot: a slow model holds up its own run, not the others', and a model that errors or
+//! times out fails its run and holds up nothing else.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 
 use super::pause;
 use crate::{
@@ -12,11 +14,13 @@ use crate::{
     state::AppState,
 };
 
-const BATCH: i64 = 8;
+/// Most runs one instance executes at once.
+const CONCURRENCY: usize = 8;
 
 pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+    let slots = Arc::new(Semaphore::new(CONCURRENCY));
     loop {
-        let claimed = match step(&state).await {
+        let claimed = match step(&state, &slots).await {
             Ok(n) => n,
             Err(error) => {
                 tracing::error!(error = %error, "agent runner step failed");
@@ -28,21 +32,34 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
             break;
         }
     }
+    // Runs under way may finish (or run out of model time) before the process stops; one cut
+    // short is claimed again when its lease runs out.
+    let grace = Duration::from_millis(state.config.agent_timeout_ms);
+    let _ = tokio::time::timeout(grace, slots.acquire_many(CONCURRENCY as u32)).await;
 }
 
-/// Claims due runs and executes them concurrently; returns how many it claimed.
-pub async fn step(state: &AppState) -> anyhow::Result<usize> {
+/// Claims as many due runs as there are free slots and starts each in a slot of its own;
+/// returns how many it claimed. It does not wait for them.
+pub async fn step(state: &AppState, slots: &Arc<Semaphore>) -> anyhow::Result<usize> {
+    let free = slots.available_permits();
+    if free == 0 {
+        return Ok(0);
+    }
     let lease = state.config.agent_timeout_ms as i64 * 2 + 5_000;
-    let runs = db::agents::claim(&state.db, clock::now_ms(), lease, BATCH).await?;
+    let runs = db::agents::claim(&state.db, clock::now_ms(), lease, free as i64).await?;
     let count = runs.len();
-    let mut tasks = tokio::task::JoinSet::new();
     for run in runs {
         let state = state.clone();
-        tasks.spawn(async move {
+        let slot = slots.clone().acquire_owned().await?;
+        tokio::spawn(async move {
+            let _slot = slot;
             let (status, outcome, error) = match agents::execute(&state, &run).await {
                 Ok(Outcome::Replied) => ("done", "replied", None),
                 Ok(Outcome::ToolCap) => ("done", "tool_call_limit", None),
                 Ok(Outcome::ModelError(error)) => ("failed", "model_error", Some(error)),
+                Ok(Outcome::RateLimited(wait)) => {
+                    ("done", "rate_limited", Some(format!("the reply was not sent: over a rate limit for {wait} s")))
+                }
                 Err(error) => {
                     // Left claimed: it is picked up again when the claim runs out.
                     tracing::error!(run = %run.id, error = %error, "agent run could not finish");
@@ -58,6 +75,5 @@ pub async fn step(state: &AppState) -> anyhow::Result<usize> {
             }
         });
     }
-    while tasks.join_next().await.is_some() {}
     Ok(count)
 }

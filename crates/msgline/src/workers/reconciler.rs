@@ -54,6 +54,22 @@ pub async fn step(state: &AppState) -> anyhow::Result<usize> {
     Ok(count)
 }
 
+/// The status a line's lookup answer settles a message at: one the protocol allows
+/// (`submitted`, `sent`, `delivered`, `read`, `failed`). Anything else, `queued` and `unknown`
+/// included, settles nothing: the line is asked again later.
+fn settled_status(answer: &str) -> Option<MessageStatus> {
+    answer.parse::<MessageStatus>().ok().filter(|status| {
+        matches!(
+            status,
+            MessageStatus::Submitted
+                | MessageStatus::Sent
+                | MessageStatus::Delivered
+                | MessageStatus::Read
+                | MessageStatus::Failed
+        )
+    })
+}
+
 /// How long to wait before asking again: a tenth of the message's age, from 1 s to 5 min.
 fn next_ask(age_ms: i64) -> i64 {
     (age_ms / 10).clamp(1_000, 300_000)
@@ -84,6 +100,13 @@ async fn settle_group(state: &AppState, line: &db::lines::Line, job: &Job) -> an
                 StatusLookup::Known(answer) if answer.status == "created" => {
                     send::groups::settle(tx, &group.id, &job.message_id, "created", None).await?;
                     false
+                }
+                StatusLookup::Known(answer) if answer.status != "failed" => {
+                    db::conversations::settle_group(tx, &group.id, "unknown").await?;
+                    db::moves::advance(tx, &job.message_id, MessageStatus::Unknown, None).await?;
+                    db::outbox::mark_unknown(tx, &job.message_id, now + next_ask(now - group.created_at)).await?;
+                    tracing::warn!(group = %group.id, status = %answer.status, "the line answered a group status that settles nothing; will ask again");
+                    true
                 }
                 StatusLookup::Known(answer) => {
                     let reason = answer.reason.unwrap_or_else(|| "the line could not create the group".into());
@@ -126,12 +149,12 @@ async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
                 return Ok(false);
             };
             match lookup {
-                StatusLookup::Known(answer) if answer.status.parse::<MessageStatus>().is_err() => {
+                StatusLookup::Known(answer) if settled_status(&answer.status).is_none() => {
                     db::outbox::mark_unknown(tx, &message.id, now + next_ask(now - message.created_at)).await?;
-                    tracing::warn!(message = %message.id, status = %answer.status, "the line answered a status msgline does not know; will ask again");
+                    tracing::warn!(message = %message.id, status = %answer.status, "the line answered a status that settles nothing; will ask again");
                 }
                 StatusLookup::Known(answer) => {
-                    let status = answer.status.parse().unwrap_or(MessageStatus::Unknown);
+                    let status = settled_status(&answer.status).unwrap_or(MessageStatus::Unknown);
                     let moved = db::moves::advance_through(tx, &message.id, status, answer.reason.as_deref()).await?;
                     db::outbox::complete(tx, &message.id).await?;
                     if let Some(moved) = &moved {

@@ -259,7 +259,8 @@ async fn deliver(
                     Settle::Failed
                 }
                 Outcome::Failed { retry_after } => {
-                    let failing_since = db::webhooks::note_failure(tx, &webhook.id, now).await?;
+                    let gap = settings.schedule.streak_gap().as_millis() as i64;
+                    let failing_since = db::webhooks::note_failure(tx, &webhook.id, now, gap).await?;
                     if now - failing_since >= settings.disable_after_ms {
                         disable = Some("failing");
                         Settle::Failed

@@ -308,3 +308,61 @@ async fn agents_are_managed_with_their_rules() {
     let card = app.post("/contact-cards", key, json!({"to": FRIEND, "agent_id": second["id"]})).await.expect(202);
     assert_eq!(card["contact_card"], json!({"name": "Bo", "phone": "+12015550100"}));
 }
+
+#[tokio::test]
+async fn an_agents_text_reply_counts_against_the_rate_limits_like_its_tool_sends() {
+    let model = FakeModel::start(vec![text("first reply"), text("second reply")]).await;
+    let url = model.url.clone();
+    let app = spawn_app_with(move |c| {
+        c.agent_model_url = url;
+        c.agent_model = "test-model".into();
+        c.send_rate_limit_per_minute = 1;
+    })
+    .await;
+    let line = app.default_line().await;
+    let agent = create_agent(&app, &line, &["messaging_send"]).await;
+    let agent_id = agent["id"].as_str().unwrap();
+    line.inbound(FRIEND, "one").await;
+    let runs = finished_runs(&app, agent_id, 1).await;
+    assert_eq!(runs[0]["outcome"], "replied");
+    line.inbound(FRIEND, "two").await;
+    let runs = finished_runs(&app, agent_id, 2).await;
+    assert_eq!(runs[0]["outcome"], "rate_limited", "{:?}", runs[0]);
+    assert!(runs[0]["error"].as_str().unwrap().contains("rate limit"), "{:?}", runs[0]);
+    let sent = app.get("/messages?direction=outbound", &app.org.key).await.expect(200);
+    let by_agent: Vec<&Value> = sent["data"].as_array().unwrap().iter().filter(|m| m["agent_id"] == agent_id).collect();
+    assert_eq!(by_agent.len(), 1, "the second reply was not sent: {by_agent:?}");
+    assert_eq!(by_agent[0]["body"], "first reply");
+}
+
+#[tokio::test]
+async fn a_slow_model_holds_up_only_its_own_run() {
+    let model = FakeModel::start(vec![json!({"delay_ms": 4000, "message": {"content": "slow"}}), text("fast")]).await;
+    let url = model.url.clone();
+    let app = spawn_app_with(move |c| {
+        c.agent_model_url = url;
+        c.agent_model = "test-model".into();
+        c.agent_timeout_ms = 10_000;
+        // The test reads the runs often.
+        c.rate_limit_per_minute = 100_000;
+    })
+    .await;
+    let line = app.default_line().await;
+    let agent = create_agent(&app, &line, &["messaging_send"]).await;
+    let agent_id = agent["id"].as_str().unwrap().to_string();
+    line.inbound(FRIEND, "first").await;
+    eventually(10, "the first run to ask the model", || async { (!model.requests().is_empty()).then_some(()) }).await;
+    line.inbound("+12015550124", "second").await;
+    // The second run answers while the first still waits for its model.
+    let runs = eventually(3, "the second run to finish before the first", || async {
+        let runs = app.get(&format!("/agents/{agent_id}/runs"), &app.org.key).await.expect(200);
+        let runs = runs["data"].as_array().unwrap().clone();
+        let done = runs.iter().filter(|r| r["state"] == "done").count();
+        (runs.len() == 2 && done == 1).then_some(runs)
+    })
+    .await;
+    assert_eq!(runs[0]["state"], "done", "the newer run finished: {runs:?}");
+    assert_eq!(runs[1]["state"], "running", "the older run still waits for its model: {runs:?}");
+    let runs = finished_runs(&app, &agent_id, 2).await;
+    assert!(runs.iter().all(|r| r["outcome"] == "replied"), "{runs:?}");
+}

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::{
-    helpers::{TestApp, spawn_app},
+    helpers::{TestApp, spawn_app, spawn_app_with},
     simline::{LineSpec, SimLine},
 };
 
@@ -190,4 +190,41 @@ async fn another_organisations_poll_is_not_found() {
     let (poll_id, _) = send_poll(&app, lunch()).await;
     let other = app.create_org("Other").await;
     app.get(&format!("/polls/{poll_id}"), &other.key).await.expect_error(404, "not_found", None);
+}
+
+#[tokio::test]
+async fn a_poll_closes_when_its_window_ends_and_when_a_newer_poll_is_sent() {
+    let app = spawn_app_with(|c| c.poll_open_seconds = 2).await;
+    let line = app.default_line().await;
+    let (lunch_id, lunch_message) = send_poll(&app, lunch()).await;
+    app.wait_for_message(&app.org.key, &lunch_message, "delivered", |m| m["status"] == "delivered").await;
+    line.inbound(FRIEND, "1").await;
+    assert_eq!(tally(&app, &lunch_id).await, [1, 0, 0]);
+    let poll = app.get(&format!("/polls/{lunch_id}"), &app.org.key).await.expect(200);
+    assert_eq!(poll["closed_at"], Value::Null, "open");
+
+    // Past its window: a matching reply is text, a tap is ignored, and the poll says when it closed.
+    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    line.inbound(FRIEND, "2").await;
+    line.control("/control/vote", json!({"from": FRIEND, "poll_message_id": lunch_message, "option_index": 2})).await;
+    assert_eq!(tally(&app, &lunch_id).await, [1, 0, 0]);
+    let poll = app.get(&format!("/polls/{lunch_id}"), &app.org.key).await.expect(200);
+    assert!(poll["closed_at"].is_string(), "{poll}");
+    let inbound = app.get("/messages?direction=inbound", &app.org.key).await.expect(200);
+    assert_eq!(inbound["data"][0]["kind"], "text");
+    assert_eq!(inbound["data"][0]["body"], "2");
+
+    // A newer poll closes the one before at once, taps included.
+    let (dinner_id, dinner_message) =
+        send_poll(&app, json!({"to": FRIEND, "question": "Dinner?", "options": ["Soup", "Salad"]})).await;
+    let (dessert_id, _) =
+        send_poll(&app, json!({"to": FRIEND, "question": "Dessert?", "options": ["Cake", "Fruit"]})).await;
+    line.control("/control/vote", json!({"from": FRIEND, "poll_message_id": dinner_message, "option_index": 0})).await;
+    assert_eq!(tally(&app, &dinner_id).await, [0, 0]);
+    let dinner = app.get(&format!("/polls/{dinner_id}"), &app.org.key).await.expect(200);
+    let dessert = app.get(&format!("/polls/{dessert_id}"), &app.org.key).await.expect(200);
+    assert_eq!(dinner["closed_at"], dessert["created_at"], "closed when the next poll was sent");
+    assert_eq!(dessert["closed_at"], Value::Null);
+    line.inbound(FRIEND, "1").await;
+    assert_eq!(tally(&app, &dessert_id).await, [1, 0]);
 }

@@ -175,7 +175,7 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
         .unwrap();
         drop(conn);
 
-        assert_eq!(db.migrate().await.unwrap(), vec!["0013_message_idempotency"]);
+        assert_eq!(db.migrate().await.unwrap(), vec!["0013_message_idempotency", "0014_webhook_failure_streaks"]);
         let rows = strings(
             &db,
             "SELECT id, COALESCE(idem_key, '-'), COALESCE(idem_fingerprint, '-'), COALESCE(idem_extra, '-'), \
@@ -244,7 +244,10 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
         .unwrap();
         drop(conn);
 
-        assert_eq!(db.migrate().await.unwrap(), vec!["0012_message_outbox", "0013_message_idempotency"]);
+        assert_eq!(
+            db.migrate().await.unwrap(),
+            vec!["0012_message_outbox", "0013_message_idempotency", "0014_webhook_failure_streaks"]
+        );
         let rows = strings(
             &db,
             "SELECT id, COALESCE(outbox_state, '-'), CAST(outbox_attempts AS TEXT), \

@@ -224,6 +224,31 @@ async fn an_endpoint_whose_every_attempt_fails_for_the_disable_window_is_disable
 }
 
 #[tokio::test]
+async fn two_failures_further_apart_than_the_retry_schedule_allows_do_not_disable_an_endpoint() {
+    // One retry 300 ms after a failure: failures more than 600 ms apart are separate streaks.
+    let app = spawn_app_with(|config| {
+        config.allow_private_targets = true;
+        config.webhook_retry_schedule = "300ms".into();
+        config.webhook_disable_after = "1500ms".into();
+    })
+    .await;
+    let _line = app.default_line().await;
+    let receiver = Receiver::start().await;
+    receiver.script(json!([]), json!({"status": 500})).await;
+    let id = id_of(&register(&app, &receiver.url("/hook"), json!(["messaging.message.queued"])).await);
+    for round in 0..2 {
+        app.post("/messages", &app.org.key, json!({"to": FRIEND, "body": format!("x{round}")})).await.expect(202);
+        receiver.wait_for(2 * (round + 1), Some("/hook")).await;
+        settled(&app).await;
+        // A quiet time longer than the disable window, with nothing to deliver.
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+    }
+    let webhook = app.get(&format!("/webhooks/{id}"), &app.org.key).await.expect(200);
+    assert_eq!(webhook["enabled"], true, "failures 2 s apart are not 1.5 s of continuous failure: {webhook}");
+    assert_eq!(receiver.received().await.len(), 4, "each event was tried twice");
+}
+
+#[tokio::test]
 async fn replay_redelivers_exactly_the_events_since_the_given_time() {
     let app = spawn_delivering_app("1s").await;
     let _line = app.default_line().await;

@@ -94,6 +94,10 @@ pub struct Poll {
     created_at: String,
     tally: Vec<TallyEntry>,
     total_votes: i64,
+    /// When the poll stopped taking votes (its window ended, or a newer poll in its
+    /// conversation was sent); `null` while it is open.
+    #[schema(format = DateTime)]
+    closed_at: Option<String>,
 }
 
 #[derive(ToSchema)]
