@@ -337,12 +337,12 @@ async fn an_agents_text_reply_counts_against_the_rate_limits_like_its_tool_sends
 
 #[tokio::test]
 async fn a_slow_model_holds_up_only_its_own_run() {
-    let model = FakeModel::start(vec![json!({"delay_ms": 4000, "message": {"content": "slow"}}), text("fast")]).await;
+    let model = FakeModel::start(vec![json!({"delay_ms": 8000, "message": {"content": "slow"}}), text("fast")]).await;
     let url = model.url.clone();
     let app = spawn_app_with(move |c| {
         c.agent_model_url = url;
         c.agent_model = "test-model".into();
-        c.agent_timeout_ms = 10_000;
+        c.agent_timeout_ms = 15_000;
         // The test reads the runs often.
         c.rate_limit_per_minute = 100_000;
     })
@@ -354,7 +354,7 @@ async fn a_slow_model_holds_up_only_its_own_run() {
     eventually(10, "the first run to ask the model", || async { (!model.requests().is_empty()).then_some(()) }).await;
     line.inbound("+12015550124", "second").await;
     // The second run answers while the first still waits for its model.
-    let runs = eventually(3, "the second run to finish before the first", || async {
+    let runs = eventually(6, "the second run to finish before the first", || async {
         let runs = app.get(&format!("/agents/{agent_id}/runs"), &app.org.key).await.expect(200);
         let runs = runs["data"].as_array().unwrap().clone();
         let done = runs.iter().filter(|r| r["state"] == "done").count();
