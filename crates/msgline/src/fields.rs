@@ -14,6 +14,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
+    // JSON is UTF-8; serde_json checks that only in the strings it keeps, not in those of fields
+    // it ignores.
+    if std::str::from_utf8(bytes).is_err() {
+        return Err(ApiError::bad_request("the request body is not valid UTF-8"));
+    }
     // JSON can carry NUL only escaped; PostgreSQL cannot store it in text at all.
     if bytes.windows(6).any(|w| w == b"\\u0000")
         && let Ok(value) = serde_json::from_slice::<Value>(bytes)

@@ -9,14 +9,16 @@ use std::collections::HashMap;
 
 use axum::{
     Json,
-    body::Bytes,
     extract::{Path, Query, State},
     http::{HeaderMap, header},
 };
 use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::{extract::ApiJson, openapi::schemas};
+use super::{
+    extract::{ApiJson, RawBody},
+    openapi::schemas,
+};
 use crate::{
     bridge::{
         BridgeEvent,
@@ -53,7 +55,7 @@ async fn receive_hook(
     Path(line_id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> ApiResult<Json<Value>> {
     // An unknown line answers as a wrong secret does.
     let line = state.lines.get(&line_id).await?.ok_or_else(ApiError::unauthorized)?;

@@ -41,6 +41,18 @@ impl<S: Send + Sync, T: DeserializeOwned> OptionalFromRequest<S> for ApiJson<T> 
     }
 }
 
+/// A body as bytes (a device's webhook, in its own format), with the same 1 MiB limit and JSON
+/// 413 as every other body.
+pub struct RawBody(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _: &S) -> Result<Self, Self::Rejection> {
+        read_body(req).await.map(RawBody)
+    }
+}
+
 async fn read_body(req: Request) -> Result<axum::body::Bytes, ApiError> {
     let declared =
         req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<usize>().ok());
@@ -103,6 +115,9 @@ pub fn page(limit: Option<&str>, cursor: Option<&str>) -> Result<Page, ApiError>
                 .decode(cursor)
                 .ok()
                 .and_then(|bytes| String::from_utf8(bytes).ok())
+                // A cursor is an id: letters, digits and `_`.
+                .filter(|id| !id.is_empty() && id.len() <= 64)
+                .filter(|id| id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
                 .ok_or_else(|| ApiError::invalid("cursor", "cursor is not one this API returned"))?,
         ),
     };

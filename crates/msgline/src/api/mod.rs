@@ -71,16 +71,20 @@ pub fn router(state: AppState) -> Router {
             ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
                 .with_message("this route does not take that method")
         })
-        .layer(middleware::from_fn(refuse_nul))
+        .layer(middleware::from_fn(refuse_unreadable_urls))
         .layer(middleware::from_fn(request_id))
         .with_state(state)
 }
 
-/// A path or query with an encoded NUL (`%00`) names nothing msgline stores (PostgreSQL text
-/// cannot hold it): 400 before any route reads it.
-async fn refuse_nul(req: Request, next: Next) -> Response {
-    if req.uri().path_and_query().is_some_and(|p| p.as_str().contains("%00")) {
+/// A URL whose path is not UTF-8 once decoded, or with an encoded NUL (`%00`, which PostgreSQL
+/// text cannot hold) anywhere, names nothing msgline stores: 400 before any route reads it.
+async fn refuse_unreadable_urls(req: Request, next: Next) -> Response {
+    let uri = req.uri();
+    if uri.path_and_query().is_some_and(|p| p.as_str().contains("%00")) {
         return ApiError::bad_request("the URL may not contain NUL characters (%00)").into_response();
+    }
+    if percent_encoding::percent_decode_str(uri.path()).decode_utf8().is_err() {
+        return ApiError::bad_request("the URL's path is not valid UTF-8").into_response();
     }
     next.run(req).await
 }

@@ -26,6 +26,7 @@ mod isolation;
 mod keys;
 mod lines;
 mod locks;
+mod matrix;
 mod mcp;
 mod messages;
 mod metrics;

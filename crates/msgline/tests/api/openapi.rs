@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use crate::helpers::{ALL_SCOPES, TestApp, cli_json, spawn_app};
 
-const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
+pub const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 
-async fn document(app: &TestApp) -> Value {
+pub async fn document(app: &TestApp) -> Value {
     let response =
         app.client.get(format!("{}/api/v1/openapi.json", app.address)).send().await.expect("the document answers");
     assert_eq!(response.status(), 200);
@@ -24,7 +24,7 @@ fn concrete(path: &str) -> String {
 }
 
 /// The request body an operation documents an example of, or `{}`.
-fn example_body(document: &Value, operation: &Value) -> Option<Value> {
+pub fn example_body(document: &Value, operation: &Value) -> Option<Value> {
     let schema = &operation["requestBody"]["content"]["application/json"]["schema"];
     if schema.is_null() {
         return None;
