@@ -5,6 +5,7 @@ mod fakemodel;
 mod helpers;
 mod receiver;
 mod simline;
+mod ssrf;
 
 mod agents;
 mod android;

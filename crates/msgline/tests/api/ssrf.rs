@@ -1,0 +1,85 @@
+//! Every way of writing an internal address, in every URL the server fetches for a customer
+//! (contact-card photos, webhook endpoints): refused, and a listener on that address proves that
+//! nothing reached it.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use serde_json::json;
+
+use crate::helpers::spawn_app;
+
+/// Ways of naming 127.0.0.1 (or a private IPv4 embedded in IPv6) on `port`.
+fn internal_urls(port: u16) -> Vec<String> {
+    let hosts = [
+        "127.0.0.1",
+        "localhost",
+        "localhost.",
+        "2130706433",
+        "0x7f000001",
+        "0177.0.0.1",
+        "0x7f.0.0.1",
+        "127.1",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[::127.0.0.1]",
+        "[64:ff9b::7f00:1]",
+        "[2002:7f00:1::]",
+        "[2001:0:808:808::80ff:fffe]",
+        "[fe80::1]",
+        "169.254.169.254",
+        "100.64.0.1",
+        "10.0.0.1",
+        "0.0.0.0",
+    ];
+    hosts.iter().map(|host| format!("https://{host}:{port}/x.jpg")).collect()
+}
+
+#[tokio::test]
+async fn internal_addresses_in_every_form_are_refused_and_nothing_reaches_them() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let arrived = Arc::new(AtomicUsize::new(0));
+    tokio::spawn({
+        let arrived = arrived.clone();
+        async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                arrived.fetch_add(1, Ordering::SeqCst);
+                drop(socket);
+            }
+        }
+    });
+    let app = spawn_app().await;
+    let _line = app.default_line().await;
+    let key = &app.org.key;
+    let urls = internal_urls(port);
+
+    for url in &urls {
+        // A contact card's photo is fetched while the request waits: a 400 naming the field.
+        let card = json!({"to": "+12015550123", "name": "Ann", "phone": "+12015550177", "photo_url": url});
+        app.post("/contact-cards", key, card).await.expect_error(400, "invalid_request", Some("photo_url"));
+    }
+    let mut registered = 0;
+    for url in &urls {
+        // A webhook endpoint is refused when it is written as an address, and otherwise at each
+        // delivery, when its name resolves to one.
+        let answer = app.post("/webhooks", key, json!({"url": url, "events": ["messaging.message.queued"]})).await;
+        match answer.status.as_u16() {
+            400 => {
+                answer.expect_error(400, "invalid_request", Some("url"));
+            }
+            201 => registered += 1,
+            other => panic!("{url}: {other} {}", answer.body),
+        }
+    }
+    assert!(registered <= 2, "only names get as far as a delivery ({registered})");
+    app.post("/messages", key, json!({"to": "+12015550123", "body": "an event for every endpoint"})).await.expect(202);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(arrived.load(Ordering::SeqCst), 0, "nothing reached the internal listener");
+}
