@@ -6,6 +6,7 @@ mod helpers;
 mod receiver;
 mod simline;
 mod ssrf;
+mod trials;
 
 mod agents;
 mod android;
