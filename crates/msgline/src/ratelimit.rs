@@ -86,11 +86,16 @@ impl RateLimits {
         Ok(Self { shared: Some(Shared::new(client)), ..Self::new(global_per_minute, send_per_minute) })
     }
 
-    fn limit(&self, policy: Policy) -> u32 {
+    /// A policy's in-memory limiter and its limit per minute.
+    fn bucket(&self, policy: Policy) -> &(Limiter, u32) {
         match policy {
-            Policy::Global => self.global.1,
-            Policy::Send => self.send.1,
+            Policy::Global => &self.global,
+            Policy::Send => &self.send,
         }
+    }
+
+    fn limit(&self, policy: Policy) -> u32 {
+        self.bucket(policy).1
     }
 
     /// Counts one request of `caller` against each of `policies` in turn: the allowances left,
@@ -107,10 +112,7 @@ impl RateLimits {
 
     /// One policy, in this instance's memory.
     fn check_local(&self, policy: Policy, caller: &str) -> Result<Allowance, u64> {
-        let (limiter, limit) = match policy {
-            Policy::Global => &self.global,
-            Policy::Send => &self.send,
-        };
+        let (limiter, limit) = self.bucket(policy);
         let key = caller.to_string();
         match limiter.check_key(&key) {
             Ok(snapshot) => Ok(allowance(policy, *limit, snapshot.remaining_burst_capacity())),

@@ -38,6 +38,25 @@ pub fn numbered_sends(
     }
 }
 
+/// Sends message `i` once, as the crash and multi-instance tests make them (to
+/// `+1201555{1000 + i % 5000}`, with `Idempotency-Key: {prefix}-{i}`): its id when it was accepted,
+/// or had been (a 200 replay of the same key); `None` when no answer said so.
+pub async fn send_numbered(client: &reqwest::Client, url: &str, key: &str, prefix: &str, i: usize) -> Option<String> {
+    let answer = client
+        .post(url)
+        .bearer_auth(key)
+        .header("Idempotency-Key", format!("{prefix}-{i}"))
+        .json(&json!({"to": format!("+1201555{:04}", 1000 + i % 5000), "body": format!("{prefix} message {i}")}))
+        .send()
+        .await
+        .ok()?;
+    if !answer.status().is_success() {
+        return None;
+    }
+    let body: Value = answer.json().await.ok()?;
+    body["message"]["id"].as_str().map(str::to_string)
+}
+
 async fn serve(db_url: &str, port: u16) -> Child {
     serve_with(db_url, port, &[]).await
 }

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::{process::Child, sync::Mutex};
 
 use crate::{
+    crash::send_numbered,
     helpers::{
         ProcessLine, TestDb, cli_value, eventually, json_answer, process_line, serve_process, serve_process_with,
         use_postgres,
@@ -155,27 +156,12 @@ async fn a_send_load_over_three_instances_with_one_killed_loses_nothing_and_send
     let mut servers = three(&url, ports, &env).await;
     let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
     let accepted = Arc::new(Mutex::new(HashSet::<String>::new()));
-    // Send `i` to the instance on `port`: the message's id when it was accepted (202) or had been
-    // (a 200 replay of the same idempotency key).
+    // Send `i` to the instance on `port`.
     let send = {
         let (client, key) = (client.clone(), key.clone());
         move |port: u16, i: usize| {
             let (client, key) = (client.clone(), key.clone());
-            async move {
-                let answer = client
-                    .post(api(port, "/messages"))
-                    .bearer_auth(&key)
-                    .header("Idempotency-Key", format!("three-{i}"))
-                    .json(&json!({"to": format!("+1201555{:04}", 1000 + i), "body": format!("message {i}")}))
-                    .send()
-                    .await
-                    .ok()?;
-                if !answer.status().is_success() {
-                    return None;
-                }
-                let body: Value = answer.json().await.ok()?;
-                body["message"]["id"].as_str().map(str::to_string)
-            }
+            async move { send_numbered(&client, &api(port, "/messages"), &key, "three", i).await }
         }
     };
     // Round-robin; a send the killed instance did not answer goes to instance 1 with the same

@@ -13,27 +13,12 @@ use std::{
     time::Duration,
 };
 
-use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use crate::helpers::{ProcessLine, TestDb, eventually, json_answer, process_line, serve_process};
-
-/// Sends `i` once: its message id when it was accepted (or had been: a replay).
-async fn send(client: &reqwest::Client, url: &str, key: &str, i: usize) -> Option<String> {
-    let answer = client
-        .post(url)
-        .bearer_auth(key)
-        .header("Idempotency-Key", format!("trial-{i}"))
-        .json(&json!({"to": format!("+1201555{:04}", 1000 + i % 5000), "body": format!("trial message {i}")}))
-        .send()
-        .await
-        .ok()?;
-    if !answer.status().is_success() {
-        return None;
-    }
-    let body: Value = answer.json().await.ok()?;
-    body["message"]["id"].as_str().map(str::to_string)
-}
+use crate::{
+    crash::send_numbered,
+    helpers::{ProcessLine, TestDb, eventually, json_answer, process_line, serve_process},
+};
 
 #[tokio::test]
 async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_nothing_stuck() {
@@ -58,7 +43,7 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
             load.push(tokio::spawn(async move {
                 while !stop.load(Ordering::SeqCst) {
                     let i = next.fetch_add(1, Ordering::SeqCst);
-                    match send(&client, &messages, &key, i).await {
+                    match send_numbered(&client, &messages, &key, "trial", i).await {
                         Some(id) => {
                             accepted.lock().await.insert(i, id);
                         }
@@ -80,7 +65,7 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
     let _server = serve_process(&url, port, &env).await;
     let retries: Vec<usize> = unanswered.lock().await.drain(..).collect();
     for i in retries {
-        let id = eventually(30, "a send to be answered", || send(&client, &messages, &key, i)).await;
+        let id = eventually(30, "a send to be answered", || send_numbered(&client, &messages, &key, "trial", i)).await;
         accepted.lock().await.insert(i, id);
     }
     let accepted = accepted.lock().await.clone();
