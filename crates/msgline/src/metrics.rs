@@ -28,9 +28,29 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
             let handle = recorder.handle();
             metrics::set_global_recorder(recorder).ok()?;
             describe();
+            spawn_upkeep(handle.clone());
             Some(handle)
         })
         .as_ref()
+}
+
+/// How often histogram samples are folded into their buckets when nothing scrapes.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A recorder made with `build_recorder` keeps every histogram sample until a scrape renders
+/// it or its upkeep runs, and nothing runs the upkeep for it: a server nobody scraped grew by
+/// about 55 MiB in a ten-minute soak (1.4 million sends). A thread of its own runs it, whatever
+/// runtime the servers of this process use.
+fn spawn_upkeep(handle: PrometheusHandle) {
+    let spawned = std::thread::Builder::new().name("msgline-metrics-upkeep".into()).spawn(move || {
+        loop {
+            std::thread::sleep(UPKEEP_EVERY);
+            handle.run_upkeep();
+        }
+    });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "could not start the metrics upkeep; histograms are folded only when scraped");
+    }
 }
 
 fn describe() {
