@@ -49,8 +49,9 @@ pub async fn run(mut config: Config, database: &Path, dedicated_sim: &str, share
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot start the simulated line on {listen}: {e}"))?;
+        let router = sim::router(sim)?;
         tokio::spawn(async move {
-            let _ = axum::serve(listener, sim::router(sim)).await;
+            let _ = axum::serve(listener, router).await;
         });
     }
 

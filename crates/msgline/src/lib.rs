@@ -15,6 +15,8 @@ pub mod domain;
 pub mod egress;
 pub mod error;
 pub mod fields;
+#[cfg(test)]
+mod fuzz;
 pub mod ids;
 pub mod inbound;
 pub mod mcp;

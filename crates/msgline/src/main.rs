@@ -70,7 +70,8 @@ struct BenchCli {
     /// sqlite, postgres (127.0.0.1:5432 as postgres), or a postgres:// admin URL.
     #[arg(long, default_value = "sqlite")]
     database: String,
-    /// Comma-separated: floor, send, e2e, webhooks, read, or all.
+    /// Comma-separated: floor, kannel, send, e2e, webhooks, read, or all; soak only when named
+    /// (`--seconds` long, paced, with a webhook receiver that refuses half its calls).
     #[arg(long, default_value = "all")]
     scenarios: String,
     /// Concurrent connections.
@@ -94,6 +95,9 @@ struct BenchCli {
     /// Keep the bench server's rate limits in this Redis (redis://127.0.0.1:6379).
     #[arg(long)]
     redis: Option<String>,
+    /// The soak's sends per second (default: 80 % of the closed-loop send rate it measures first).
+    #[arg(long)]
+    rate: Option<f64>,
 }
 
 #[derive(clap::Args)]
@@ -134,6 +138,13 @@ struct SimArgs {
     /// In timeout mode, milliseconds before the outcome is reported by callback.
     #[arg(long, default_value_t = 30_000)]
     late_report_ms: u64,
+    /// A file where the line keeps what it was handed, so that a restarted simulator remembers
+    /// it (as a phone keeps its messages when it reboots).
+    #[arg(long)]
+    journal: Option<PathBuf>,
+    /// Milliseconds the line takes to answer a send, after it has taken it.
+    #[arg(long, default_value_t = 0)]
+    answer_ms: u64,
 }
 
 #[derive(Subcommand)]
@@ -272,6 +283,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 read_receipts: args.read_receipts,
                 step: Duration::from_millis(args.step_ms),
                 late_report: Duration::from_millis(args.late_report_ms),
+                journal: args.journal,
+                answer_delay: Duration::from_millis(args.answer_ms),
             };
             msgline::bridge::sim::run(sim).await
         }
@@ -291,6 +304,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 out: args.out,
                 check: args.check,
                 redis: args.redis,
+                rate: args.rate,
             })
             .await
         }

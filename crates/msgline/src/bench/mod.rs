@@ -25,6 +25,7 @@ use crate::{admin, db::Db, ids};
 pub mod peer;
 mod report;
 pub mod server;
+mod soak;
 
 use report::{LoadCpu, print_table};
 
@@ -42,8 +43,11 @@ pub struct BenchArgs {
     pub check: bool,
     /// Keep the server's rate limits in this Redis (`MSGLINE_REDIS_URL`) instead of its memory.
     pub redis: Option<String>,
+    /// The soak's send rate per second (default: 80 % of the closed-loop rate it measures).
+    pub rate: Option<f64>,
 }
 
+/// The scenarios `all` runs; `soak` runs only when named (it is long: see [`soak`]).
 pub const SCENARIOS: [&str; 6] = ["floor", "kannel", "send", "e2e", "webhooks", "read"];
 
 /// Latency samples in microseconds, and how many requests failed.
@@ -474,8 +478,8 @@ async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     for scenario in &args.scenarios {
         anyhow::ensure!(
-            SCENARIOS.contains(&scenario.as_str()),
-            "unknown scenario {scenario}; scenarios: {}",
+            SCENARIOS.contains(&scenario.as_str()) || scenario == "soak",
+            "unknown scenario {scenario}; scenarios: {}, soak",
             SCENARIOS.join(", ")
         );
     }
@@ -484,7 +488,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let (idle_rss, _) = rss_mib(harness.pid());
     let mut results = Vec::new();
     let mut send_window = None;
-    for scenario in SCENARIOS.iter().filter(|s| args.scenarios.iter().any(|a| a == *s)) {
+    for scenario in SCENARIOS.iter().chain(&["soak"]).filter(|s| args.scenarios.iter().any(|a| a == *s)) {
         eprintln!("running {scenario} ...");
         let result = match *scenario {
             "floor" => scenario_floor(&harness, &args).await,
@@ -505,6 +509,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 scenario_e2e(&harness, from, to).await?
             }
             "webhooks" => scenario_webhooks(&harness, &args).await?,
+            "soak" => soak::scenario_soak(&harness, &args).await?,
             _ => scenario_read(&harness, &args).await?,
         };
         results.push(result);
@@ -551,6 +556,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             anyhow::ensure!(result["count"].as_u64().unwrap_or(0) > 0, "bench scenario {name} counted nothing");
             anyhow::ensure!(result["errors"].as_u64().unwrap_or(0) == 0, "bench scenario {name} had errors");
+            if name == "soak" {
+                soak::check(result)?;
+            }
         }
         println!("bench check: every scenario ran and counted");
     }

@@ -61,6 +61,9 @@ pub(super) fn print_table(report: &Value) {
             result["load_cpu_cores"].as_f64().map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
         );
     }
+    for soak in report["results"].as_array().into_iter().flatten().filter(|r| r["scenario"] == "soak") {
+        print_soak(soak);
+    }
     if let Some(ratio) = report["send_to_kannel"].as_f64() {
         println!("send / kannel: {ratio:.2}x   (send: {})", report["send_request"].as_str().unwrap_or_default());
     }
@@ -69,6 +72,47 @@ pub(super) fn print_table(report: &Value) {
         "server RSS: idle {:.1} MiB, peak {:.1} MiB",
         rss["idle"].as_f64().unwrap_or(0.0),
         rss["peak"].as_f64().unwrap_or(0.0)
+    );
+}
+
+/// The soak's windows and what its webhook receiver got.
+fn print_soak(soak: &Value) {
+    if let Some(measured) = soak["measured_send"].as_object() {
+        println!(
+            "soak: closed-loop send measured {:.0}/s (p99 {} ms); soak target {:.0}/s",
+            measured["per_second"].as_f64().unwrap_or(0.0),
+            ms(&measured["p99_ms"]),
+            soak["target_per_second"].as_f64().unwrap_or(0.0)
+        );
+    }
+    println!("{:>8} {:>8} {:>7} {:>9} {:>9} {:>9}", "from s", "sends", "errors", "p50 ms", "p99 ms", "RSS MiB");
+    for window in soak["windows"].as_array().into_iter().flatten() {
+        println!(
+            "{:>8.0} {:>8} {:>7} {:>9} {:>9} {:>9.1}",
+            window["from_s"].as_f64().unwrap_or(0.0),
+            window["sends"],
+            window["errors"],
+            ms(&window["p50_ms"]),
+            ms(&window["p99_ms"]),
+            window["server_rss_mib"].as_f64().unwrap_or(0.0)
+        );
+    }
+    println!(
+        "soak messages: {} not yet delivered when the sends stopped, {} after the drain",
+        soak["messages_undelivered_at_end"], soak["messages_undelivered"]
+    );
+    let hooks = &soak["webhooks"];
+    println!(
+        "soak webhooks: {} events, {} delivered; calls refused {}, accepted {}; {} deliveries pending at the end, \
+         drained in {:.0} s ({} left, {} failed)",
+        hooks["events"],
+        hooks["events_delivered"],
+        hooks["calls_refused"],
+        hooks["calls_accepted"],
+        hooks["deliveries_pending_at_end"],
+        hooks["drain_seconds"].as_f64().unwrap_or(0.0),
+        hooks["deliveries_left"],
+        hooks["deliveries_failed"]
     );
 }
 

@@ -113,7 +113,8 @@ fn verify(line: &Line, hook: &Hook<'_>) -> Result<(), HookError> {
         return unauthorized("the webhook is not signed (X-Signature and X-Timestamp)");
     };
     let Ok(seconds) = timestamp.trim().parse::<i64>() else { return unauthorized("X-Timestamp is not a number") };
-    if (clock::now_ms() / 1000 - seconds).abs() > MAX_SKEW_SECONDS {
+    // abs_diff: a timestamp near i64::MIN must not overflow the subtraction (found by fuzzing).
+    if (clock::now_ms() / 1000).abs_diff(seconds) > MAX_SKEW_SECONDS.unsigned_abs() {
         return unauthorized("X-Timestamp is more than five minutes from now");
     }
     let Some(signature) = decode_hex(signature.trim()) else { return unauthorized("X-Signature is not hex") };

@@ -63,6 +63,10 @@ pub struct SimConfig {
     pub step: Duration,
     /// In `timeout` mode, how long before the line reports the outcome by callback.
     pub late_report: Duration,
+    /// Where the line keeps what it was handed across restarts (see [`Journal`]).
+    pub journal: Option<std::path::PathBuf>,
+    /// How long the line takes to answer a send it has decided (a phone takes a moment).
+    pub answer_delay: Duration,
 }
 
 impl Default for SimConfig {
@@ -80,15 +84,17 @@ impl Default for SimConfig {
             read_receipts: false,
             step: Duration::from_millis(20),
             late_report: Duration::from_secs(30),
+            journal: None,
+            answer_delay: Duration::ZERO,
         }
     }
 }
 
 /// One entry of the sent log, as `GET /control/sent` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Sent {
     id: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     to: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chat: Option<String>,
@@ -129,6 +135,69 @@ struct Sim {
     /// Set by `/control/mode`: what status lookups of known messages and groups answer instead
     /// of the truth (an answer the protocol does not allow, to test the service's handling).
     lookup_answer: Mutex<Option<String>>,
+    /// Callback posts that failed and were tried again (the service was away or refused).
+    callback_retries: AtomicU64,
+    /// Status lookups of messages and groups the line knew.
+    lookups: AtomicU64,
+    journal: Journal,
+}
+
+/// A line of the journal.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "entry", rename_all = "lowercase")]
+enum JournalEntry {
+    /// How the line answered a message or group it was handed (and, if it sent it, what it sent).
+    Decided {
+        id: String,
+        #[serde(default)]
+        sent: Option<Box<Sent>>,
+        status: String,
+        #[serde(default)]
+        reason: Option<String>,
+        code: u16,
+        answer: SendAnswer,
+    },
+    /// The service acknowledged a callback reporting this status.
+    Reported { id: String, status: String },
+}
+
+/// The line's memory across restarts (`--journal PATH`), as a phone keeps its messages when it
+/// reboots: every decision is appended (one JSON line) before the call is answered, and each
+/// status once the service has acknowledged its report. A restarted simulator reads it back: a
+/// call naming a message it already had gets the first answer again and sends nothing, and a
+/// message whose last steps were never acknowledged is reported again.
+struct Journal(Mutex<Option<std::fs::File>>);
+
+impl Journal {
+    fn open(path: &std::path::Path) -> anyhow::Result<(Journal, Vec<JournalEntry>)> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => anyhow::bail!("cannot read the journal {}: {e}", path.display()),
+        };
+        // A line cut short by a kill is the last one, and was never answered: skip it.
+        let entries = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| anyhow::anyhow!("cannot open the journal {}: {e}", path.display()))?;
+        Ok((Journal(Mutex::new(Some(file))), entries))
+    }
+
+    fn write(&self, entries: &[JournalEntry]) {
+        use std::io::Write;
+        let mut file = self.0.lock().expect("journal lock");
+        let Some(file) = file.as_mut() else { return };
+        let mut text = Vec::new();
+        for entry in entries {
+            text.extend(serde_json::to_vec(entry).expect("an entry serialises"));
+            text.push(b'\n');
+        }
+        if let Err(error) = file.write_all(&text) {
+            tracing::error!(%error, "could not write the journal");
+        }
+    }
 }
 
 type Shared = Arc<Sim>;
@@ -140,16 +209,20 @@ pub async fn run(config: SimConfig) -> anyhow::Result<()> {
     let listener =
         tokio::net::TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr()?;
-    let router = router(config.clone());
+    let router = router(config.clone())?;
     println!("{}", json!({"listening": bound.to_string(), "e164": config.e164}));
     axum::serve(listener, router).await?;
     Ok(())
 }
 
 /// The simulator's router, for running it inside another process (the demo).
-pub fn router(config: SimConfig) -> Router {
+pub fn router(config: SimConfig) -> anyhow::Result<Router> {
     let (tx, rx) = mpsc::unbounded_channel();
     let seed = config.seed.unwrap_or_else(rand::random);
+    let (journal, restored) = match &config.journal {
+        Some(path) => Journal::open(path)?,
+        None => (Journal(Mutex::new(None)), Vec::new()),
+    };
     let sim = Arc::new(Sim {
         sms_only: config.sms_only.iter().map(|h| h.trim().to_string()).collect(),
         mode: Mutex::new(config.mode),
@@ -162,10 +235,14 @@ pub fn router(config: SimConfig) -> Router {
         sequence: AtomicU64::new(0),
         repeated: AtomicU64::new(0),
         lookup_answer: Mutex::new(None),
+        callback_retries: AtomicU64::new(0),
+        lookups: AtomicU64::new(0),
+        journal,
         config,
     });
+    sim.restore(restored);
     tokio::spawn(deliver_callbacks(sim.clone(), rx));
-    Router::new()
+    Ok(Router::new()
         .route("/v1/capabilities", get(capabilities))
         .route("/v1/reachability", post(reachability))
         .route("/v1/messages", post(send))
@@ -177,10 +254,63 @@ pub fn router(config: SimConfig) -> Router {
         .route("/control/sent", get(control_sent))
         .route("/control/mode", post(control_mode))
         .route("/control/stats", get(control_stats))
-        .with_state(sim)
+        .with_state(sim))
 }
 
 impl Sim {
+    /// Takes back what the journal remembers, and reports again the steps of accepted messages
+    /// that the service never acknowledged.
+    fn restore(self: &Arc<Self>, entries: Vec<JournalEntry>) {
+        let mut reported: HashMap<String, String> = HashMap::new();
+        let mut accepted = Vec::new();
+        {
+            let mut known = self.known.lock().expect("known lock");
+            let mut sent = self.sent.lock().expect("sent lock");
+            for entry in entries {
+                match entry {
+                    JournalEntry::Decided { id, sent: record, status, reason, code, answer } => {
+                        let code = StatusCode::from_u16(code).unwrap_or(StatusCode::ACCEPTED);
+                        if let Some(record) = record {
+                            sent.push(*record);
+                            accepted.push(id.clone());
+                        }
+                        known.insert(id, Known { status, reason, answer: (code, answer) });
+                    }
+                    JournalEntry::Reported { id, status } => {
+                        reported.insert(id, status);
+                    }
+                }
+            }
+            for (id, status) in &reported {
+                if let Some(known) = known.get_mut(id) {
+                    known.status = status.clone();
+                }
+            }
+        }
+        let last = if self.config.read_receipts { "read" } else { "delivered" };
+        for id in accepted {
+            if reported.get(&id).is_none_or(|status| status != last && status != "failed") {
+                self.progress(id, Duration::ZERO);
+            }
+        }
+    }
+
+    /// Records a decision in the memory and the journal.
+    fn remember(&self, id: &str, known: Known, sent: Option<Sent>) {
+        self.journal.write(&[JournalEntry::Decided {
+            id: id.to_string(),
+            sent: sent.clone().map(Box::new),
+            status: known.status.clone(),
+            reason: known.reason.clone(),
+            code: known.answer.0.as_u16(),
+            answer: known.answer.1.clone(),
+        }]);
+        self.known.lock().expect("known lock").insert(id.to_string(), known);
+        if let Some(sent) = sent {
+            self.sent.lock().expect("sent lock").push(sent);
+        }
+    }
+
     fn authorized(&self, headers: &HeaderMap) -> bool {
         let Some(token) = &self.config.token else { return true };
         headers
@@ -267,18 +397,12 @@ impl Sim {
         };
         if let Some(reason) = reason {
             let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.clone()) };
-            let known = Known {
-                status: "failed".into(),
-                reason: Some(reason),
-                answer: (StatusCode::UNPROCESSABLE_ENTITY, answer),
-            };
-            self.known.lock().expect("known lock").insert(id.to_string(), known.clone());
-            return Some(known.answer);
+            let answer = (StatusCode::UNPROCESSABLE_ENTITY, answer);
+            self.remember(id, Known { status: "failed".into(), reason: Some(reason), answer: answer.clone() }, None);
+            return Some(answer);
         }
         let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None });
-        let known = Known { status: "submitted".into(), reason: None, answer: answer.clone() };
-        self.known.lock().expect("known lock").insert(id.to_string(), known);
-        self.sent.lock().expect("sent lock").push(record);
+        self.remember(id, Known { status: "submitted".into(), reason: None, answer: answer.clone() }, Some(record));
         if mode == Mode::Timeout {
             self.progress(id.to_string(), self.config.late_report);
             None
@@ -342,7 +466,10 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
         at: clock::rfc3339(clock::now_ms()),
     };
     match sim.accept_or_refuse(&request.id, refusal, record) {
-        Some((status, answer)) => (status, Json(answer)).into_response(),
+        Some((status, answer)) => {
+            tokio::time::sleep(sim.config.answer_delay).await;
+            (status, Json(answer)).into_response()
+        }
         None => never_answer().await,
     }
 }
@@ -383,7 +510,10 @@ async fn create_group(State(sim): State<Shared>, headers: HeaderMap, Json(reques
             answer: (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None }),
         },
     };
-    sim.known.lock().expect("known lock").entry(request.id.clone()).or_insert(group_status);
+    let new_group = !sim.known.lock().expect("known lock").contains_key(&request.id);
+    if new_group {
+        sim.remember(&request.id, group_status, None);
+    }
     match answer {
         Some((status, answer)) => (status, Json(answer)).into_response(),
         None => never_answer().await,
@@ -397,6 +527,7 @@ async fn lookup(State(sim): State<Shared>, headers: HeaderMap, Path(id): Path<St
     let answer = sim.lookup_answer.lock().expect("lookup lock").clone();
     match sim.known.lock().expect("known lock").get(&id) {
         Some(known) => {
+            sim.lookups.fetch_add(1, Ordering::Relaxed);
             let status = answer.unwrap_or_else(|| known.status.clone());
             Json(StatusAnswer { id, status, reason: known.reason.clone() }).into_response()
         }
@@ -457,6 +588,8 @@ async fn control_stats(State(sim): State<Shared>) -> Json<Value> {
     Json(json!({
         "sent": sim.sent.lock().expect("sent lock").len(),
         "repeated_ids": sim.repeated.load(Ordering::Relaxed),
+        "callback_retries": sim.callback_retries.load(Ordering::Relaxed),
+        "lookups": sim.lookups.load(Ordering::Relaxed),
     }))
 }
 
@@ -516,9 +649,20 @@ async fn deliver_callbacks(sim: Shared, mut rx: mpsc::UnboundedReceiver<BridgeEv
         let mut delay = Duration::from_millis(100);
         while let Err(error) = post_callback(&sim, &batch).await {
             tracing::debug!(error, "callback failed; retrying");
+            sim.callback_retries.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
         }
+        let acknowledged: Vec<JournalEntry> = batch
+            .iter()
+            .filter_map(|event| match &event.payload {
+                BridgeEventPayload::MessageStatus { message_id, status, .. } => {
+                    Some(JournalEntry::Reported { id: message_id.clone(), status: status.clone() })
+                }
+                _ => None,
+            })
+            .collect();
+        sim.journal.write(&acknowledged);
         batch.clear();
     }
 }

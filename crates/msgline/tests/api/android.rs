@@ -14,7 +14,7 @@ use crate::{
 
 const FRIEND: &str = "+12015550123";
 
-fn sign(key: &str, body: &str, timestamp: &str) -> String {
+pub fn sign(key: &str, body: &str, timestamp: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
     mac.update(body.as_bytes());
     mac.update(timestamp.as_bytes());

@@ -1,13 +1,7 @@
 //! The egress client for customer-supplied URLs ignores proxy settings: a proxy would resolve the
 //! target itself, past the check that refuses private addresses.
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
-};
+use std::{sync::atomic::Ordering, time::Duration};
 
 use serde_json::json;
 
@@ -19,18 +13,8 @@ use crate::{
 #[tokio::test]
 async fn a_proxy_in_the_environment_is_never_used_for_customer_urls() {
     // A "proxy" that counts the connections it gets.
-    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
-    let connections = Arc::new(AtomicUsize::new(0));
-    tokio::spawn({
-        let connections = connections.clone();
-        async move {
-            while let Ok((socket, _)) = proxy.accept().await {
-                connections.fetch_add(1, Ordering::SeqCst);
-                drop(socket);
-            }
-        }
-    });
+    let (proxy_port, connections) = crate::helpers::counting_listener().await;
+    let proxy_url = format!("http://127.0.0.1:{proxy_port}");
 
     let db = TestDb::new().await;
     let url = db.url().to_string();

@@ -406,6 +406,25 @@ pub async fn serve_process_with(
 
 /// An organisation and a dedicated line made with the admin commands, and `msgline sim` as the
 /// line's bridge in its own process, reporting to a server that is to listen on `port`.
+/// Starts `msgline sim` on `sim_port` as the +12015550100 line (token `t`) of the server on
+/// `port`, with `extra` arguments; waits until it listens.
+pub async fn start_sim(sim_port: u16, port: u16, secret: &str, extra: &[&std::ffi::OsStr]) -> tokio::process::Child {
+    use tokio::io::AsyncBufReadExt;
+    let mut sim = tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
+        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", "+12015550100", "--token", "t"])
+        .args(["--step-ms", "5", "--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
+        .args(["--callback-secret", secret])
+        .args(extra)
+        .env("MSGLINE_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("msgline sim starts");
+    let mut out = tokio::io::BufReader::new(sim.stdout.take().expect("piped")).lines();
+    out.next_line().await.expect("sim stdout").expect("sim prints its address");
+    sim
+}
+
 pub struct ProcessLine {
     pub key: String,
     pub line: Value,
@@ -416,7 +435,6 @@ pub struct ProcessLine {
 }
 
 pub async fn process_line(database_url: &str, org_name: &str) -> ProcessLine {
-    use tokio::io::AsyncBufReadExt;
     let org = cli_value(database_url, &["admin", "org", "create", "--name", org_name]).await;
     let key = org["api_key"].as_str().expect("api_key").to_string();
     let (port, sim_port) = (crate::simline::free_port(), crate::simline::free_port());
@@ -441,16 +459,28 @@ pub async fn process_line(database_url: &str, org_name: &str) -> ProcessLine {
         ],
     )
     .await;
-    let mut sim = tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
-        .args(["sim", "--listen", &format!("127.0.0.1:{sim_port}"), "--e164", "+12015550100", "--token", "t"])
-        .args(["--step-ms", "5", "--callback-url", &format!("http://127.0.0.1:{port}/api/v1/messaging/bridge/events")])
-        .args(["--callback-secret", line["bridge_secret"].as_str().expect("bridge_secret")])
-        .env("MSGLINE_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("msgline sim starts");
-    let mut out = tokio::io::BufReader::new(sim.stdout.take().expect("piped")).lines();
-    out.next_line().await.expect("sim stdout").expect("sim prints its address");
+    let sim = start_sim(sim_port, port, line["bridge_secret"].as_str().expect("bridge_secret"), &[]).await;
     ProcessLine { key, line, port, sim_port, sim }
+}
+
+/// A listener on a loopback port that only counts the connections it gets: proof that nothing
+/// reached an address. Returns the port and the count.
+pub async fn counting_listener() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+    let port = listener.local_addr().expect("bound").port();
+    let count = Arc::new(AtomicUsize::new(0));
+    tokio::spawn({
+        let count = count.clone();
+        async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                drop(socket);
+            }
+        }
+    });
+    (port, count)
 }

@@ -20,6 +20,7 @@ mod demo;
 mod egress;
 mod errors;
 mod foundation;
+mod fuzz;
 mod groups;
 mod idempotency;
 mod inbound;

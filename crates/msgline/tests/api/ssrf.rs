@@ -2,13 +2,7 @@
 //! (contact-card photos, webhook endpoints): refused, and a listener on that address proves that
 //! nothing reached it.
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
-};
+use std::{sync::atomic::Ordering, time::Duration};
 
 use serde_json::json;
 
@@ -43,18 +37,7 @@ fn internal_urls(port: u16) -> Vec<String> {
 
 #[tokio::test]
 async fn internal_addresses_in_every_form_are_refused_and_nothing_reaches_them() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let arrived = Arc::new(AtomicUsize::new(0));
-    tokio::spawn({
-        let arrived = arrived.clone();
-        async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                arrived.fetch_add(1, Ordering::SeqCst);
-                drop(socket);
-            }
-        }
-    });
+    let (port, arrived) = crate::helpers::counting_listener().await;
     let app = spawn_app().await;
     let _line = app.default_line().await;
     let key = &app.org.key;
