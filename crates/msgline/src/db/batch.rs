@@ -64,6 +64,10 @@ pub struct Batch {
     /// turn of an outbox job). Set by the `stage_` functions that write such statements; it
     /// tells [`super::Db::commit`] where the unit runs, so that callers never choose.
     moves_messages: bool,
+    /// For a batch that updates a row many batches update (a webhook endpoint's failure
+    /// streak), that row's key: such batches run on one PostgreSQL lane, one commit after
+    /// another, instead of waiting on each other's row lock through each other's commits.
+    hot_row: Option<u64>,
 }
 
 /// One statement of a batch, its parameters `$1..$n` in the order of `args`.
@@ -225,7 +229,23 @@ impl Batch {
     pub fn extend(&mut self, other: &Batch) -> &mut Self {
         self.statements.extend(other.statements.iter().cloned());
         self.moves_messages |= other.moves_messages;
+        self.hot_row = self.hot_row.or(other.hot_row);
         self
+    }
+
+    /// Notes that the batch updates the row `key` names, which many batches update (see
+    /// [`Batch::hot_row`]).
+    pub(super) fn mark_hot_row(&mut self, key: &str) -> &mut Self {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut hasher);
+        self.hot_row = Some(hasher.finish());
+        self
+    }
+
+    /// The hash of the contended row the batch updates, if any.
+    pub(super) fn hot_row(&self) -> Option<u64> {
+        self.hot_row
     }
 
     /// Notes that the batch changes existing messages (see [`Batch::moves_messages`]).

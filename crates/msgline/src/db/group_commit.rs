@@ -118,13 +118,15 @@ impl GroupWriter {
     }
 
     /// Commits the batch (with others); returns when it is durable. A batch that moves existing
-    /// messages runs on the first lane, which moves messages; any other on any lane but the
-    /// first, where there are others.
+    /// messages runs on the first lane, which moves messages; one that updates a contended row
+    /// on the lane that row's key picks, so that batches meeting on it never wait on each
+    /// other's commits; any other on any lane but the first, where there are others.
     pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
         let others = self.lanes.len().saturating_sub(1);
-        let lane = match others {
+        let lane = match (others, batch.hot_row()) {
             _ if batch.moves_messages() => 0,
-            0 => 0,
+            (0, _) => 0,
+            (_, Some(key)) => 1 + (key % others as u64) as usize,
             _ => 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % others,
         };
         self.commit_on(lane, batch).await

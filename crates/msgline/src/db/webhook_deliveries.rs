@@ -242,6 +242,22 @@ pub enum Settle {
     Failed,
 }
 
+impl Settle {
+    /// The delivery's state and next attempt time after this.
+    fn columns(self) -> (&'static str, Option<i64>) {
+        match self {
+            Settle::Delivered => ("delivered", None),
+            Settle::RetryAt(at) => ("pending", Some(at)),
+            Settle::Failed => ("failed", None),
+        }
+    }
+}
+
+/// The update that settles a claimed delivery (`$1` state, `$2` next attempt, `$3` status, `$4`
+/// now, `$5` id, `$6` attempt), only while the claim is still this one.
+const SETTLE: &str = "UPDATE webhook_deliveries SET state = $1, next_attempt_at = $2, claimed_until = NULL, \
+     last_status = $3, updated_at = $4 WHERE id = $5 AND state = 'claimed' AND attempts = $6";
+
 /// Moves a claimed delivery on after its attempt. Returns `false` when the claim is no longer
 /// this worker's (the endpoint was deleted, or the claim ran out and was taken again).
 pub async fn settle(
@@ -251,41 +267,40 @@ pub async fn settle(
     status: Option<u16>,
     now: i64,
 ) -> sqlx::Result<bool> {
-    let (state, next) = match outcome {
-        Settle::Delivered => ("delivered", None),
-        Settle::RetryAt(at) => ("pending", Some(at)),
-        Settle::Failed => ("failed", None),
-    };
-    let updated = sqlx::query(
-        "UPDATE webhook_deliveries SET state = $1, next_attempt_at = $2, claimed_until = NULL, last_status = $3, \
-         updated_at = $4 WHERE id = $5 AND state = 'claimed' AND attempts = $6",
-    )
-    .bind(state)
-    .bind(next)
-    .bind(status.map(i64::from))
-    .bind(now)
-    .bind(&claimed.id)
-    .bind(claimed.attempt)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
+    let (state, next) = outcome.columns();
+    let updated = sqlx::query(SETTLE)
+        .bind(state)
+        .bind(next)
+        .bind(status.map(i64::from))
+        .bind(now)
+        .bind(&claimed.id)
+        .bind(claimed.attempt)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
     Ok(updated == 1)
 }
 
-/// A delivered attempt, staged for a shared commit: the delivery is settled if the claim is still
-/// this one, and the attempt is recorded only if it was (on SQLite by `changes()`, on PostgreSQL
-/// by one statement whose update feeds the insert); the endpoint's failure streak ends.
-pub fn stage_delivered(
+/// An attempt's outcome, staged for a shared commit: the delivery is settled if the claim is
+/// still this one, and the attempt is recorded only if it was (on SQLite by `changes()`, on
+/// PostgreSQL by one statement whose update feeds the insert).
+fn stage_settle(
     batch: &mut super::Batch,
     backend: super::Backend,
     claimed: &Claimed,
+    outcome: Settle,
     status: Option<u16>,
     attempt: &Attempt,
 ) {
-    let settle = "UPDATE webhook_deliveries SET state = 'delivered', next_attempt_at = NULL, claimed_until = NULL, \
-         last_status = $1, updated_at = $2 WHERE id = $3 AND state = 'claimed' AND attempts = $4";
-    let settle_args: Vec<super::Arg> =
-        vec![status.map(i64::from).into(), attempt.created_at.into(), (&claimed.id).into(), claimed.attempt.into()];
+    let (state, next) = outcome.columns();
+    let settle_args: Vec<super::Arg> = vec![
+        state.into(),
+        next.into(),
+        status.map(i64::from).into(),
+        attempt.created_at.into(),
+        (&claimed.id).into(),
+        claimed.attempt.into(),
+    ];
     let attempt_args: Vec<super::Arg> = vec![
         (&claimed.org_id).into(),
         (&claimed.id).into(),
@@ -304,17 +319,47 @@ pub fn stage_delivered(
     ];
     batch.push_if_updated(
         backend,
-        settle,
+        SETTLE,
         settle_args,
         &format!("INSERT INTO webhook_attempts (org_id, delivery_id, {ATTEMPT_COLUMNS})"),
         attempt_args,
         |p| p.join(", "),
         None,
     );
-    batch.push(
-        "UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
-        vec![(&attempt.webhook_id).into()],
-    );
+}
+
+/// A delivered attempt, staged for a shared commit ([`stage_settle`]); the endpoint's failure
+/// streak ends.
+pub fn stage_delivered(
+    batch: &mut super::Batch,
+    backend: super::Backend,
+    claimed: &Claimed,
+    status: Option<u16>,
+    attempt: &Attempt,
+) {
+    stage_settle(batch, backend, claimed, Settle::Delivered, status, attempt);
+    batch.push(super::webhooks::NOTE_SUCCESS, vec![(&attempt.webhook_id).into()]).mark_hot_row(&attempt.webhook_id);
+}
+
+/// A failed attempt that cannot disable its endpoint, staged for a shared commit
+/// ([`stage_settle`]) with the endpoint's failure streak noted
+/// ([`super::webhooks::note_failure`]).
+pub fn stage_failed(
+    batch: &mut super::Batch,
+    backend: super::Backend,
+    claimed: &Claimed,
+    outcome: Settle,
+    status: Option<u16>,
+    attempt: &Attempt,
+    streak_gap_ms: i64,
+) {
+    stage_settle(batch, backend, claimed, outcome, status, attempt);
+    batch
+        .push(
+            super::webhooks::NOTE_FAILURE,
+            vec![attempt.created_at.into(), (&attempt.webhook_id).into(), streak_gap_ms.into()],
+        )
+        .mark_hot_row(&attempt.webhook_id);
 }
 
 /// One call to an endpoint, as `GET /webhooks/{id}/deliveries` shows it.

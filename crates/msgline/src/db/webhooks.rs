@@ -273,29 +273,29 @@ pub async fn enable(conn: &mut AnyConnection, id: &str, now: i64) -> sqlx::Resul
     Ok(())
 }
 
+/// The update [`note_failure`] makes (`$1` now, `$2` id, `$3` streak gap), for a shared commit.
+pub const NOTE_FAILURE: &str = "UPDATE webhooks SET failing_since = CASE \
+     WHEN failing_since IS NULL OR last_failed_at IS NULL OR $1 - last_failed_at > $3 THEN $1 \
+     ELSE failing_since END, last_failed_at = $1 WHERE id = $2";
+
+/// The update [`note_success`] makes (`$1` id), for a shared commit.
+pub const NOTE_SUCCESS: &str = "UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL";
+
 /// Notes a failed attempt; returns since when the endpoint has failed continuously: with no
 /// success between, and no two failures more than `streak_gap_ms` apart (a failure after a
 /// longer quiet time starts a new streak).
 pub async fn note_failure(conn: &mut AnyConnection, id: &str, now: i64, streak_gap_ms: i64) -> sqlx::Result<i64> {
-    let row = sqlx::query(
-        "UPDATE webhooks SET failing_since = CASE \
-             WHEN failing_since IS NULL OR last_failed_at IS NULL OR $1 - last_failed_at > $3 THEN $1 \
-             ELSE failing_since END, \
-         last_failed_at = $1 WHERE id = $2 RETURNING failing_since",
-    )
-    .bind(now)
-    .bind(id)
-    .bind(streak_gap_ms)
-    .fetch_optional(&mut *conn)
-    .await?;
+    let row = sqlx::query(&format!("{NOTE_FAILURE} RETURNING failing_since"))
+        .bind(now)
+        .bind(id)
+        .bind(streak_gap_ms)
+        .fetch_optional(&mut *conn)
+        .await?;
     Ok(row.map(|r| r.try_get::<Option<i64>, _>(0)).transpose()?.flatten().unwrap_or(now))
 }
 
 /// Notes a success: the endpoint is healthy again.
 pub async fn note_success(conn: &mut AnyConnection, id: &str) -> sqlx::Result<()> {
-    sqlx::query("UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
+    sqlx::query(NOTE_SUCCESS).bind(id).execute(&mut *conn).await?;
     Ok(())
 }

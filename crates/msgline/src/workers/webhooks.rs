@@ -111,6 +111,7 @@ pub async fn step(state: &AppState, settings: &Arc<Settings>, permits: &Arc<Sema
     }
     let claimed = db::webhook_deliveries::claim_due(&state.db, now, LEASE_MS, free as i64).await?;
     let count = claimed.len();
+    let read_at = clock::now_ms();
     // One read each for the claim's endpoints and events. If either fails, the claims run out
     // and are taken again: nothing is lost.
     let webhooks =
@@ -124,7 +125,7 @@ pub async fn step(state: &AppState, settings: &Arc<Settings>, permits: &Arc<Sema
         let webhook = webhooks.get(&(delivery.org_id.clone(), delivery.webhook_id.clone())).cloned();
         let event = events.get(&delivery.event_id).cloned();
         tokio::spawn(async move {
-            if let Err(error) = deliver(&state, &settings, &delivery, webhook, event).await {
+            if let Err(error) = deliver(&state, &settings, &delivery, webhook, read_at, event).await {
                 // The claim runs out and the delivery is taken again: nothing is lost.
                 tracing::error!(delivery = %delivery.id, error = %error, "could not record a webhook attempt");
             }
@@ -168,11 +169,26 @@ impl From<sqlx::Error> for Unrecorded {
     }
 }
 
+/// When a failed attempt is tried again, by the schedule or the receiver's `Retry-After` (which
+/// wins; it still counts as an attempt); `Failed` when the schedule is spent.
+fn after_failure(settings: &Settings, claimed: &Claimed, retry_after: Option<Duration>, now: i64) -> Settle {
+    match settings.schedule.delay_after(claimed.attempt) {
+        Some(delay) => {
+            let wait = retry_after.unwrap_or_else(|| jittered(delay, &mut rand::rng()));
+            Settle::RetryAt(now + wait.as_millis() as i64)
+        }
+        None => Settle::Failed,
+    }
+}
+
+/// Posts one claimed delivery and records what came of it. `webhook` is the endpoint as read
+/// at `read_at`.
 async fn deliver(
     state: &AppState,
     settings: &Settings,
     claimed: &Claimed,
     webhook: Option<db::webhooks::Webhook>,
+    read_at: i64,
     event: Option<StoredEvent>,
 ) -> anyhow::Result<()> {
     let (Some(webhook), Some(event)) = (webhook, event) else {
@@ -248,6 +264,23 @@ async fn deliver(
         return Ok(());
     }
 
+    // A failure that cannot disable the endpoint shares a commit too. The endpoint's streak,
+    // after this failure is noted, began no earlier than the `failing_since` read with it (or
+    // than the read itself, when it was not failing then): if even that is younger than the
+    // disable window, no disable can follow, and nothing needs reading back.
+    let gap = settings.schedule.streak_gap().as_millis() as i64;
+    if let Outcome::Failed { retry_after } = &outcome
+        && now - webhook.failing_since.unwrap_or(read_at) < settings.disable_after_ms
+    {
+        let settle = after_failure(settings, claimed, *retry_after, now);
+        let attempt = attempt(settle);
+        let mut batch = db::Batch::new();
+        db::webhook_deliveries::stage_failed(&mut batch, state.db.backend(), claimed, settle, status, &attempt, gap);
+        state.db.commit(batch).await?;
+        record_failure(&webhook, &event, claimed, status, settle, &attempt);
+        return Ok(());
+    }
+
     let recorded = state
         .db
         .transaction(async |tx| -> Result<_, Unrecorded> {
@@ -259,20 +292,12 @@ async fn deliver(
                     Settle::Failed
                 }
                 Outcome::Failed { retry_after } => {
-                    let gap = settings.schedule.streak_gap().as_millis() as i64;
                     let failing_since = db::webhooks::note_failure(tx, &webhook.id, now, gap).await?;
                     if now - failing_since >= settings.disable_after_ms {
                         disable = Some("failing");
                         Settle::Failed
                     } else {
-                        match settings.schedule.delay_after(claimed.attempt) {
-                            // The receiver's own Retry-After wins over the schedule; it still counts as an attempt.
-                            Some(delay) => {
-                                let wait = retry_after.unwrap_or_else(|| jittered(delay, &mut rand::rng()));
-                                Settle::RetryAt(now + wait.as_millis() as i64)
-                            }
-                            None => Settle::Failed,
-                        }
+                        after_failure(settings, claimed, retry_after, now)
                     }
                 }
             };
@@ -297,18 +322,32 @@ async fn deliver(
         }
         Err(Unrecorded::Database(error)) => return Err(error.into()),
     };
+    match disable {
+        Some(reason) => {
+            crate::metrics::webhook_attempt("failed");
+            tracing::warn!(webhook = %webhook.id, event = %event.id, status, reason, "disabled a webhook endpoint")
+        }
+        None => record_failure(&webhook, &event, claimed, status, settle, &attempt),
+    }
+    Ok(())
+}
+
+/// Counts and logs an attempt that did not disable its endpoint.
+fn record_failure(
+    webhook: &db::webhooks::Webhook,
+    event: &StoredEvent,
+    claimed: &Claimed,
+    status: Option<u16>,
+    settle: Settle,
+    attempt: &Attempt,
+) {
     crate::metrics::webhook_attempt(match settle {
         Settle::Delivered => "delivered",
         Settle::RetryAt(_) => "retrying",
         Settle::Failed => "failed",
     });
-
-    match (settle, disable) {
-        (Settle::Delivered, _) => {}
-        (_, Some(reason)) => {
-            tracing::warn!(webhook = %webhook.id, event = %event.id, status, reason, "disabled a webhook endpoint")
-        }
-        _ => tracing::info!(
+    if settle != Settle::Delivered {
+        tracing::info!(
             webhook = %webhook.id,
             event = %event.id,
             attempt = claimed.attempt,
@@ -316,7 +355,6 @@ async fn deliver(
             error = attempt.error.as_deref(),
             next_attempt_at = attempt.next_attempt_at.map(clock::rfc3339),
             "webhook attempt failed"
-        ),
+        );
     }
-    Ok(())
 }
