@@ -296,3 +296,55 @@ impl NativeLane<'_> {
         answer.await.unwrap_or(Err(sqlx::Error::PoolClosed))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Batch, GroupWriter, Job, Work, mpsc};
+
+    /// Which lane each batch reaches, its commit answered at once.
+    async fn lanes_of(batches: Vec<Batch>) -> Vec<usize> {
+        let (senders, mut receivers): (Vec<_>, Vec<_>) = (0..4).map(|_| mpsc::channel::<Job>(64)).unzip();
+        let writer = GroupWriter::with_lanes(senders);
+        let mut lanes = Vec::new();
+        for batch in batches {
+            let commit = tokio::spawn({
+                let writer = writer.clone();
+                async move { writer.commit(batch).await }
+            });
+            let (lane, job) = loop {
+                if let Some(found) =
+                    receivers.iter_mut().enumerate().find_map(|(lane, rx)| rx.try_recv().ok().map(|job| (lane, job)))
+                {
+                    break found;
+                }
+                tokio::task::yield_now().await;
+            };
+            assert!(matches!(job.work, Work::Batch(_)));
+            job.done.send(Ok(Vec::new())).unwrap();
+            commit.await.unwrap().unwrap();
+            lanes.push(lane);
+        }
+        lanes
+    }
+
+    #[tokio::test]
+    async fn batches_meeting_on_a_hot_row_share_a_lane_and_others_spread_over_the_rest() {
+        let hot = |key: &str| {
+            let mut batch = Batch::new();
+            batch.push("UPDATE webhooks SET failing_since = NULL WHERE id = $1", vec![key.into()]).mark_hot_row(key);
+            batch
+        };
+        let plain = || {
+            let mut batch = Batch::new();
+            batch.push("INSERT INTO t (v) VALUES ($1)", vec![1.into()]);
+            batch
+        };
+        let a = lanes_of((0..6).map(|_| hot("wh_a")).collect()).await;
+        assert!(a.iter().all(|lane| *lane == a[0] && *lane != 0), "{a:?}");
+        let b = lanes_of(vec![hot("wh_b")]).await;
+        assert_ne!(b[0], 0);
+        let spread = lanes_of((0..6).map(|_| plain()).collect()).await;
+        assert!(!spread.contains(&0), "{spread:?}");
+        assert_eq!(spread.iter().collect::<std::collections::HashSet<_>>().len(), 3, "{spread:?}");
+    }
+}

@@ -328,23 +328,11 @@ fn stage_settle(
     );
 }
 
-/// A delivered attempt, staged for a shared commit ([`stage_settle`]); the endpoint's failure
-/// streak ends.
-pub fn stage_delivered(
-    batch: &mut super::Batch,
-    backend: super::Backend,
-    claimed: &Claimed,
-    status: Option<u16>,
-    attempt: &Attempt,
-) {
-    stage_settle(batch, backend, claimed, Settle::Delivered, status, attempt);
-    batch.push(super::webhooks::NOTE_SUCCESS, vec![(&attempt.webhook_id).into()]).mark_hot_row(&attempt.webhook_id);
-}
-
-/// A failed attempt that cannot disable its endpoint, staged for a shared commit
-/// ([`stage_settle`]) with the endpoint's failure streak noted
-/// ([`super::webhooks::note_failure`]).
-pub fn stage_failed(
+/// An attempt, staged for a shared commit ([`stage_settle`]) with the endpoint's failure streak
+/// ended by a delivery or noted by a failure ([`super::webhooks::note_failure`]); a failure
+/// staged here must be one that cannot disable the endpoint. The endpoint's row is one many
+/// batches update ([`super::Batch::mark_hot_row`]).
+pub fn stage_attempt(
     batch: &mut super::Batch,
     backend: super::Backend,
     claimed: &Claimed,
@@ -354,12 +342,13 @@ pub fn stage_failed(
     streak_gap_ms: i64,
 ) {
     stage_settle(batch, backend, claimed, outcome, status, attempt);
-    batch
-        .push(
-            super::webhooks::NOTE_FAILURE,
-            vec![attempt.created_at.into(), (&attempt.webhook_id).into(), streak_gap_ms.into()],
-        )
-        .mark_hot_row(&attempt.webhook_id);
+    let webhook = &attempt.webhook_id;
+    match outcome {
+        Settle::Delivered => batch.push(super::webhooks::NOTE_SUCCESS, vec![webhook.into()]),
+        _ => batch
+            .push(super::webhooks::NOTE_FAILURE, vec![attempt.created_at.into(), webhook.into(), streak_gap_ms.into()]),
+    }
+    .mark_hot_row(webhook);
 }
 
 /// One call to an endpoint, as `GET /webhooks/{id}/deliveries` shows it.

@@ -254,30 +254,26 @@ async fn deliver(
         created_at: now,
     };
 
-    // The common case, a delivery, reads nothing back: it shares a commit with other writes.
-    if let Outcome::Delivered = &outcome {
-        let mut batch = db::Batch::new();
-        let attempt = attempt(Settle::Delivered);
-        db::webhook_deliveries::stage_delivered(&mut batch, state.db.backend(), claimed, status, &attempt);
-        state.db.commit(batch).await?;
-        crate::metrics::webhook_attempt("delivered");
-        return Ok(());
-    }
-
-    // A failure that cannot disable the endpoint shares a commit too. The endpoint's streak,
-    // after this failure is noted, began no earlier than the `failing_since` read with it (or
-    // than the read itself, when it was not failing then): if even that is younger than the
-    // disable window, no disable can follow, and nothing needs reading back.
+    // A delivery, and a failure that cannot disable the endpoint, read nothing back: they share
+    // a commit with other writes. The endpoint's streak, after a failure is noted, began no
+    // earlier than the `failing_since` read with it (or than the read itself, when it was not
+    // failing then): if even that is younger than the disable window, no disable can follow.
     let gap = settings.schedule.streak_gap().as_millis() as i64;
-    if let Outcome::Failed { retry_after } = &outcome
-        && now - webhook.failing_since.unwrap_or(read_at) < settings.disable_after_ms
-    {
-        let settle = after_failure(settings, claimed, *retry_after, now);
+    let shared = match &outcome {
+        Outcome::Delivered => Some(Settle::Delivered),
+        Outcome::Failed { retry_after }
+            if now - webhook.failing_since.unwrap_or(read_at) < settings.disable_after_ms =>
+        {
+            Some(after_failure(settings, claimed, *retry_after, now))
+        }
+        _ => None,
+    };
+    if let Some(settle) = shared {
         let attempt = attempt(settle);
         let mut batch = db::Batch::new();
-        db::webhook_deliveries::stage_failed(&mut batch, state.db.backend(), claimed, settle, status, &attempt, gap);
+        db::webhook_deliveries::stage_attempt(&mut batch, state.db.backend(), claimed, settle, status, &attempt, gap);
         state.db.commit(batch).await?;
-        record_failure(&webhook, &event, claimed, status, settle, &attempt);
+        record(&webhook, &event, claimed, status, settle, &attempt);
         return Ok(());
     }
 
@@ -327,13 +323,13 @@ async fn deliver(
             crate::metrics::webhook_attempt("failed");
             tracing::warn!(webhook = %webhook.id, event = %event.id, status, reason, "disabled a webhook endpoint")
         }
-        None => record_failure(&webhook, &event, claimed, status, settle, &attempt),
+        None => record(&webhook, &event, claimed, status, settle, &attempt),
     }
     Ok(())
 }
 
-/// Counts and logs an attempt that did not disable its endpoint.
-fn record_failure(
+/// Counts an attempt that did not disable its endpoint, and logs it if it failed.
+fn record(
     webhook: &db::webhooks::Webhook,
     event: &StoredEvent,
     claimed: &Claimed,
