@@ -281,16 +281,20 @@ pub async fn settle(
     Ok(updated == 1)
 }
 
-/// An attempt's outcome, staged for a shared commit: the delivery is settled if the claim is
-/// still this one, and the attempt is recorded only if it was (on SQLite by `changes()`, on
-/// PostgreSQL by one statement whose update feeds the insert).
-fn stage_settle(
+/// An attempt, staged for a shared commit: the delivery is settled if the claim is still this
+/// one, and the attempt is recorded only if it was (on SQLite by `changes()`, on PostgreSQL by
+/// one statement whose update feeds the insert); the endpoint's failure streak is ended by a
+/// delivery or noted by a failure ([`super::webhooks::note_failure`]). A failure staged here
+/// must be one that cannot disable the endpoint. The endpoint's row is one many batches
+/// update ([`super::Batch::mark_hot_row`]).
+pub fn stage_attempt(
     batch: &mut super::Batch,
     backend: super::Backend,
     claimed: &Claimed,
     outcome: Settle,
     status: Option<u16>,
     attempt: &Attempt,
+    streak_gap_ms: i64,
 ) {
     let (state, next) = outcome.columns();
     let settle_args: Vec<super::Arg> = vec![
@@ -326,22 +330,6 @@ fn stage_settle(
         |p| p.join(", "),
         None,
     );
-}
-
-/// An attempt, staged for a shared commit ([`stage_settle`]) with the endpoint's failure streak
-/// ended by a delivery or noted by a failure ([`super::webhooks::note_failure`]); a failure
-/// staged here must be one that cannot disable the endpoint. The endpoint's row is one many
-/// batches update ([`super::Batch::mark_hot_row`]).
-pub fn stage_attempt(
-    batch: &mut super::Batch,
-    backend: super::Backend,
-    claimed: &Claimed,
-    outcome: Settle,
-    status: Option<u16>,
-    attempt: &Attempt,
-    streak_gap_ms: i64,
-) {
-    stage_settle(batch, backend, claimed, outcome, status, attempt);
     let webhook = &attempt.webhook_id;
     match outcome {
         Settle::Delivered => batch.push(super::webhooks::NOTE_SUCCESS, vec![webhook.into()]),
