@@ -77,11 +77,13 @@ pub(super) fn print_table(report: &Value) {
 
 /// The soak's windows and what its webhook receiver got.
 fn print_soak(soak: &Value) {
-    if let Some(measured) = soak["measured_send"].as_object() {
+    if let Some(measured) = soak["measured"].as_object() {
+        let send = &measured["send"];
         println!(
-            "soak: closed-loop send measured {:.0}/s (p99 {} ms); soak target {:.0}/s",
-            measured["per_second"].as_f64().unwrap_or(0.0),
-            ms(&measured["p99_ms"]),
+            "soak: closed-loop send {:.0}/s (p99 {} ms), end to end {:.0}/s; soak target {:.0}/s",
+            send["per_second"].as_f64().unwrap_or(0.0),
+            ms(&send["p99_ms"]),
+            measured["end_to_end_per_second"].as_f64().unwrap_or(0.0),
             soak["target_per_second"].as_f64().unwrap_or(0.0)
         );
     }

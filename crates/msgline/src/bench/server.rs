@@ -44,7 +44,7 @@ pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
         sqlx::query("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
     let mut conversations = Vec::new();
     {
-        let mut tx = db.writer().begin().await?;
+        let mut tx = db.begin().await?;
         for i in 0..1000 {
             let phone = format!("+1201555{:04}", 7000 + (i % 2000));
             let contact = db::contacts::find_or_create(&mut *tx, &org, &phone).await?;
@@ -60,7 +60,7 @@ pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
     let batch = 1_000;
     let mut written = 0;
     while written < rows {
-        let mut tx = db.writer().begin().await?;
+        let mut tx = db.begin().await?;
         let n = batch.min(rows - written);
         for i in 0..n {
             let (conversation, contact) = &conversations[((written + i) % 1000) as usize];

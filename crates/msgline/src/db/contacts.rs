@@ -67,7 +67,7 @@ fn from_row(row: &AnyRow) -> sqlx::Result<Contact> {
 /// Returns the contact and whether it was created.
 pub async fn upsert(db: &Db, org_id: &str, phone: &E164, fields: &ContactFields) -> sqlx::Result<(Contact, bool)> {
     let now = clock::now_ms();
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO contacts (id, org_id, phone, name, email, organization, note, created_at, updated_at, name_lower) \
          VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), NULLIF($6, ''), NULLIF($7, ''), $8, $8, NULLIF($9, '')) \

@@ -153,7 +153,7 @@ pub async fn revoke(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<KeyR
 /// for `grace_ms` (revoked at once when 0). Returns the new key, its secret and the moment the
 /// old one stops working.
 pub async fn rotate(db: &Db, org_id: &str, id: &str, grace_ms: i64) -> sqlx::Result<Option<(KeyRecord, String, i64)>> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM api_keys WHERE org_id = $1 AND id = $2"))
         .bind(org_id)
         .bind(id)

@@ -203,18 +203,31 @@ impl Db {
     }
 
     async fn commit_alone(&self, batch: Batch) -> sqlx::Result<()> {
-        let mut tx = self.writer.begin().await?;
+        let mut tx = self.begin().await?;
         batch.execute(&mut tx).await?;
         tx.commit().await
     }
 
-    /// Runs a unit of work that reads as it writes in one transaction of its own: committed if
-    /// `work` succeeds, rolled back if it fails.
+    /// Begins a transaction on the writer pool.
+    ///
+    /// On SQLite the transaction takes the write lock as it begins. A transaction that has read
+    /// and then writes asks for the lock without waiting for it (SQLite cannot tell whether
+    /// waiting would deadlock): while the checkpointer held it for a truncating checkpoint,
+    /// such transactions failed with `database is locked`. Taken first, the lock is waited for.
+    pub async fn begin(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
+        match self.backend {
+            Backend::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.writer.begin().await,
+        }
+    }
+
+    /// Runs a unit of work that reads as it writes in one transaction of its own (see
+    /// [`Db::begin`]): committed if `work` succeeds, rolled back if it fails.
     pub async fn transaction<T, E>(&self, work: impl AsyncFnOnce(&mut AnyConnection) -> Result<T, E>) -> Result<T, E>
     where
         E: From<sqlx::Error>,
     {
-        let mut tx = self.writer.begin().await?;
+        let mut tx = self.begin().await?;
         let value = work(&mut tx).await?;
         tx.commit().await?;
         Ok(value)
@@ -357,5 +370,64 @@ impl Backend {
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Db;
+
+    /// A transaction that reads and then writes must wait for another connection holding the
+    /// write lock (on a SQLite file the checkpointer takes it for a truncating checkpoint), not
+    /// fail with `database is locked`: SQLite does not wait when a read transaction asks for
+    /// the write lock, so the transaction must take it first.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn transactions_that_read_then_write_wait_for_the_write_lock_instead_of_failing() {
+        use std::sync::{
+            Arc,
+            atomic::{AtomicBool, Ordering},
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.db");
+        let db = Db::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+        sqlx::query("CREATE TABLE counters (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+            .execute(db.writer())
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO counters (id, n) VALUES (1, 0)").execute(db.writer()).await.unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let holder = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let conn = rusqlite::Connection::open(&file).unwrap();
+                conn.execute_batch("PRAGMA busy_timeout = 30000").unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    conn.execute_batch("COMMIT").unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            })
+        };
+        let mut failures = Vec::new();
+        for _ in 0..200 {
+            let outcome: sqlx::Result<()> = db
+                .transaction(async |tx| {
+                    let (n,): (i64,) =
+                        sqlx::query_as("SELECT n FROM counters WHERE id = 1").fetch_one(&mut *tx).await?;
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    sqlx::query("UPDATE counters SET n = $1 WHERE id = 1").bind(n + 1).execute(&mut *tx).await?;
+                    Ok(())
+                })
+                .await;
+            if let Err(error) = outcome {
+                failures.push(error.to_string());
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        holder.join().unwrap();
+        assert!(failures.is_empty(), "{} of 200 transactions failed, first: {}", failures.len(), failures[0]);
+        let (n,): (i64,) = sqlx::query_as("SELECT n FROM counters WHERE id = 1").fetch_one(db.writer()).await.unwrap();
+        assert_eq!(n, 200);
     }
 }

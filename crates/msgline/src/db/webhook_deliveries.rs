@@ -134,7 +134,7 @@ pub async fn fan_out(db: &Db, limit: i64) -> sqlx::Result<usize> {
             })
             .await;
     }
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let rows = sqlx::query(&sql).bind(limit).fetch_all(&mut *tx).await?;
     if rows.is_empty() {
         tx.rollback().await?;
@@ -447,7 +447,7 @@ pub async fn replay(db: &Db, webhook: &Webhook, since: i64, max: usize) -> Resul
     }
     sql.push_str(&format!(" ORDER BY id LIMIT {}", max + 1));
 
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let mut query = sqlx::query(&sql).bind(&webhook.org_id).bind(since.max(webhook.created_at)).bind(&webhook.id);
     for kind in &types {
         query = query.bind(*kind);

@@ -177,7 +177,7 @@ pub async fn list(db: &Db, org_id: &str, line_id: Option<&str>, page: &Page) -> 
 
 /// Deletes an endpoint with its deliveries and attempts. Returns whether it existed.
 pub async fn delete(db: &Db, org_id: &str, id: &str) -> sqlx::Result<bool> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     if db.backend() == super::Backend::Postgres {
         // The deliverer may be recording an attempt of one of these deliveries right now. Locked
         // first, that attempt waits for this transaction and then finds its delivery gone,
@@ -208,7 +208,7 @@ pub async fn delete(db: &Db, org_id: &str, id: &str) -> sqlx::Result<bool> {
 /// Gives an endpoint a new secret; the current one keeps signing until `now + grace_ms` (not at
 /// all when 0). A secret still in its grace from an earlier rotation stops signing now.
 pub async fn rotate_secret(db: &Db, org_id: &str, id: &str, grace_ms: i64) -> sqlx::Result<Option<Webhook>> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM webhooks WHERE org_id = $1 AND id = $2"))
         .bind(org_id)
         .bind(id)
