@@ -14,6 +14,7 @@ use crate::{
     db::{self, Db, contacts::Contact, lines::Line, messages::NewMessage},
     domain::{
         lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
+        opt_out::{self, Keyword},
         phone::E164,
         poll,
     },
@@ -186,11 +187,33 @@ async fn inbound(
         Some(chat) => db::conversations::get_group_on_line(conn, &org_id, &line.id, chat).await?,
         None => None,
     };
+    let in_group = group.is_some();
     let conversation_id = match group {
         Some(group) => group.id,
         None => db::conversations::find_or_create_direct(conn, &org_id, &line.id, &contact.id, &from).await?.id,
     };
     let channel = if channel == "sms" { Channel::Sms } else { Channel::Imessage };
+    let text = |direction, status, body: String| NewMessage {
+        org_id: org_id.clone(),
+        conversation_id: conversation_id.clone(),
+        contact_id: Some(contact.id.clone()),
+        line_id: line.id.clone(),
+        direction,
+        channel,
+        kind: MessageKind::Text,
+        body,
+        payload: None,
+        status,
+        agent_id: None,
+        attachment: None,
+    };
+    // STOP, START and HELP in a conversation with one person: stored like any message, answered
+    // by msgline itself (never by an agent). In a group they are ordinary messages.
+    if !in_group && let Some(reply) = answer_keyword(conn, line, &contact, body).await? {
+        db::messages::insert(conn, text(Direction::Inbound, MessageStatus::Received, body.to_string())).await?;
+        db::messages::insert(conn, text(Direction::Outbound, MessageStatus::Queued, reply)).await?;
+        return Ok(());
+    }
     // A reply naming an option of the conversation's latest poll, while it is open, is a vote.
     if let Some(poll) = db::polls::latest_in_conversation(conn, &conversation_id).await?
         && poll.open_at(clock::now_ms(), rules.poll_open_ms)
@@ -199,26 +222,33 @@ async fn inbound(
         record_vote(conn, &poll, &contact, index, channel, Some(body)).await?;
         return Ok(());
     }
-    let message = db::messages::insert(
-        conn,
-        NewMessage {
-            org_id: org_id.clone(),
-            conversation_id: conversation_id.clone(),
-            contact_id: Some(contact.id),
-            line_id: line.id.clone(),
-            direction: Direction::Inbound,
-            channel,
-            kind: MessageKind::Text,
-            body: body.to_string(),
-            payload: None,
-            status: MessageStatus::Received,
-            agent_id: None,
-            attachment: None,
-        },
-    )
-    .await?;
+    let message =
+        db::messages::insert(conn, text(Direction::Inbound, MessageStatus::Received, body.to_string())).await?;
     trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), rules.agent_runs_per_minute).await?;
     Ok(())
+}
+
+/// If the body is an opt-out, opt-in or help keyword that applies, applies it and returns the
+/// reply to send. An opt-in word (`yes` among them) from a number that is not opted out is an
+/// ordinary message.
+async fn answer_keyword(
+    conn: &mut AnyConnection,
+    line: &Line,
+    contact: &Contact,
+    body: &str,
+) -> anyhow::Result<Option<String>> {
+    let Some(keyword) = opt_out::keyword(body) else { return Ok(None) };
+    let replies = db::orgs::replies(&mut *conn, &contact.org_id).await?;
+    Ok(match keyword {
+        Keyword::OptOut(word) => {
+            db::opt_outs::opt_out(conn, &line.id, contact, word).await?;
+            Some(replies.opt_out_text())
+        }
+        Keyword::OptIn(_) => {
+            db::opt_outs::opt_in(conn, &contact.org_id, &line.id, &contact.phone).await?.map(|_| replies.opt_in_text())
+        }
+        Keyword::Help => Some(replies.help_text()),
+    })
 }
 
 /// Queues a run of the line's enabled agent for an inbound text, in the same transaction. In a

@@ -69,6 +69,7 @@ async fn receive_hook(
         HookError::NotHere => ApiError::not_found("route"),
     })?;
     let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
+    wake_for_replies(&state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     Ok(Json(json!({"applied": applied, "duplicates": handled.len() - applied})))
 }
@@ -100,7 +101,16 @@ async fn receive(
         other => vec![from_value(other)?],
     };
     let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
+    wake_for_replies(&state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     let duplicates = handled.len() - applied;
     Ok(Json(json!({"applied": applied, "duplicates": duplicates})))
+}
+
+/// An inbound text may have queued an automatic reply (to STOP, START or HELP): the dispatcher
+/// is woken to send it now rather than at its next look.
+fn wake_for_replies(state: &AppState, events: &[BridgeEvent]) {
+    if events.iter().any(|e| matches!(e.payload, crate::bridge::BridgeEventPayload::Inbound { .. })) {
+        state.dispatch.wake();
+    }
 }

@@ -14,6 +14,7 @@ mod keys;
 mod lines;
 pub mod messages;
 pub mod openapi;
+mod opt_outs;
 pub mod polls;
 mod webhooks;
 
@@ -41,6 +42,7 @@ fn routes(authenticate: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<Ap
         .merge(keys::router())
         .merge(lines::router())
         .merge(contacts::router())
+        .merge(opt_outs::router())
         .merge(conversations::router())
         .merge(messages::router())
         .merge(contact_cards::router())

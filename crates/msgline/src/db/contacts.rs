@@ -16,6 +16,8 @@ pub struct Contact {
     pub note: Option<String>,
     /// Whether the handle was last seen reachable over iMessage; `None` until a bridge is asked.
     pub imessage_reachable: Option<bool>,
+    /// The earliest opt-out still in force on any of the organisation's lines.
+    pub opted_out_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -31,6 +33,7 @@ impl Contact {
             "organization": self.organization,
             "note": self.note,
             "imessage_reachable": self.imessage_reachable,
+            "opted_out_at": self.opted_out_at.map(clock::rfc3339),
             "created_at": clock::rfc3339(self.created_at),
             "updated_at": clock::rfc3339(self.updated_at),
         })
@@ -46,7 +49,8 @@ pub struct ContactFields {
     pub note: Option<String>,
 }
 
-const COLUMNS: &str = "id, org_id, phone, name, email, organization, note, imessage_reachable, created_at, updated_at";
+const COLUMNS: &str =
+    "id, org_id, phone, name, email, organization, note, imessage_reachable, created_at, updated_at, opted_out_at";
 
 fn from_row(row: &AnyRow) -> sqlx::Result<Contact> {
     Ok(Contact {
@@ -60,6 +64,7 @@ fn from_row(row: &AnyRow) -> sqlx::Result<Contact> {
         imessage_reachable: row.try_get::<Option<i64>, _>(7)?.map(|v| v != 0),
         created_at: row.try_get(8)?,
         updated_at: row.try_get(9)?,
+        opted_out_at: row.try_get(10)?,
     })
 }
 
@@ -116,10 +121,18 @@ pub async fn upsert(db: &Db, org_id: &str, phone: &E164, fields: &ContactFields)
 }
 
 pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Contact>> {
+    get_in(db.reader(), org_id, id).await
+}
+
+/// [`get`] through any executor (a transaction's connection).
+pub async fn get_in<'c, E>(executor: E, org_id: &str, id: &str) -> sqlx::Result<Option<Contact>>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM contacts WHERE org_id = $1 AND id = $2"))
         .bind(org_id)
         .bind(id)
-        .fetch_optional(db.reader())
+        .fetch_optional(executor)
         .await?;
     row.as_ref().map(from_row).transpose()
 }

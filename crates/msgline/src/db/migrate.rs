@@ -38,6 +38,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(12, "0012_message_outbox"),
     migration!(13, "0013_message_idempotency"),
     migration!(14, "0014_webhook_failure_streaks"),
+    migration!(15, "0015_opt_outs"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -20,6 +20,7 @@ pub mod messages;
 mod migrate;
 pub mod moves;
 mod native;
+pub mod opt_outs;
 pub mod orgs;
 pub mod outbox;
 mod page;

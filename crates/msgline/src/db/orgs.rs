@@ -3,7 +3,7 @@
 use sqlx::Row;
 
 use super::Db;
-use crate::{clock, ids};
+use crate::{clock, domain::opt_out, ids};
 
 #[derive(Debug, Clone)]
 pub struct Org {
@@ -27,4 +27,76 @@ pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<Org>> {
     let row =
         sqlx::query("SELECT id, name, created_at FROM orgs WHERE id = $1").bind(id).fetch_optional(db.writer()).await?;
     row.map(|row| Ok(Org { id: row.try_get(0)?, name: row.try_get(1)?, created_at: row.try_get(2)? })).transpose()
+}
+
+/// The texts an organisation set for its automatic replies (`None`: the default).
+#[derive(Debug, Clone, Default)]
+pub struct Replies {
+    pub org_name: String,
+    pub opt_out: Option<String>,
+    pub opt_in: Option<String>,
+    pub help: Option<String>,
+}
+
+impl Replies {
+    pub fn opt_out_text(&self) -> String {
+        self.opt_out.clone().unwrap_or_else(|| opt_out::default_opt_out_reply(&self.org_name))
+    }
+
+    pub fn opt_in_text(&self) -> String {
+        self.opt_in.clone().unwrap_or_else(|| opt_out::default_opt_in_reply(&self.org_name))
+    }
+
+    pub fn help_text(&self) -> String {
+        self.help.clone().unwrap_or_else(|| opt_out::default_help_reply(&self.org_name))
+    }
+
+    /// As the API shows them: the texts in force, and whether each is the default.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "opt_out_reply": self.opt_out_text(),
+            "opt_in_reply": self.opt_in_text(),
+            "help_reply": self.help_text(),
+            "defaults": {
+                "opt_out_reply": self.opt_out.is_none(),
+                "opt_in_reply": self.opt_in.is_none(),
+                "help_reply": self.help.is_none(),
+            },
+        })
+    }
+}
+
+/// The organisation's replies, through any executor.
+pub async fn replies<'c, E>(executor: E, org_id: &str) -> sqlx::Result<Replies>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
+    let row = sqlx::query("SELECT name, opt_out_reply, opt_in_reply, help_reply FROM orgs WHERE id = $1")
+        .bind(org_id)
+        .fetch_optional(executor)
+        .await?;
+    let Some(row) = row else { return Ok(Replies::default()) };
+    Ok(Replies { org_name: row.try_get(0)?, opt_out: row.try_get(1)?, opt_in: row.try_get(2)?, help: row.try_get(3)? })
+}
+
+/// Sets the given replies in one statement: `Some("")` goes back to the default, `None` leaves
+/// one as it is.
+pub async fn set_replies(db: &Db, org_id: &str, changes: &Replies) -> sqlx::Result<Replies> {
+    let keep = |value: &Option<String>| i64::from(value.is_none());
+    let text = |value: &Option<String>| value.clone().filter(|text| !text.is_empty());
+    sqlx::query(
+        "UPDATE orgs SET opt_out_reply = CASE WHEN $1 = 1 THEN opt_out_reply ELSE $2 END, \
+         opt_in_reply = CASE WHEN $3 = 1 THEN opt_in_reply ELSE $4 END, \
+         help_reply = CASE WHEN $5 = 1 THEN help_reply ELSE $6 END WHERE id = $7",
+    )
+    .bind(keep(&changes.opt_out))
+    .bind(text(&changes.opt_out))
+    .bind(keep(&changes.opt_in))
+    .bind(text(&changes.opt_in))
+    .bind(keep(&changes.help))
+    .bind(text(&changes.help))
+    .bind(org_id)
+    .execute(db.writer())
+    .await?;
+    replies(db.writer(), org_id).await
 }

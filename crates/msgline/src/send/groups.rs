@@ -173,6 +173,8 @@ pub async fn create(
             "the line's device has no native group support (or has not reported it)",
         ));
     }
+    let phones: Vec<&str> = participants.iter().map(E164::as_str).collect();
+    super::resolve::refuse_opted_out(state, &principal.org_id, &line.id, &phones).await?;
     let refused = unreachable(state, &principal.org_id, &line, &participants).await?;
     if !refused.is_empty() {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "participants_not_reachable")

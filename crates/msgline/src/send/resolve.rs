@@ -193,6 +193,19 @@ pub async fn resolve_line(
     }
 }
 
+/// 409 `recipient_opted_out` if any of `phones` opted out of the organisation's messages on the
+/// line: checked before anything of a send is written.
+pub async fn refuse_opted_out(state: &AppState, org_id: &str, line_id: &str, phones: &[&str]) -> ApiResult<()> {
+    match db::opt_outs::first_opted_out(&state.db, org_id, line_id, phones).await? {
+        None => Ok(()),
+        Some(phone) => Err(ApiError::conflict(
+            "recipient_opted_out",
+            format!("{phone} opted out of messages from this line (it texted STOP); it must text START first"),
+        )
+        .with("phone", phone)),
+    }
+}
+
 /// Resolves line, destination and channel for a send.
 pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput) -> ApiResult<Target> {
     let recipient = &input.recipient;
@@ -275,6 +288,11 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
         }
     };
 
+    let phones: Vec<&str> = match &destination {
+        Destination::Direct { phone, .. } => vec![phone.as_str()],
+        Destination::Group { conversation } => conversation.participants.iter().map(String::as_str).collect(),
+    };
+    refuse_opted_out(state, org, &line.id, &phones).await?;
     let (channel, learned_reachability) = choose_channel(state, org, &line, &destination, input).await?;
     Ok(Target { line, channel, destination, learned_reachability })
 }

@@ -35,6 +35,7 @@ mod messages;
 mod metrics;
 mod moves;
 mod openapi;
+mod optouts;
 mod plans;
 mod polls;
 mod ratelimit;

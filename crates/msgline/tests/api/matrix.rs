@@ -51,8 +51,19 @@ async fn resources(app: &TestApp) -> HashMap<&'static str, String> {
         .await
         .expect(201);
     let made_key = app.post("/keys", key, json!({"name": "spare", "scopes": ["messaging_read"]})).await.expect(201);
+    // An opt-out, and msgline's reply to it.
+    line.inbound("+12015550133", "STOP").await;
+    let opt_out = app.get("/opt-outs", key).await.expect(200)["data"][0].clone();
+    let replies = app.get("/messages?direction=outbound&limit=200", key).await.expect(200);
+    let reply = replies["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["body"].as_str().is_some_and(|b| b.contains("unsubscribed")))
+        .map(|m| m["id"].clone());
+    assert!(reply.is_some(), "the reply to STOP");
     // Settled first: a message's later moves would write events while the matrix runs.
-    for id in [&sent["message"]["id"], &poll["message"]["id"], &group["message"]["id"]] {
+    for id in [&sent["message"]["id"], &poll["message"]["id"], &group["message"]["id"]].into_iter().chain(&reply) {
         let id = id.as_str().unwrap();
         app.wait_for_message(key, id, "delivered", |m| m["status"] == "delivered").await;
     }
@@ -67,6 +78,7 @@ async fn resources(app: &TestApp) -> HashMap<&'static str, String> {
         ("agents", text(&agent["id"])),
         ("keys", text(&made_key["id"])),
         ("lines", line.line_id.clone()),
+        ("opt-outs", text(&opt_out["id"])),
     ])
 }
 
@@ -80,9 +92,18 @@ fn with_id(path: &str, ids: &HashMap<&'static str, String>) -> Option<String> {
 /// Everything the matrices must leave as it was: each table's row count.
 async fn row_counts(app: &TestApp) -> Vec<(&'static str, i64)> {
     let mut counts = Vec::new();
-    for table in
-        ["messages", "contacts", "conversations", "polls", "webhooks", "agents", "api_keys", "events", "poll_votes"]
-    {
+    for table in [
+        "messages",
+        "contacts",
+        "conversations",
+        "polls",
+        "webhooks",
+        "agents",
+        "api_keys",
+        "events",
+        "poll_votes",
+        "opt_outs",
+    ] {
         let (n,): (i64,) =
             sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(app.db().writer()).await.unwrap();
         counts.push((table, n));
@@ -94,8 +115,8 @@ async fn row_counts(app: &TestApp) -> Vec<(&'static str, i64)> {
 async fn snapshot(app: &TestApp, ids: &HashMap<&'static str, String>) -> Vec<Value> {
     let mut shown = Vec::new();
     for (kind, id) in ids {
-        if *kind == "keys" {
-            continue; // listed below: a key has no GET of its own
+        if matches!(*kind, "keys" | "opt-outs") {
+            continue; // listed below: neither has a GET of its own
         }
         let mut answer = app.get(&format!("/{kind}/{id}"), &app.org.key).await.expect(200);
         if let Some(object) = answer.as_object_mut() {
@@ -107,6 +128,8 @@ async fn snapshot(app: &TestApp, ids: &HashMap<&'static str, String>) -> Vec<Val
         shown.push(json!({kind.to_string(): answer}));
     }
     shown.push(app.get("/keys", &app.org.key).await.expect(200));
+    shown.push(app.get("/opt-outs", &app.org.key).await.expect(200));
+    shown.push(app.get("/settings", &app.org.key).await.expect(200));
     shown
 }
 

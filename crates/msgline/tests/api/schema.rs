@@ -175,7 +175,10 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
         .unwrap();
         drop(conn);
 
-        assert_eq!(db.migrate().await.unwrap(), vec!["0013_message_idempotency", "0014_webhook_failure_streaks"]);
+        assert_eq!(
+            db.migrate().await.unwrap(),
+            vec!["0013_message_idempotency", "0014_webhook_failure_streaks", "0015_opt_outs"]
+        );
         let rows = strings(
             &db,
             "SELECT id, COALESCE(idem_key, '-'), COALESCE(idem_fingerprint, '-'), COALESCE(idem_extra, '-'), \
@@ -246,7 +249,7 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
 
         assert_eq!(
             db.migrate().await.unwrap(),
-            vec!["0012_message_outbox", "0013_message_idempotency", "0014_webhook_failure_streaks"]
+            vec!["0012_message_outbox", "0013_message_idempotency", "0014_webhook_failure_streaks", "0015_opt_outs"]
         );
         let rows = strings(
             &db,

@@ -48,6 +48,7 @@ pub const PATH: &str = "/api/v1/openapi.json";
         (name = "groups", description = "iMessage group chats"),
         (name = "conversations"),
         (name = "contacts"),
+        (name = "opt-outs", description = "Numbers that texted STOP, and the automatic replies to STOP, START and HELP"),
         (name = "lines", description = "The phone lines a key may send from"),
         (name = "keys", description = "API keys"),
         (name = "webhooks", description = "Endpoints that receive events, and their deliveries"),

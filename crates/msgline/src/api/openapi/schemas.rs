@@ -197,10 +197,49 @@ pub struct Contact {
     note: Option<String>,
     /// Whether the number was last seen reachable over iMessage; `null` until a line is asked.
     imessage_reachable: Option<bool>,
+    /// When the number opted out (texted STOP) of the organisation's messages on one of its
+    /// lines: the earliest opt-out still in force; `null` when there is none.
+    #[schema(format = DateTime)]
+    opted_out_at: Option<String>,
     #[schema(format = DateTime)]
     created_at: String,
     #[schema(format = DateTime)]
     updated_at: String,
+}
+
+/// A number that opted out of the organisation's messages on a line.
+#[derive(ToSchema)]
+pub struct OptOut {
+    /// `opt_…`
+    id: String,
+    line_id: String,
+    phone: String,
+    /// `ct_…`
+    contact_id: String,
+    /// The word it texted, in lower case: `stop`, `stopall`, `unsubscribe`, `cancel`, `end` or `quit`.
+    keyword: String,
+    #[schema(format = DateTime)]
+    opted_out_at: String,
+}
+
+/// Which of the replies are msgline's defaults.
+#[derive(ToSchema)]
+pub struct ReplyDefaults {
+    opt_out_reply: bool,
+    opt_in_reply: bool,
+    help_reply: bool,
+}
+
+/// The automatic replies in force.
+#[derive(ToSchema)]
+pub struct Settings {
+    /// Sent when a number texts STOP (or a synonym).
+    opt_out_reply: String,
+    /// Sent when an opted-out number texts START (or a synonym).
+    opt_in_reply: String,
+    /// Sent when a number texts HELP or INFO.
+    help_reply: String,
+    defaults: ReplyDefaults,
 }
 
 #[derive(ToSchema)]

@@ -1,0 +1,153 @@
+//! Opt-outs and the automatic replies: `GET /opt-outs` and `DELETE /opt-outs/{id}` (scope
+//! `messaging_contacts`), `GET /settings` (scope `messaging_read`) and `PATCH /settings` (scope
+//! `messaging_contacts`).
+
+use axum::{
+    Json,
+    extract::{Path, State},
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::{
+    extract::{ApiJson, ApiQuery, PageParams, PageQuery, list},
+    openapi::schemas,
+};
+use crate::{
+    db::{self, opt_outs::OptOut, orgs::Replies},
+    domain::{opt_out::REPLY_MAX_CHARS, scope::Scope},
+    error::{ApiError, ApiResult},
+    fields::phone_field,
+    state::{AppState, Principal},
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_opt_outs))
+        .routes(routes!(clear_opt_out))
+        .routes(routes!(get_settings, update_settings))
+}
+
+fn view(opt_out: &OptOut) -> Value {
+    opt_out.to_json()
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct OptOutQuery {
+    /// Only the opt-outs of this line (a line-bound key sees its own line's only).
+    line_id: Option<String>,
+    /// Only this number's (E.164).
+    phone: Option<String>,
+}
+
+/// The organisation's opt-outs in force, newest first.
+#[utoipa::path(
+    get,
+    path = "/opt-outs",
+    tag = "opt-outs",
+    security(("api_key" = ["messaging_contacts"])),
+    params(OptOutQuery, PageParams),
+    responses((status = 200, description = "A page of opt-outs", body = schemas::List<schemas::OptOut>)),
+)]
+async fn list_opt_outs(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiQuery(query): ApiQuery<OptOutQuery>,
+    PageQuery(page): PageQuery,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Contacts)?;
+    let page = page?;
+    let line_id = caller.line_for(query.line_id)?;
+    let phone = query.phone.map(|phone| phone_field("phone", &phone, None)).transpose()?;
+    let paged =
+        db::opt_outs::list(&state.db, &caller.org_id, line_id.as_deref(), phone.as_ref().map(|p| p.as_str()), &page)
+            .await?;
+    Ok(Json(list(paged, view)))
+}
+
+/// Clear an opt-out: the number may be sent to again, as if it had texted START (no reply is
+/// sent). Fires `messaging.contact.opted_in`.
+#[utoipa::path(
+    delete,
+    path = "/opt-outs/{id}",
+    tag = "opt-outs",
+    security(("api_key" = ["messaging_contacts"])),
+    params(("id" = String, Path, description = "The opt-out's id (`opt_…`)")),
+    responses((status = 200, description = "Cleared", body = schemas::Deleted)),
+)]
+async fn clear_opt_out(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Contacts)?;
+    let cleared = db::opt_outs::clear(&state.db, &caller.org_id, &id, caller.bound_line())
+        .await?
+        .ok_or_else(|| ApiError::not_found("opt_out"))?;
+    Ok(Json(json!({"id": cleared.id, "deleted": true})))
+}
+
+/// The organisation's automatic replies to STOP, START and HELP.
+#[utoipa::path(
+    get,
+    path = "/settings",
+    tag = "opt-outs",
+    security(("api_key" = ["messaging_read"])),
+    responses((status = 200, description = "The replies in force", body = schemas::Settings)),
+)]
+async fn get_settings(State(state): State<AppState>, caller: Principal) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Read)?;
+    Ok(Json(db::orgs::replies(state.db.reader(), &caller.org_id).await?.to_json()))
+}
+
+/// `PATCH /settings`: an omitted reply is left as it is, `""` goes back to the default; at least
+/// one must be given (so that a misspelt name is an error, not a change of nothing).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"opt_out_reply": "Acme: you will get no more texts. Reply START to come back."}))]
+struct UpdateSettings {
+    /// Sent when a number texts STOP (or a synonym).
+    #[schema(max_length = 306)]
+    opt_out_reply: Option<String>,
+    /// Sent when an opted-out number texts START (or a synonym).
+    #[schema(max_length = 306)]
+    opt_in_reply: Option<String>,
+    /// Sent when a number texts HELP or INFO.
+    #[schema(max_length = 306)]
+    help_reply: Option<String>,
+}
+
+/// Set the organisation's automatic replies.
+#[utoipa::path(
+    patch,
+    path = "/settings",
+    tag = "opt-outs",
+    security(("api_key" = ["messaging_contacts"])),
+    request_body = UpdateSettings,
+    responses((status = 200, description = "The replies in force", body = schemas::Settings)),
+)]
+async fn update_settings(
+    State(state): State<AppState>,
+    caller: Principal,
+    ApiJson(body): ApiJson<UpdateSettings>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Contacts)?;
+    let reply = |field: &str, value: Option<String>| -> ApiResult<Option<String>> {
+        let Some(text) = value.map(|t| t.trim().to_string()) else { return Ok(None) };
+        if text.chars().count() > REPLY_MAX_CHARS {
+            return Err(ApiError::invalid(field, format!("a reply is at most {REPLY_MAX_CHARS} characters")));
+        }
+        Ok(Some(text))
+    };
+    if body.opt_out_reply.is_none() && body.opt_in_reply.is_none() && body.help_reply.is_none() {
+        return Err(ApiError::bad_request("give at least one of opt_out_reply, opt_in_reply and help_reply"));
+    }
+    let changes = Replies {
+        org_name: String::new(),
+        opt_out: reply("opt_out_reply", body.opt_out_reply)?,
+        opt_in: reply("opt_in_reply", body.opt_in_reply)?,
+        help: reply("help_reply", body.help_reply)?,
+    };
+    Ok(Json(db::orgs::set_replies(&state.db, &caller.org_id, &changes).await?.to_json()))
+}
