@@ -53,6 +53,9 @@ pub struct Config {
     pub redis_url: Option<String>,
     /// How long a poll takes votes, unless a newer poll in its conversation closes it first.
     pub poll_open_seconds: u64,
+    /// How long `GET /availability` uses a remembered iMessage reachability before asking the
+    /// line's device again.
+    pub availability_ttl_seconds: u64,
 }
 
 impl Default for Config {
@@ -81,6 +84,7 @@ impl Default for Config {
             metrics_token: None,
             redis_url: None,
             poll_open_seconds: 7 * 86_400,
+            availability_ttl_seconds: 86_400,
         }
     }
 }

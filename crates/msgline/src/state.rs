@@ -40,6 +40,8 @@ pub struct Inner {
     pub model_http: reqwest::Client,
     /// Contacts and conversations sends have already written.
     pub threads: crate::send::ThreadCache,
+    /// Turns for asking a line's device about a number's reachability (`GET /availability`).
+    pub asking: crate::send::availability::Asking,
 }
 
 impl Deref for AppState {
@@ -66,6 +68,7 @@ impl AppState {
                 .build()
                 .expect("HTTP client builds"),
             threads: Default::default(),
+            asking: Default::default(),
             db,
             config,
         })))

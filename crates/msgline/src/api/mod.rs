@@ -2,6 +2,7 @@
 
 mod agents;
 pub mod auth;
+mod availability;
 mod bridge_events;
 pub mod contact_cards;
 mod contacts;
@@ -43,6 +44,7 @@ fn routes(authenticate: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<Ap
         .merge(lines::router())
         .merge(contacts::router())
         .merge(opt_outs::router())
+        .merge(availability::router())
         .merge(conversations::router())
         .merge(messages::router())
         .merge(contact_cards::router())

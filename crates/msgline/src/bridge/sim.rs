@@ -139,6 +139,8 @@ struct Sim {
     callback_retries: AtomicU64,
     /// Status lookups of messages and groups the line knew.
     lookups: AtomicU64,
+    /// Handles asked about in reachability calls.
+    reachability_asks: AtomicU64,
     journal: Journal,
 }
 
@@ -237,6 +239,7 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         lookup_answer: Mutex::new(None),
         callback_retries: AtomicU64::new(0),
         lookups: AtomicU64::new(0),
+        reachability_asks: AtomicU64::new(0),
         journal,
         config,
     });
@@ -437,6 +440,7 @@ async fn reachability(
     if !sim.authorized(&headers) {
         return unauthorized();
     }
+    sim.reachability_asks.fetch_add(request.handles.len() as u64, Ordering::Relaxed);
     let imessage = request.handles.iter().map(|h| (h.clone(), !sim.sms_only.contains(h.trim()))).collect();
     Json(ReachabilityAnswer { imessage }).into_response()
 }
@@ -590,6 +594,7 @@ async fn control_stats(State(sim): State<Shared>) -> Json<Value> {
         "repeated_ids": sim.repeated.load(Ordering::Relaxed),
         "callback_retries": sim.callback_retries.load(Ordering::Relaxed),
         "lookups": sim.lookups.load(Ordering::Relaxed),
+        "reachability_asks": sim.reachability_asks.load(Ordering::Relaxed),
     }))
 }
 

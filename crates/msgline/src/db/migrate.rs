@@ -39,6 +39,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(13, "0013_message_idempotency"),
     migration!(14, "0014_webhook_failure_streaks"),
     migration!(15, "0015_opt_outs"),
+    migration!(16, "0016_availability"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

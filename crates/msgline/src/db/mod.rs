@@ -6,6 +6,7 @@
 
 pub mod agents;
 pub mod attempts;
+pub mod availability;
 mod batch;
 pub mod bridge_refs;
 pub mod contacts;

@@ -3,6 +3,7 @@
 //! the idempotency record, contact, conversation, message (its own outbox job), poll and first
 //! event, committed together.
 
+pub mod availability;
 pub mod card;
 pub mod groups;
 pub mod poll;

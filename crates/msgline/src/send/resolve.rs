@@ -66,7 +66,7 @@ impl ThreadCache {
             .map(|(reachable, _)| *reachable)
     }
 
-    fn note_reachable(&self, org_id: &str, phone: &str, reachable: bool) {
+    pub(crate) fn note_reachable(&self, org_id: &str, phone: &str, reachable: bool) {
         let mut known = self.reachability.lock().expect("reachability lock");
         if known.len() >= THREAD_CACHE_MAX {
             known.retain(|_, (_, at)| at.elapsed() < REACHABILITY_FOR);

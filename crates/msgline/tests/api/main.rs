@@ -10,6 +10,7 @@ mod trials;
 
 mod agents;
 mod android;
+mod availability;
 mod bluebubbles;
 mod cards;
 mod cli;

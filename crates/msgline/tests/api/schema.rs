@@ -177,7 +177,7 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
 
         assert_eq!(
             db.migrate().await.unwrap(),
-            vec!["0013_message_idempotency", "0014_webhook_failure_streaks", "0015_opt_outs"]
+            vec!["0013_message_idempotency", "0014_webhook_failure_streaks", "0015_opt_outs", "0016_availability"]
         );
         let rows = strings(
             &db,
@@ -249,7 +249,13 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
 
         assert_eq!(
             db.migrate().await.unwrap(),
-            vec!["0012_message_outbox", "0013_message_idempotency", "0014_webhook_failure_streaks", "0015_opt_outs"]
+            vec![
+                "0012_message_outbox",
+                "0013_message_idempotency",
+                "0014_webhook_failure_streaks",
+                "0015_opt_outs",
+                "0016_availability"
+            ]
         );
         let rows = strings(
             &db,

@@ -207,6 +207,21 @@ pub struct Contact {
     updated_at: String,
 }
 
+/// Whether a number can be reached from a line.
+#[derive(ToSchema)]
+pub struct Availability {
+    /// E.164.
+    to: String,
+    /// Reachable over iMessage; `null` when the line's device could not be asked.
+    imessage: Option<bool>,
+    /// Whether the line sends SMS.
+    sms: bool,
+    /// When the iMessage answer was learned (it is remembered for
+    /// `MSGLINE_AVAILABILITY_TTL_SECONDS`); `null` with `imessage: null`.
+    #[schema(format = DateTime)]
+    checked_at: Option<String>,
+}
+
 /// A number that opted out of the organisation's messages on a line.
 #[derive(ToSchema)]
 pub struct OptOut {
