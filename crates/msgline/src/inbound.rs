@@ -129,7 +129,9 @@ fn meter(event: &BridgeEvent) {
             let channel = channel.parse::<crate::domain::lifecycle::Channel>().map_or("other", |c| c.as_str());
             crate::metrics::message_received(channel);
         }
-        BridgeEventPayload::PollVote { .. } | BridgeEventPayload::GroupState { .. } => {}
+        BridgeEventPayload::PollVote { .. }
+        | BridgeEventPayload::GroupState { .. }
+        | BridgeEventPayload::GroupUpdated { .. } => {}
     }
 }
 
@@ -149,6 +151,9 @@ async fn apply(tx: &mut AnyConnection, line: &Line, event: &BridgeEvent, rules: 
         }
         BridgeEventPayload::GroupState { group_id, state, reason } => {
             group_settled(tx, line, group_id, state, reason.as_deref()).await?
+        }
+        BridgeEventPayload::GroupUpdated { group_id, name, participants } => {
+            group_updated(tx, line, group_id, name.as_deref(), participants.as_deref()).await?
         }
     }
     Ok(Handled::Applied)
@@ -374,5 +379,35 @@ async fn group_settled(
             db::outbox::complete(conn, &message_id).await?;
         }
     }
+    Ok(())
+}
+
+/// A group changed on the device: it takes the name and participants the line reports (the
+/// line's own number is never a participant), with `messaging.group.updated`.
+async fn group_updated(
+    conn: &mut AnyConnection,
+    line: &Line,
+    group_id: &str,
+    name: Option<&str>,
+    participants: Option<&[String]>,
+) -> anyhow::Result<()> {
+    let Some(group) = db::conversations::get_any(conn, group_id)
+        .await?
+        .filter(|g| g.line_id == line.id && g.kind == ConversationKind::Group)
+    else {
+        tracing::warn!(line = %line.id, group = group_id, "an update of a group this line did not create; ignored");
+        return Ok(());
+    };
+    let participants: Option<Vec<String>> = participants.map(|listed| {
+        let mut phones: Vec<String> = listed
+            .iter()
+            .map(|p| E164::parse(p, None).map(E164::into_string).unwrap_or_else(|_| p.trim().to_string()))
+            .filter(|p| *p != line.e164)
+            .collect();
+        phones.sort();
+        phones.dedup();
+        phones
+    });
+    db::group_changes::apply_reported(conn, &group, name, participants.as_deref()).await?;
     Ok(())
 }

@@ -24,14 +24,17 @@ use crate::{
     error::{ApiError, ApiResult},
     fields::{bounded, from_value, phone_field, required_text},
     send::{
-        groups::{self, GroupInput, MAX_PARTICIPANTS},
+        groups::{self, CHANGES_PATH, ChangeInput, GroupInput, MAX_PARTICIPANTS},
         request::{MAX_BODY_CHARS, idempotency},
     },
     state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_group)).routes(routes!(get_group))
+    OpenApiRouter::new()
+        .routes(routes!(create_group))
+        .routes(routes!(get_group, rename_group))
+        .routes(routes!(change_participants))
 }
 
 /// `POST /groups`.
@@ -148,4 +151,119 @@ async fn get_group(State(state): State<AppState>, caller: Principal, Path(id): P
         .filter(|c| caller.may_use_line(&c.line_id))
         .ok_or_else(|| ApiError::not_found("group"))?;
     Ok(Json(group.group_json()))
+}
+
+/// `PATCH /groups/{id}`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"name": "Weekend trip (Sat)"}))]
+struct RenameGroup {
+    /// The new display name, up to 100 characters; `""` removes the name.
+    #[schema(required = true, max_length = 100)]
+    name: Option<String>,
+    /// The same as the `Idempotency-Key` header.
+    #[schema(min_length = 1, max_length = 255)]
+    idempotency_key: Option<String>,
+}
+
+/// `POST /groups/{id}/participants`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"add": ["+12015550125"], "remove": ["+12015550124"]}))]
+struct ChangeParticipants {
+    /// Numbers to add, E.164 (national with `default_country`).
+    add: Option<Vec<String>>,
+    /// Numbers to remove.
+    remove: Option<Vec<String>>,
+    /// For national-format numbers.
+    default_country: Option<String>,
+    /// The same as the `Idempotency-Key` header.
+    #[schema(min_length = 1, max_length = 255)]
+    idempotency_key: Option<String>,
+}
+
+/// Rename a group (or remove its name).
+///
+/// msgline asks the line and waits for its answer, as for the group's creation: `200` with the
+/// group as it now is, `202` while the outcome is unknown (poll `GET /groups/{id}`, or wait for
+/// `messaging.group.updated`), or the line's refusal.
+#[utoipa::path(
+    patch,
+    path = "/groups/{id}",
+    tag = "groups",
+    security(("api_key" = ["messaging_send"])),
+    params(("id" = String, Path, description = "The group's id (`conv_…`)"), IdempotencyKey),
+    request_body = RenameGroup,
+    responses(
+        (status = 200, description = "The line renamed the group (or a replay)", body = schemas::GroupChanged),
+        (status = 202, description = "No answer from the line in time: `change.status` is `unknown`", body = schemas::GroupChanged),
+        (status = 409, description = "`group_not_created`, `group_chats_unsupported`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+        (status = 502, description = "The line refused the change (`line_rejected`)", body = schemas::Error),
+        (status = 503, description = "The line could not be reached (`line_unavailable`)", body = schemas::Error),
+    ),
+)]
+async fn rename_group(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Response> {
+    caller.require(Scope::Send)?;
+    let request: RenameGroup = from_value(raw.clone())?;
+    let name = request.name.ok_or_else(|| ApiError::invalid("name", "name is required (\"\" removes it)"))?;
+    let name = bounded("name", Some(name), 100)?.unwrap_or_default();
+    let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
+    let input = ChangeInput { name: Some(name), ..ChangeInput::default() };
+    Ok(respond(groups::change(&state, &caller, &id, input, key).await?))
+}
+
+/// Numbers for a change of participants: E.164, each once, at most 31.
+fn change_list(field: &str, raw: Option<Vec<String>>, default_country: Option<&str>) -> ApiResult<Vec<E164>> {
+    let mut distinct = BTreeSet::new();
+    for number in raw.unwrap_or_default() {
+        distinct.insert(phone_field(field, &number, default_country)?);
+    }
+    if distinct.len() > MAX_PARTICIPANTS {
+        return Err(ApiError::invalid(field, format!("at most {MAX_PARTICIPANTS} numbers")));
+    }
+    Ok(distinct.into_iter().collect())
+}
+
+/// Add and remove participants of a group.
+///
+/// Outcomes as for a rename. The group keeps 2 to 31 participants besides the line; added
+/// numbers must be reachable over iMessage and not opted out.
+#[utoipa::path(
+    post,
+    path = "/groups/{id}/participants",
+    tag = "groups",
+    security(("api_key" = ["messaging_send"])),
+    params(("id" = String, Path, description = "The group's id (`conv_…`)"), IdempotencyKey),
+    request_body = ChangeParticipants,
+    responses(
+        (status = 200, description = "The line changed the participants (or a replay)", body = schemas::GroupChanged),
+        (status = 202, description = "No answer from the line in time: `change.status` is `unknown`", body = schemas::GroupChanged),
+        (status = 400, description = "A number already in the group, not in it, the line's own, or a group left with fewer than 2 or more than 31 (`invalid_request`); `participants_not_reachable`", body = schemas::Error),
+        (status = 409, description = "`recipient_opted_out`, `group_not_created`, `group_chats_unsupported`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+        (status = 502, description = "The line refused the change (`line_rejected`)", body = schemas::Error),
+        (status = 503, description = "The line could not be reached (`line_unavailable`)", body = schemas::Error),
+    ),
+)]
+async fn change_participants(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Response> {
+    caller.require(Scope::Send)?;
+    let request: ChangeParticipants = from_value(raw.clone())?;
+    let country = request.default_country.as_deref();
+    let add = change_list("add", request.add, country)?;
+    let remove = change_list("remove", request.remove, country)?;
+    if add.is_empty() && remove.is_empty() {
+        return Err(ApiError::invalid("add", "give at least one number to add or remove"));
+    }
+    let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
+    let input = ChangeInput { name: None, add, remove };
+    Ok(respond(groups::change(&state, &caller, &id, input, key).await?))
 }

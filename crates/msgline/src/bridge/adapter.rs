@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use axum::http::HeaderMap;
 
 use super::{
-    BridgeEvent, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, SendRequest,
+    BridgeEvent, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer, SendRequest,
     client::{CallResult, SendOutcome, StatusLookup},
 };
 use crate::db::lines::Line;
@@ -33,6 +33,10 @@ pub trait LineAdapter {
     async fn message_status(&self, line: &Line, id: &str) -> StatusLookup;
     /// What became of a group creation (msgline's `conv_` id).
     async fn group_status(&self, line: &Line, id: &str) -> StatusLookup;
+    /// Renames a group the line created, or adds and removes participants.
+    async fn change_group(&self, line: &Line, change: &GroupChangeRequest) -> CallResult<SendOutcome>;
+    /// What became of a group change (msgline's `gch_` id): `applied` or `failed`.
+    async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup;
     /// Makes sure the device reports to msgline: registers msgline's webhook where the device
     /// takes registrations. Called when the line is created and by the line checker.
     async fn connect(&self, line: &Line) -> Result<(), String>;

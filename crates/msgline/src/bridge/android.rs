@@ -23,7 +23,8 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, SendRequest, StatusAnswer,
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
+    SendRequest, StatusAnswer,
     adapter::{Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
@@ -212,6 +213,15 @@ impl LineAdapter for AndroidGateway {
     }
 
     async fn group_status(&self, _line: &Line, _id: &str) -> StatusLookup {
+        StatusLookup::NotFound
+    }
+
+    async fn change_group(&self, _line: &Line, _change: &GroupChangeRequest) -> CallResult<SendOutcome> {
+        let reason = "an SMS Gateway for Android line has no group chats";
+        CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 }
+    }
+
+    async fn group_change_status(&self, _line: &Line, _group_id: &str, _change_id: &str) -> StatusLookup {
         StatusLookup::NotFound
     }
 

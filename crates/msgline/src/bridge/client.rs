@@ -140,6 +140,16 @@ impl BridgeClient {
         on_kind!(self, line, message_status(id))
     }
 
+    /// Asks the line to rename a group or change its participants.
+    pub async fn change_group(&self, line: &Line, change: &super::GroupChangeRequest) -> CallResult<SendOutcome> {
+        on_kind!(self, line, change_group(change))
+    }
+
+    /// Asks the line what became of a group change.
+    pub async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
+        on_kind!(self, line, group_change_status(group_id, change_id))
+    }
+
     /// Asks the line what became of a group.
     pub async fn group_status(&self, line: &Line, id: &str) -> StatusLookup {
         on_kind!(self, line, group_status(id))

@@ -59,6 +59,22 @@ pub struct GroupRequest {
     pub body: String,
 }
 
+/// `POST /v1/groups/{group_id}/changes` body: a change to a group the line created. `id` is
+/// msgline's `gch_` id: a bridge that receives an id it has seen before does not apply the change
+/// again and answers as it did the first time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupChangeRequest {
+    pub id: String,
+    pub group_id: String,
+    /// The new display name; `""` removes it. Absent: the name is left as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remove: Vec<String>,
+}
+
 /// The bridge's answer to a send or a group creation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SendAnswer {
@@ -129,6 +145,16 @@ pub enum BridgeEventPayload {
         state: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// A group was changed on the device itself (someone renamed it, added or removed someone,
+    /// or left): its name and participants as they now are. An absent field did not change.
+    #[serde(rename = "group.updated")]
+    GroupUpdated {
+        group_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        participants: Option<Vec<String>>,
     },
 }
 

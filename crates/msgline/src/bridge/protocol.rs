@@ -7,8 +7,8 @@ use reqwest::StatusCode;
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    BridgeEvent, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, ReachabilityRequest, SendAnswer, SendRequest,
-    StatusAnswer,
+    BridgeEvent, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer, ReachabilityRequest,
+    SendAnswer, SendRequest, StatusAnswer,
     adapter::{Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
@@ -118,6 +118,16 @@ impl LineAdapter for MsglineBridge {
     /// Asks the line what became of a group.
     async fn group_status(&self, line: &Line, id: &str) -> StatusLookup {
         self.lookup(line, &format!("/v1/groups/{id}")).await
+    }
+
+    /// Asks the line to rename a group or change its participants.
+    async fn change_group(&self, line: &Line, change: &GroupChangeRequest) -> CallResult<SendOutcome> {
+        self.post_send(line, &format!("/v1/groups/{}/changes", change.group_id), change).await
+    }
+
+    /// Asks the line what became of a group change.
+    async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
+        self.lookup(line, &format!("/v1/groups/{group_id}/changes/{change_id}")).await
     }
 
     /// A bridge of this kind is told its callback URL and secret when it is set up.

@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, ReachabilityRequest,
-    SendAnswer, SendRequest, StatusAnswer,
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
+    ReachabilityRequest, SendAnswer, SendRequest, StatusAnswer,
 };
 use crate::{clock, db::lines::Capabilities};
 
@@ -107,6 +107,9 @@ struct Sent {
     vcard: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<String>,
+    /// A group change's participants removed (`to` holds those added).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    remove: Vec<String>,
     at: String,
 }
 
@@ -252,8 +255,11 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         .route("/v1/messages/{id}", get(lookup))
         .route("/v1/groups", post(create_group))
         .route("/v1/groups/{id}", get(lookup))
+        .route("/v1/groups/{id}/changes", post(change_group))
+        .route("/v1/groups/{id}/changes/{change_id}", get(change_lookup))
         .route("/control/inbound", post(control_inbound))
         .route("/control/vote", post(control_vote))
+        .route("/control/group", post(control_group))
         .route("/control/sent", get(control_sent))
         .route("/control/mode", post(control_mode))
         .route("/control/stats", get(control_stats))
@@ -274,8 +280,11 @@ impl Sim {
                     JournalEntry::Decided { id, sent: record, status, reason, code, answer } => {
                         let code = StatusCode::from_u16(code).unwrap_or(StatusCode::ACCEPTED);
                         if let Some(record) = record {
+                            // A group change has no steps to report.
+                            if record.kind != "group_change" {
+                                accepted.push(id.clone());
+                            }
                             sent.push(*record);
-                            accepted.push(id.clone());
                         }
                         known.insert(id, Known { status, reason, answer: (code, answer) });
                     }
@@ -467,6 +476,7 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
         poll: request.poll.clone(),
         vcard: request.vcard.clone(),
         name: None,
+        remove: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
     };
     match sim.accept_or_refuse(&request.id, refusal, record) {
@@ -500,6 +510,7 @@ async fn create_group(State(sim): State<Shared>, headers: HeaderMap, Json(reques
         poll: None,
         vcard: None,
         name: request.name.clone(),
+        remove: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
     };
     // The group and its opening message share one fate on the line.
@@ -522,6 +533,69 @@ async fn create_group(State(sim): State<Shared>, headers: HeaderMap, Json(reques
         Some((status, answer)) => (status, Json(answer)).into_response(),
         None => never_answer().await,
     }
+}
+
+/// A change to a group the line created: applied at once (or refused), never twice for one id.
+/// In `timeout` mode it is applied but the call is never answered in time.
+async fn change_group(
+    State(sim): State<Shared>,
+    headers: HeaderMap,
+    Path(group_id): Path<String>,
+    Json(request): Json<GroupChangeRequest>,
+) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    if let Some(known) = sim.known.lock().expect("known lock").get(&request.id) {
+        sim.repeated.fetch_add(1, Ordering::Relaxed);
+        let (status, answer) = known.answer.clone();
+        return (status, Json(answer)).into_response();
+    }
+    let mode = sim.draw_mode();
+    let refusal = if !*sim.groups.lock().expect("groups lock") {
+        Some("this device has no native group support".to_string())
+    } else if !sim.known.lock().expect("known lock").contains_key(&group_id) {
+        Some("this device has no such group".to_string())
+    } else if request.add.iter().any(|p| sim.sms_only.contains(p)) {
+        Some("a participant is not reachable over iMessage".to_string())
+    } else if mode == Mode::Reject {
+        Some("the simulated line refused the change".to_string())
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
+        let answer = (StatusCode::UNPROCESSABLE_ENTITY, SendAnswer { status: "rejected".into(), reason: Some(reason) });
+        let known = Known { status: "failed".into(), reason: answer.1.reason.clone(), answer: answer.clone() };
+        sim.remember(&request.id, known, None);
+        return (answer.0, Json(answer.1)).into_response();
+    }
+    let record = Sent {
+        id: request.id.clone(),
+        to: request.add.clone(),
+        chat: Some(group_id),
+        channel: "imessage".into(),
+        kind: "group_change".into(),
+        body: String::new(),
+        poll: None,
+        vcard: None,
+        name: request.name.clone(),
+        remove: request.remove.clone(),
+        at: clock::rfc3339(clock::now_ms()),
+    };
+    let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None });
+    sim.remember(&request.id, Known { status: "applied".into(), reason: None, answer: answer.clone() }, Some(record));
+    if mode == Mode::Timeout {
+        return never_answer().await;
+    }
+    (answer.0, Json(answer.1)).into_response()
+}
+
+async fn change_lookup(
+    State(sim): State<Shared>,
+    headers: HeaderMap,
+    Path((_group_id, change_id)): Path<(String, String)>,
+) -> Response {
+    lookup(State(sim), headers, Path(change_id)).await
 }
 
 async fn lookup(State(sim): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
@@ -570,6 +644,26 @@ async fn control_vote(State(sim): State<Shared>, Json(request): Json<VoteControl
         from: request.from,
         poll_message_id: request.poll_message_id,
         option_index: request.option_index,
+    });
+    report_now(&sim, event).await
+}
+
+#[derive(Debug, Deserialize)]
+struct GroupControl {
+    /// msgline's id of the group.
+    chat: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    participants: Option<Vec<String>>,
+}
+
+/// Someone changed a group on their phone: the line reports its name and participants.
+async fn control_group(State(sim): State<Shared>, Json(request): Json<GroupControl>) -> Response {
+    let event = sim.event(BridgeEventPayload::GroupUpdated {
+        group_id: request.chat,
+        name: request.name,
+        participants: request.participants,
     });
     report_now(&sim, event).await
 }

@@ -40,6 +40,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(14, "0014_webhook_failure_streaks"),
     migration!(15, "0015_opt_outs"),
     migration!(16, "0016_availability"),
+    migration!(17, "0017_group_changes"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

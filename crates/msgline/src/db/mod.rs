@@ -12,6 +12,7 @@ pub mod bridge_refs;
 pub mod contacts;
 pub mod conversations;
 pub mod events;
+pub mod group_changes;
 mod group_commit;
 pub mod idempotency;
 pub mod keys;

@@ -13,13 +13,14 @@ use crate::{
     db::{
         self,
         conversations::Conversation,
+        group_changes::{ChangeState, GroupChange},
         idempotency::Prior,
         lines::LineKind,
         messages::{Message, NewMessage},
     },
     domain::{
         idempotency::fingerprint,
-        lifecycle::{Channel, Direction, MessageKind, MessageStatus},
+        lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
         phone::E164,
     },
     error::{ApiError, ApiResult},
@@ -336,4 +337,207 @@ pub async fn settle(
         .await?;
     }
     Ok((group, message))
+}
+
+/// A change asked of a group after its creation: a new name (`""` removes it), or participants
+/// to add and to remove.
+#[derive(Debug, Clone, Default)]
+pub struct ChangeInput {
+    pub name: Option<String>,
+    pub add: Vec<E164>,
+    pub remove: Vec<E164>,
+}
+
+/// The route all group changes share their idempotency keys on.
+pub const CHANGES_PATH: &str = "/groups/changes";
+
+/// `{group, change, duplicate}`.
+fn change_envelope(group: &Conversation, change: &GroupChange, duplicate: bool) -> Value {
+    json!({"group": group.group_json(), "change": change.to_json(), "duplicate": duplicate})
+}
+
+/// The error a failed change answers with, first time and on every replay.
+fn change_failure(group: &Conversation, change: &GroupChange) -> ApiError {
+    let reason = change.error.clone().unwrap_or_else(|| "the line refused the change".into());
+    let (status, code) = if reason.starts_with("the line could not be reached") {
+        (StatusCode::SERVICE_UNAVAILABLE, "line_unavailable")
+    } else {
+        (StatusCode::BAD_GATEWAY, "line_rejected")
+    };
+    ApiError::new(status, code).with_message(reason).with("group", group.group_json()).with("change", change.to_json())
+}
+
+/// The answer for a change as it now stands.
+fn change_answer(group: &Conversation, change: &GroupChange, duplicate: bool) -> (StatusCode, Value) {
+    match change.state {
+        ChangeState::Applied => (StatusCode::OK, change_envelope(group, change, duplicate)),
+        ChangeState::Unknown | ChangeState::Pending => {
+            (StatusCode::ACCEPTED, change_envelope(group, change, duplicate))
+        }
+        ChangeState::Failed => {
+            let error = change_failure(group, change);
+            (error.status, error.body())
+        }
+    }
+}
+
+async fn replay_change(state: &AppState, prior: Prior) -> ApiResult<Sent> {
+    let noted = match &prior {
+        Prior::Done { body, .. } | Prior::InProgress { body: Some(body) } => body.clone(),
+        _ => return super::replay(prior),
+    };
+    let Some(change_id) = noted["change"]["id"].as_str() else { return super::replay(prior) };
+    let mut conn = state.db.writer().acquire().await?;
+    let change =
+        db::group_changes::get_any(&mut conn, change_id).await?.ok_or_else(|| ApiError::not_found("change"))?;
+    let group =
+        db::conversations::get_any(&mut conn, &change.group_id).await?.ok_or_else(|| ApiError::not_found("group"))?;
+    if change.state == ChangeState::Pending {
+        return super::replay(Prior::InProgress { body: None });
+    }
+    let (status, body) = change_answer(&group, &change, true);
+    Ok(Sent { status, body, replayed: true, message: None })
+}
+
+/// Renames a group or changes its participants, with the creation's rules and outcomes: the
+/// request calls the line and answers 200 when the change is applied, 202 while its outcome is
+/// unknown (the reconciler asks the line later), or the line's refusal.
+pub async fn change(
+    state: &AppState,
+    principal: &Principal,
+    group_id: &str,
+    input: ChangeInput,
+    key: Option<Idempotency>,
+) -> ApiResult<Sent> {
+    let group = db::conversations::get(&state.db, &principal.org_id, group_id)
+        .await?
+        .filter(|g| g.kind == ConversationKind::Group && principal.may_use_line(&g.line_id))
+        .ok_or_else(|| ApiError::not_found("group"))?;
+    let line = state.lines.get(&group.line_id).await?.ok_or_else(|| ApiError::not_found("line"))?;
+    let current: Vec<&str> = group.participants.iter().map(String::as_str).collect();
+    let add: Vec<String> = input.add.iter().map(|p| p.as_str().to_string()).collect();
+    let remove: Vec<String> = input.remove.iter().map(|p| p.as_str().to_string()).collect();
+    if let Some(phone) = add.iter().find(|p| p.as_str() == line.e164) {
+        return Err(ApiError::invalid("add", format!("{phone} is the line itself, which is never a participant")));
+    }
+    if let Some(phone) = add.iter().find(|p| current.contains(&p.as_str())) {
+        return Err(ApiError::invalid("add", format!("{phone} is already in the group")));
+    }
+    if let Some(phone) = remove.iter().find(|p| !current.contains(&p.as_str())) {
+        return Err(ApiError::invalid("remove", format!("{phone} is not in the group")));
+    }
+    if let Some(phone) = add.iter().find(|p| remove.contains(p)) {
+        return Err(ApiError::invalid("remove", format!("{phone} is both added and removed")));
+    }
+    let after = current.len() + add.len() - remove.len();
+    if !(2..=MAX_PARTICIPANTS).contains(&after) {
+        let field = if add.is_empty() { "remove" } else { "add" };
+        return Err(ApiError::invalid(
+            field,
+            format!("a group keeps 2 to {MAX_PARTICIPANTS} participants besides the line; this change leaves {after}"),
+        ));
+    }
+    let idempotency = key.map(|mut idem| {
+        idem.fingerprint =
+            fingerprint(CHANGES_PATH, &json!({"group_id": group.id, "name": input.name, "add": add, "remove": remove}));
+        idem
+    });
+    let now = clock::now_ms();
+    if let Some(idem) = &idempotency
+        && let Some(prior) =
+            db::idempotency::peek(&state.db, &idem.scope(&principal.org_id), &idem.fingerprint, now).await?
+    {
+        return replay_change(state, prior).await;
+    }
+
+    // The creation's rules, before anything is written.
+    if line.kind == LineKind::Shared {
+        return Err(ApiError::conflict(
+            "group_requires_dedicated_line",
+            "groups are managed from a dedicated line only",
+        ));
+    }
+    if group.group_state.as_deref() != Some("created") {
+        return Err(ApiError::conflict(
+            "group_not_created",
+            "the group's creation has not succeeded (yet): it can be changed once it is created",
+        ));
+    }
+    if !state.lines.capabilities(&line).await.is_some_and(|c| c.groups && c.imessage) {
+        return Err(ApiError::conflict(
+            "group_chats_unsupported",
+            "the line's device has no native group support (or has not reported it)",
+        ));
+    }
+    let added: Vec<&str> = add.iter().map(String::as_str).collect();
+    super::resolve::refuse_opted_out(state, &principal.org_id, &line.id, &added).await?;
+    let refused = unreachable(state, &principal.org_id, &line, &input.add).await?;
+    if !refused.is_empty() {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "participants_not_reachable")
+            .with_message("these participants are not reachable over iMessage; groups never fall back to SMS")
+            .with("participants", refused));
+    }
+
+    let written = state
+        .db
+        .transaction(async |tx| -> ApiResult<Result<GroupChange, Prior>> {
+            if let Some(idem) = &idempotency {
+                let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
+                let scope = idem.scope(&principal.org_id);
+                if let Some(prior) = db::idempotency::claim(tx, &scope, &idem.fingerprint, now, ttl_ms).await? {
+                    return Ok(Err(prior));
+                }
+            }
+            let change = db::group_changes::insert(tx, &group, input.name.clone(), add.clone(), remove.clone()).await?;
+            if let Some(idem) = &idempotency {
+                db::idempotency::note_progress(
+                    tx,
+                    &idem.scope(&principal.org_id),
+                    &json!({"change": {"id": change.id}}),
+                )
+                .await?;
+            }
+            Ok(Ok(change))
+        })
+        .await?;
+    let change = match written {
+        Ok(change) => change,
+        Err(prior) => return replay_change(state, prior).await,
+    };
+
+    let call = crate::bridge::GroupChangeRequest {
+        id: change.id.clone(),
+        group_id: group.id.clone(),
+        name: change.name.clone(),
+        add: change.add.clone(),
+        remove: change.remove.clone(),
+    };
+    let result = state.lines.client().change_group(&line, &call).await;
+    crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);
+    let (settled, error) = match &result.outcome {
+        SendOutcome::Accepted => (ChangeState::Applied, None),
+        SendOutcome::Rejected(reason) => (ChangeState::Failed, Some(reason.clone())),
+        SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
+            (ChangeState::Failed, Some("the line could not be reached".to_string()))
+        }
+        SendOutcome::Timeout => {
+            (ChangeState::Unknown, Some("the line did not answer within the bridge timeout".to_string()))
+        }
+        SendOutcome::Unknown(error) => (ChangeState::Unknown, Some(error.clone())),
+    };
+    let next_ask = (settled == ChangeState::Unknown).then(|| clock::now_ms() + 500);
+    let (status, body) = state
+        .db
+        .transaction(async |tx| -> ApiResult<(StatusCode, Value)> {
+            let (change, group) = db::group_changes::settle(tx, &change.id, settled, error.as_deref(), next_ask)
+                .await?
+                .ok_or_else(|| ApiError::not_found("group"))?;
+            let (status, body) = change_answer(&group, &change, false);
+            if let Some(idem) = &idempotency {
+                db::idempotency::complete(tx, &idem.scope(&principal.org_id), status.as_u16(), &body).await?;
+            }
+            Ok((status, body))
+        })
+        .await?;
+    Ok(Sent { status, body, replayed: false, message: None })
 }

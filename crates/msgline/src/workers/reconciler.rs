@@ -11,7 +11,7 @@ use super::pause;
 use crate::{
     bridge::client::StatusLookup,
     clock,
-    db::{self, outbox::Job},
+    db::{self, group_changes::ChangeState, outbox::Job},
     domain::lifecycle::{ConversationKind, MessageStatus},
     send,
     state::AppState,
@@ -35,8 +35,10 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// Asks about one batch of unsettled messages; returns how many it looked at.
+/// Asks about one batch of unsettled messages and one of unsettled group changes; returns how
+/// many it looked at.
 pub async fn step(state: &AppState) -> anyhow::Result<usize> {
+    let changes = settle_changes(state).await?;
     let now = clock::now_ms();
     // Held for a minute while being asked; a failed ask sets its own next time.
     let jobs = db::outbox::claim_unsettled(&state.db, now, now + 60_000, BATCH).await?;
@@ -51,7 +53,39 @@ pub async fn step(state: &AppState) -> anyhow::Result<usize> {
         });
     }
     while tasks.join_next().await.is_some() {}
-    Ok(count)
+    Ok(count + changes)
+}
+
+/// Asks the line about group changes whose outcome is unknown: `applied` or `failed` settles
+/// one; a change the line never received failed; anything else is asked again later.
+async fn settle_changes(state: &AppState) -> anyhow::Result<usize> {
+    let now = clock::now_ms();
+    let changes = db::group_changes::claim_unknown(&state.db, now, now + 60_000, BATCH).await?;
+    for change in &changes {
+        let Some(line) = state.lines.get(&change.line_id).await? else { continue };
+        let lookup = state.lines.client().group_change_status(&line, &change.group_id, &change.id).await;
+        let retry_at = clock::now_ms() + next_ask(clock::now_ms() - change.created_at);
+        let (settled, reason, next) = match lookup {
+            StatusLookup::Known(answer) if answer.status == "applied" => (ChangeState::Applied, None, None),
+            StatusLookup::Known(answer) if answer.status == "failed" => {
+                (ChangeState::Failed, Some(answer.reason.unwrap_or_else(|| "the line could not apply it".into())), None)
+            }
+            StatusLookup::NotFound => (ChangeState::Failed, Some("the line never received the change".into()), None),
+            StatusLookup::Known(answer) => {
+                tracing::warn!(change = %change.id, status = %answer.status, "the line answered a change status that settles nothing; will ask again");
+                (ChangeState::Unknown, change.error.clone(), Some(retry_at))
+            }
+            StatusLookup::Failed(error) => {
+                tracing::debug!(change = %change.id, error, "could not ask the line about a group change; will ask again");
+                (ChangeState::Unknown, change.error.clone(), Some(retry_at))
+            }
+        };
+        state
+            .db
+            .transaction(async |tx| db::group_changes::settle(tx, &change.id, settled, reason.as_deref(), next).await)
+            .await?;
+    }
+    Ok(changes.len())
 }
 
 /// The status a line's lookup answer settles a message at: one the protocol allows

@@ -144,6 +144,70 @@ async fn a_group_is_created_on_the_mac_and_later_messages_and_replies_use_its_ch
 }
 
 #[tokio::test]
+async fn a_group_is_renamed_and_its_participants_changed_on_the_mac_and_changes_made_there_arrive() {
+    const ADDED: &str = "+12015550127";
+    let line = DeviceLine::start(Kind::BlueBubbles, &[]).await;
+    let (status, created) = line
+        .api_post("/groups", json!({"participants": [FRIEND, "+12015550125"], "body": "Hi all", "name": "Trip"}))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let group_id = created["group"]["id"].as_str().unwrap().to_string();
+    let chat = line.fake.sent().await[0]["chatGuid"].as_str().unwrap().to_string();
+    let group_path = format!("/groups/{group_id}");
+
+    let (status, renamed) = line.api_call(reqwest::Method::PATCH, &group_path, json!({"name": "Trip (Sat)"})).await;
+    assert_eq!(status, 200, "{renamed}");
+    assert_eq!(renamed["group"]["name"], "Trip (Sat)");
+    let participants_path = format!("{group_path}/participants");
+    let (status, changed) =
+        line.api_post(&participants_path, json!({"add": [ADDED], "remove": ["+12015550125"]})).await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["group"]["participants"], json!([FRIEND, ADDED]));
+    // One call per step, through the Private API, to the chat's guid.
+    let calls: Vec<(String, String)> = line.fake.sent().await[1..]
+        .iter()
+        .map(|s| (s["action"].as_str().unwrap().to_string(), s["chatGuid"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(calls, [("rename".into(), chat.clone()), ("add".into(), chat.clone()), ("remove".into(), chat.clone())]);
+    // A BlueBubbles line can change a name but not remove it.
+    let (status, refused) = line.api_call(reqwest::Method::PATCH, &group_path, json!({"name": ""})).await;
+    assert_eq!((status, refused["error"].as_str()), (502, Some("line_rejected")), "{refused}");
+
+    // On their phones, someone renames the group, adds a friend, and the friend leaves again:
+    // the Mac's webhooks update the group.
+    line.fake.control("/control/group", json!({"chat": chat, "action": "rename", "name": "Renamed on a phone"})).await;
+    line.fake.control("/control/group", json!({"chat": chat, "action": "add", "address": "+12015550129"})).await;
+    let group = eventually(20, "the changes made on the phone", || async {
+        let group = line.api_get(&group_path).await;
+        let everyone = json!([FRIEND, ADDED, "+12015550129"]);
+        (group["name"] == "Renamed on a phone" && group["participants"] == everyone).then_some(group)
+    })
+    .await;
+    assert_eq!(group["state"], "created");
+    line.fake.control("/control/group", json!({"chat": chat, "action": "leave", "address": "+12015550129"})).await;
+    eventually(20, "the friend to have left", || async {
+        (line.api_get(&group_path).await["participants"] == json!([FRIEND, ADDED])).then_some(())
+    })
+    .await;
+
+    // The Mac's wait runs out (500) but the change happens: unknown, then applied once the chat shows it.
+    line.fake.control("/control/mode", json!({"mode": "late", "delay_ms": 300})).await;
+    let (status, late) = line.api_post(&participants_path, json!({"add": ["+12015550125"]})).await;
+    assert_eq!(status, 202, "{late}");
+    assert_eq!(late["change"]["status"], "unknown");
+    eventually(20, "the late change to be settled", || async {
+        let group = line.api_get(&group_path).await;
+        (group["participants"] == json!([FRIEND, "+12015550125", ADDED])).then_some(())
+    })
+    .await;
+    // Without the helper the Mac refuses.
+    line.fake.control("/control/mode", json!({"mode": "accept"})).await;
+    line.fake.control("/control/helper", json!({"connected": false})).await;
+    let (status, refused) = line.api_call(reqwest::Method::PATCH, &group_path, json!({"name": "No helper"})).await;
+    assert_eq!((status, refused["error"].as_str()), (502, Some("line_rejected")), "{refused}");
+}
+
+#[tokio::test]
 async fn without_the_private_api_helper_groups_are_refused_and_one_to_one_still_works() {
     let line = DeviceLine::start_with(Kind::BlueBubbles, &["--no-helper"], &[]).await;
     let shown = line.api_get(&format!("/lines/{}", line.line_id)).await;

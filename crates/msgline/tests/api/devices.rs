@@ -193,6 +193,20 @@ impl DeviceLine {
         (status, answer.json().await.unwrap_or(Value::Null))
     }
 
+    /// A request of any method with a JSON body; returns (status, body).
+    pub async fn api_call(&self, method: reqwest::Method, path: &str, body: Value) -> (u16, Value) {
+        let answer = self
+            .client
+            .request(method, self.api(path))
+            .bearer_auth(&self.key)
+            .json(&body)
+            .send()
+            .await
+            .expect("serve answers");
+        let status = answer.status().as_u16();
+        (status, answer.json().await.unwrap_or(Value::Null))
+    }
+
     /// Sends a text; returns the message id.
     pub async fn send_text(&self, to: &str, body: &str) -> String {
         let (status, answer) = self.api_post("/messages", json!({"to": to, "body": body})).await;

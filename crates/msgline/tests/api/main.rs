@@ -22,6 +22,7 @@ mod egress;
 mod errors;
 mod foundation;
 mod fuzz;
+mod group_changes;
 mod groups;
 mod idempotency;
 mod inbound;

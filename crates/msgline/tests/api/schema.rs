@@ -177,7 +177,13 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
 
         assert_eq!(
             db.migrate().await.unwrap(),
-            vec!["0013_message_idempotency", "0014_webhook_failure_streaks", "0015_opt_outs", "0016_availability"]
+            vec![
+                "0013_message_idempotency",
+                "0014_webhook_failure_streaks",
+                "0015_opt_outs",
+                "0016_availability",
+                "0017_group_changes"
+            ]
         );
         let rows = strings(
             &db,
@@ -254,7 +260,8 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
                 "0013_message_idempotency",
                 "0014_webhook_failure_streaks",
                 "0015_opt_outs",
-                "0016_availability"
+                "0016_availability",
+                "0017_group_changes"
             ]
         );
         let rows = strings(

@@ -8,7 +8,13 @@ Written from the server's source (BlueBubblesApp/bluebubbles-server, packages/se
   api/http/api/v1/responses/{errors,success,types}.ts the {status, message, data, error} envelope
   api/http/api/v1/routers/messageRouter.ts  text, attachment, query, find; a send is synchronous
   api/http/api/v1/validators/messageValidator.ts     tempGuid rules and "already queued"
-  api/http/api/v1/routers/chatRouter.ts + api/interfaces/chatInterface.ts  chat/new
+  api/http/api/v1/routers/chatRouter.ts + api/interfaces/chatInterface.ts  chat/new, a chat and its
+    participants (GET chat/:guid?with=participants), rename (PUT chat/:guid {displayName}, at least
+    one character, a group only), participant add/remove ({address}; both need the Private API)
+  databases/imessage/pollers/MessagePoller.ts (handleGroupChanges): a group change is a message row
+    with no text, itemType 1 (groupActionType 0 added, 1 removed), 2 (renamed, groupTitle) or 3
+    (groupActionType 0 left), posted as participant-added, participant-removed, group-name-change
+    and participant-left with the chat's participants (none for a rename)
   api/http/api/v1/routers/handleRouter.ts  availability/imessage
   api/http/api/v1/routers/serverRouter.ts + api/interfaces/generalInterface.ts  server/info
   api/http/api/v1/routers/webhookRouter.ts + validators/webhookValidator.ts  webhooks
@@ -21,7 +27,10 @@ it is told to use, attachments other than what msgline sends, and the Mac's data
     fake_bluebubbles.py --listen 127.0.0.1:PORT --password PW [--step-ms 50] [--no-helper]
 
 Control routes (no password): POST /control/inbound {from, body, chat?, service?},
-POST /control/helper {connected}, POST /control/mode {mode: accept|slow|error, delay_ms, code},
+POST /control/group {chat, action: rename|add|remove|leave, name?, address?} (a change made on a phone),
+POST /control/helper {connected}, POST /control/mode {mode: accept|slow|error|late, delay_ms, code}
+(for group changes: error answers 500 and changes nothing; late answers 500 at once, as the server
+does when its 30 s wait runs out, and makes the change after delay_ms),
 POST /control/repeat-webhooks {times}, GET /control/sent, GET /control/stats, GET /control/webhooks.
 """
 
@@ -32,6 +41,7 @@ import itertools
 import json
 import time
 import uuid
+from urllib.parse import unquote
 
 from fake_common import App, Reply, deliver, later, now_ms
 
@@ -366,6 +376,129 @@ def chat_new(request):
     return success(data, "Successfully created chat!")
 
 
+def group_event(chat, item_type, action_type, from_me, actor=None, title=None, with_participants=True):
+    """The message row the Mac writes for a group change, as the webhook carries it."""
+    message = new_message(chat["guid"], "", from_me, sender=actor)
+    message["itemType"], message["groupActionType"], message["groupTitle"] = item_type, action_type, title
+    brief = brief_chat(chat)
+    if with_participants:
+        brief["participants"] = [dict(p) for p in chat["participants"]]
+    message["chats"] = [brief]
+    return message
+
+
+def change_chat(guid, action, name=None, address=None, from_me=True, actor=None):
+    """Applies a change to a chat and posts its webhook."""
+    with app.lock:
+        chat = state["chats"][guid]
+        members = chat["participants"]
+        if action == "rename":
+            chat["displayName"] = name
+        elif action == "add" and all(p["address"] != address for p in members):
+            members.append({"address": address, "service": guid.split(";")[0]})
+        elif action in ("remove", "leave"):
+            chat["participants"] = [p for p in members if p["address"] != address]
+    kind, item, group_action = {"rename": ("group-name-change", 2, 0), "add": ("participant-added", 1, 0),
+                                "remove": ("participant-removed", 1, 1), "leave": ("participant-left", 3, 0)}[action]
+    message = group_event(chat, item, group_action, from_me, actor=actor, title=name if action == "rename" else None,
+                          with_participants=action != "rename")
+    emit(kind, dict(message))
+
+
+def group_change(guid, action, name=None, address=None):
+    """A rename or a participant change asked over the API: the Private API action, then the
+    server's wait for the Mac's database to show it."""
+    with app.lock:
+        state["sends"] += 1
+        state["sent"].append({"chatGuid": guid, "action": action, "name": name, "address": address, "at": now_ms()})
+        mode, delay = state["mode"], state["delay"]
+    if mode == "error":
+        return imessage_error("Chat update executed with errors!", "Chat update executed with errors!")
+    if mode == "late":
+        later(delay, lambda: change_chat(guid, action, name=name, address=address))
+        return envelope(500, "The server has encountered an error", None,
+                        {"type": "Server Error", "message": "An unhandled error has occurred!"})
+    if mode == "slow":
+        time.sleep(delay)
+    change_chat(guid, action, name=name, address=address)
+    return None
+
+
+def known_chat(request):
+    guid = unquote(request.params["guid"])
+    with app.lock:
+        chat = state["chats"].get(guid)
+    return guid, chat
+
+
+@app.route("GET", "/api/v1/chat/(?P<guid>[^/]+)")
+@protected
+def get_chat(request):
+    guid, chat = known_chat(request)
+    if chat is None:
+        return not_found("Chat does not exist!")
+    wanted = [w.strip().lower() for w in request.query.get("with", "").split(",")]
+    with app.lock:
+        data = dict(chat, participants=[dict(p) for p in chat["participants"]] if "participants" in wanted else [])
+    return success(data)
+
+
+@app.route("PUT", "/api/v1/chat/(?P<guid>[^/]+)")
+@protected
+@private_api
+def update_chat(request):
+    name = request.json().get("displayName")
+    if name is not None and (not isinstance(name, str) or len(name) < 1):
+        return bad_request("The displayName must be at least 1 characters.")
+    guid, chat = known_chat(request)
+    if chat is None:
+        return not_found("Chat does not exist!")
+    if name is None:
+        return success(brief_chat(chat), "Chat not updated! No update information provided!")
+    if len(chat["participants"]) <= 1:
+        return imessage_error("Failed to update chat!", "Cannot rename a non-group chat!")
+    if chat["displayName"] == name:
+        return success(dict(chat, participants=[]), "Successfully updated the following fields: displayName")
+    refused = group_change(guid, "rename", name=name)
+    if refused:
+        return refused
+    with app.lock:
+        data = dict(state["chats"][guid], participants=[])
+    return success(data, "Successfully updated the following fields: displayName")
+
+
+def participant(request, action):
+    address = request.json().get("address")
+    if not isinstance(address, str) or not address:
+        return bad_request("The address field is required.")
+    guid, chat = known_chat(request)
+    if chat is None:
+        return not_found("Chat does not exist!")
+    if len(chat["participants"]) == 1:
+        return envelope(500, "The server has encountered an error", None,
+                        {"type": "Server Error", "message": "Chat is not a group chat!"})
+    refused = group_change(guid, action, address=address)
+    if refused:
+        return refused
+    with app.lock:
+        data = dict(state["chats"][guid], participants=[dict(p) for p in state["chats"][guid]["participants"]])
+    return success(data)
+
+
+@app.route("POST", "/api/v1/chat/(?P<guid>[^/]+)/participant/add")
+@protected
+@private_api
+def add_participant(request):
+    return participant(request, "add")
+
+
+@app.route("POST", "/api/v1/chat/(?P<guid>[^/]+)/participant/remove")
+@protected
+@private_api
+def remove_participant(request):
+    return participant(request, "remove")
+
+
 @app.route("POST", "/api/v1/message/query")
 @protected
 def query(request):
@@ -455,6 +588,15 @@ def control_inbound(request):
     message["handle"] = {"originalROWID": 2, "address": sender, "service": service}
     emit("new-message", dict(message))
     return Reply(200, {"guid": message["guid"]})
+
+
+@app.route("POST", "/control/group")
+def control_group(request):
+    body = request.json()
+    action, address = body["action"], body.get("address")
+    actor = address if action == "leave" else body.get("by", "+12015550199")
+    change_chat(body["chat"], action, name=body.get("name"), address=address, from_me=False, actor=actor)
+    return Reply(200, {"chat": body["chat"]})
 
 
 @app.route("POST", "/control/helper")

@@ -207,6 +207,33 @@ pub struct Contact {
     updated_at: String,
 }
 
+/// A change to a group after its creation.
+#[derive(ToSchema)]
+pub struct GroupChange {
+    /// `gch_…`
+    id: String,
+    group_id: String,
+    /// The new name (`""`: removed); `null` when the change left the name alone.
+    name: Option<String>,
+    add: Vec<String>,
+    remove: Vec<String>,
+    /// `pending`, `applied`, `failed` or `unknown`.
+    status: String,
+    error: Option<String>,
+    #[schema(format = DateTime)]
+    created_at: String,
+    #[schema(format = DateTime)]
+    updated_at: String,
+}
+
+/// A group change's answer: the group as it now is, and the change.
+#[derive(ToSchema)]
+pub struct GroupChanged {
+    group: Group,
+    change: GroupChange,
+    duplicate: bool,
+}
+
 /// Whether a number can be reached from a line.
 #[derive(ToSchema)]
 pub struct Availability {

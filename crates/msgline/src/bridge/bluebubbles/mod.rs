@@ -8,7 +8,12 @@
 //! is synchronous and answers the sent message; a `tempGuid` still being sent is refused with 400;
 //! the temp guid is not stored on the Mac, so a finished send repeated is sent twice),
 //! `routers/chatRouter.ts` with `api/interfaces/chatInterface.ts` (a group is created with its
-//! opening message, through the Private API), `routers/handleRouter.ts` (iMessage availability,
+//! opening message, through the Private API; renamed with `PUT /chat/:guid {displayName}` and its
+//! participants added and removed one `{address}` at a time, each waited for up to 30 s and a 500
+//! when the Mac's database does not show it by then; `GET /chat/:guid?with=participants`),
+//! `databases/imessage/pollers/MessagePoller.ts` (a group change is a message row without text:
+//! `itemType` 1 with `groupActionType` 0/1 added/removed, 2 renamed with `groupTitle`, 3 left,
+//! posted as `participant-added`, `participant-removed`, `group-name-change`, `participant-left`), `routers/handleRouter.ts` (iMessage availability,
 //! Private API only), `routers/webhookRouter.ts` and `services/webhookService` (registration,
 //! unsigned `{type, data}` deliveries), `api/serializers/MessageSerializer.ts` (message fields).
 //!
@@ -29,7 +34,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupRequest, ReachabilityAnswer, SendRequest, StatusAnswer,
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
+    SendRequest, StatusAnswer,
     adapter::{Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
@@ -43,7 +49,15 @@ use crate::{
 use wire::{Envelope, MacMessage, direct_chat, expectation, is_group_chat, real_guid};
 
 /// The webhook events msgline registers for.
-const EVENTS: [&str; 3] = ["new-message", "updated-message", "message-send-error"];
+const EVENTS: [&str; 7] = [
+    "new-message",
+    "updated-message",
+    "message-send-error",
+    "participant-added",
+    "participant-removed",
+    "participant-left",
+    "group-name-change",
+];
 /// How long the server itself waits for a sent message to appear in the Mac's database.
 const SERVER_SEND_WAIT: Duration = Duration::from_secs(60);
 /// The chat part of the digest of a group's opening message, whose chat has no guid yet.
@@ -126,6 +140,39 @@ impl BlueBubbles {
             }
         };
         CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 }
+    }
+
+    /// A group changed on the Mac: its name (`groupTitle`) or its participants as the event's
+    /// chat lists them, for the group msgline knows by that chat.
+    async fn group_changed(
+        &self,
+        line: &Line,
+        kind: &str,
+        message: &MacMessage<'_>,
+        guid: &str,
+    ) -> sqlx::Result<Vec<BridgeEvent>> {
+        let Some(chat) = message.chat() else { return Ok(Vec::new()) };
+        let Some(group_id) = bridge_refs::local_for(&self.db, &line.id, chat).await? else { return Ok(Vec::new()) };
+        let (name, participants) = if kind == "group-name-change" {
+            (Some(message.str("groupTitle").unwrap_or_default().to_string()), None)
+        } else {
+            let listed = message.0["chats"][0]["participants"].as_array();
+            let phones: Vec<String> = listed
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get("address").and_then(Value::as_str))
+                .filter(|address| *address != line.e164)
+                .map(str::to_string)
+                .collect();
+            if phones.is_empty() {
+                return Ok(Vec::new());
+            }
+            (None, Some(phones))
+        };
+        Ok(vec![BridgeEvent {
+            id: format!("bluebubbles:group:{guid}"),
+            payload: BridgeEventPayload::GroupUpdated { group_id, name, participants },
+        }])
     }
 
     /// The chat guid msgline knows for a group conversation.
@@ -445,6 +492,119 @@ impl LineAdapter for BlueBubbles {
         }
     }
 
+    /// Renames the group (`PUT /chat/:guid {displayName}`) and adds and removes participants
+    /// (`POST /chat/:guid/participant/add|remove {address}`), one call each, through the Private
+    /// API. The server waits up to 30 s for each step to show in the Mac's database and answers
+    /// 500 if it has not: the step may still happen, so that is `unknown`, as is any failure after
+    /// a step went through; the lookup then compares the chat with the change.
+    async fn change_group(&self, line: &Line, change: &GroupChangeRequest) -> CallResult<SendOutcome> {
+        let started = Instant::now();
+        let done = |outcome: SendOutcome, http_status: Option<u16>| CallResult {
+            outcome,
+            http_status,
+            latency_ms: started.elapsed().as_millis() as i64,
+        };
+        if change.name.as_deref() == Some("") {
+            return done(
+                SendOutcome::Rejected("a BlueBubbles line cannot remove a group's name, only change it".into()),
+                None,
+            );
+        }
+        let chat = match self.group_chat(line, &change.group_id).await {
+            Ok(Some(chat)) => chat,
+            Ok(None) => return done(SendOutcome::Rejected("the Mac has no chat for this group".into()), None),
+            Err(error) => return done(SendOutcome::Unreachable(error.to_string()), None),
+        };
+        let segment = path_segment(&chat);
+        let mut steps: Vec<(reqwest::Method, String, Value)> = Vec::new();
+        if let Some(name) = &change.name {
+            steps.push((reqwest::Method::PUT, format!("/chat/{segment}"), json!({"displayName": name})));
+        }
+        for (verb, phones) in [("add", &change.add), ("remove", &change.remove)] {
+            for phone in phones {
+                steps.push((
+                    reqwest::Method::POST,
+                    format!("/chat/{segment}/participant/{verb}"),
+                    json!({"address": phone}),
+                ));
+            }
+        }
+        let mut applied = false;
+        let mut last_status = None;
+        for (method, path, body) in steps {
+            let (status, envelope) = match self.call(self.request(method, line, &path).json(&body)).await {
+                Ok(answer) => answer,
+                Err(error) => {
+                    let outcome = match classify_error(&error) {
+                        SendOutcome::Unreachable(_) | SendOutcome::RetryLater if applied => SendOutcome::Unknown(
+                            "part of the change went through before the Mac stopped answering".into(),
+                        ),
+                        outcome => outcome,
+                    };
+                    return done(outcome, last_status);
+                }
+            };
+            last_status = Some(status.as_u16());
+            if status.is_success() {
+                applied = true;
+                continue;
+            }
+            let reason = envelope.reason();
+            let outcome = if (status.is_server_error() && !reason.contains("Private API")) || applied {
+                SendOutcome::Unknown(format!("the BlueBubbles Server answered {status}: {reason}"))
+            } else {
+                SendOutcome::Rejected(format!("the BlueBubbles Server refused it: {reason}"))
+            };
+            return done(outcome, last_status);
+        }
+        done(SendOutcome::Accepted, last_status)
+    }
+
+    /// Whether the chat now shows the change (`GET /chat/:guid?with=participants`). A change not
+    /// shown yet is asked about again while the Mac may still be applying it, then is `failed`.
+    async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
+        let change = match crate::db::group_changes::get(&self.db, change_id).await {
+            Ok(Some(change)) => change,
+            Ok(None) => return StatusLookup::NotFound,
+            Err(error) => return StatusLookup::Failed(error.to_string()),
+        };
+        let chat = match self.group_chat(line, group_id).await {
+            Ok(Some(chat)) => chat,
+            Ok(None) => return StatusLookup::NotFound,
+            Err(error) => return StatusLookup::Failed(error.to_string()),
+        };
+        let request = self
+            .request(reqwest::Method::GET, line, &format!("/chat/{}", path_segment(&chat)))
+            .query(&[("with", "participants")]);
+        let (status, envelope) = match self.call(request).await {
+            Ok(answer) => answer,
+            Err(error) => return StatusLookup::Failed(describe(&error)),
+        };
+        if !status.is_success() {
+            return StatusLookup::Failed(format!("the BlueBubbles Server answered {status}: {}", envelope.reason()));
+        }
+        let members: Vec<&str> = envelope.data["participants"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("address").and_then(Value::as_str))
+            .collect();
+        let named = change.name.as_deref().is_none_or(|name| envelope.data["displayName"].as_str() == Some(name));
+        let shown = named
+            && change.add.iter().all(|p| members.contains(&p.as_str()))
+            && !change.remove.iter().any(|p| members.contains(&p.as_str()));
+        let answer = |status: &str, reason: Option<String>| {
+            StatusLookup::Known(StatusAnswer { id: change_id.to_string(), status: status.into(), reason })
+        };
+        if shown {
+            answer("applied", None)
+        } else if clock::now_ms() - change.created_at < self.grace() {
+            StatusLookup::Failed("the Mac does not show the change yet".into())
+        } else {
+            answer("failed", Some("the Mac did not apply the change".into()))
+        }
+    }
+
     /// Registers msgline's webhook unless the server has it already.
     async fn connect(&self, line: &Line) -> Result<(), String> {
         let url = self.hook_url(line);
@@ -490,6 +650,15 @@ impl LineAdapter for BlueBubbles {
             return Ok(Vec::new());
         };
         let storage = |e: sqlx::Error| HookError::Malformed(format!("could not read the line's records: {e}"));
+        // A group's rename or membership change is a message row of its own (`itemType` 1, 2 or
+        // 3, no text): reported as its own event, never as a text.
+        let group_event = message.0.get("itemType").and_then(Value::as_i64).unwrap_or(0) != 0;
+        if matches!(kind, "participant-added" | "participant-removed" | "participant-left" | "group-name-change") {
+            return self.group_changed(line, kind, &message, guid).await.map_err(storage);
+        }
+        if group_event {
+            return Ok(Vec::new());
+        }
         match kind {
             "new-message" if !message.is_from_me() => {
                 // Reactions and other associated messages are not carried yet.
@@ -535,4 +704,15 @@ impl LineAdapter for BlueBubbles {
             _ => Ok(Vec::new()),
         }
     }
+}
+
+/// A chat guid as one segment of a path: `;` and `+` (and anything else but letters, digits
+/// and `-._~`) percent-encoded.
+fn path_segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
