@@ -1,5 +1,6 @@
--- Changes to a group after its creation: a rename, or participants added and removed. Each is
--- pending while the line is called, then applied, failed, or unknown until the line is asked.
+-- Changes to a group after its creation: a rename, participants added and removed, or the line
+-- leaving the group. Each is pending while the line is called, then applied, failed, or unknown
+-- until the line is asked.
 CREATE TABLE group_changes (
     id            TEXT PRIMARY KEY,
     org_id        TEXT NOT NULL REFERENCES orgs(id),
@@ -10,6 +11,8 @@ CREATE TABLE group_changes (
     -- JSON arrays of E.164 numbers.
     add_phones    TEXT NOT NULL,
     remove_phones TEXT NOT NULL,
+    -- 1: the line leaves the group.
+    leave_group   BIGINT NOT NULL DEFAULT 0,
     state         TEXT NOT NULL,
     error         TEXT,
     -- When an unknown change is next asked about.

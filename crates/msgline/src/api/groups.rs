@@ -35,6 +35,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_group))
         .routes(routes!(get_group, rename_group))
         .routes(routes!(change_participants))
+        .routes(routes!(leave_group))
 }
 
 /// `POST /groups`.
@@ -264,6 +265,50 @@ async fn change_participants(
         return Err(ApiError::invalid("add", "give at least one number to add or remove"));
     }
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
-    let input = ChangeInput { name: None, add, remove };
+    let input = ChangeInput { name: None, add, remove, leave: false };
+    Ok(respond(groups::change(&state, &caller, &id, input, key).await?))
+}
+
+/// `POST /groups/{id}/leave` (the body is optional). Leaving cannot be undone, so a body with
+/// any field but `idempotency_key` is refused rather than ignored.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct LeaveGroup {
+    /// The same as the `Idempotency-Key` header.
+    #[schema(min_length = 1, max_length = 255)]
+    idempotency_key: Option<String>,
+}
+
+/// Make the line leave a group.
+///
+/// Outcomes as for a rename. Once applied the group is `left`: nothing more can be sent to it
+/// or changed (`409 group_left`); its messages stay readable.
+#[utoipa::path(
+    post,
+    path = "/groups/{id}/leave",
+    tag = "groups",
+    security(("api_key" = ["messaging_send"])),
+    params(("id" = String, Path, description = "The group's id (`conv_…`)"), IdempotencyKey),
+    request_body(content = LeaveGroup, description = "Optional"),
+    responses(
+        (status = 200, description = "The line left the group (or a replay)", body = schemas::GroupChanged),
+        (status = 202, description = "No answer from the line in time: `change.status` is `unknown`", body = schemas::GroupChanged),
+        (status = 409, description = "`group_left`, `group_not_created`, `group_chats_unsupported`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+        (status = 502, description = "The line refused (`line_rejected`)", body = schemas::Error),
+        (status = 503, description = "The line could not be reached (`line_unavailable`)", body = schemas::Error),
+    ),
+)]
+async fn leave_group(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Option<ApiJson<Value>>,
+) -> ApiResult<Response> {
+    caller.require(Scope::Send)?;
+    let raw = body.map(|ApiJson(raw)| raw).unwrap_or_else(|| serde_json::json!({}));
+    let request: LeaveGroup = from_value(raw.clone())?;
+    let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
+    let input = ChangeInput { leave: true, ..ChangeInput::default() };
     Ok(respond(groups::change(&state, &caller, &id, input, key).await?))
 }

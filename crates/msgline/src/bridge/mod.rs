@@ -73,6 +73,9 @@ pub struct GroupChangeRequest {
     pub add: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remove: Vec<String>,
+    /// The line leaves the group (nothing else is asked with it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leave: bool,
 }
 
 /// The bridge's answer to a send or a group creation.

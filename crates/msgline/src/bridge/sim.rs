@@ -110,6 +110,9 @@ struct Sent {
     /// A group change's participants removed (`to` holds those added).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     remove: Vec<String>,
+    /// A group change that makes the line leave the group.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    leave: bool,
     at: String,
 }
 
@@ -477,6 +480,7 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
         vcard: request.vcard.clone(),
         name: None,
         remove: Vec::new(),
+        leave: false,
         at: clock::rfc3339(clock::now_ms()),
     };
     match sim.accept_or_refuse(&request.id, refusal, record) {
@@ -511,6 +515,7 @@ async fn create_group(State(sim): State<Shared>, headers: HeaderMap, Json(reques
         vcard: None,
         name: request.name.clone(),
         remove: Vec::new(),
+        leave: false,
         at: clock::rfc3339(clock::now_ms()),
     };
     // The group and its opening message share one fate on the line.
@@ -580,6 +585,7 @@ async fn change_group(
         vcard: None,
         name: request.name.clone(),
         remove: request.remove.clone(),
+        leave: request.leave,
         at: clock::rfc3339(clock::now_ms()),
     };
     let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None });

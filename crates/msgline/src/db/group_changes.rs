@@ -1,4 +1,5 @@
-//! Changes to a group after its creation (a rename, participants added and removed), and
+//! Changes to a group after its creation (a rename, participants added and removed, the line
+//! leaving it), and
 //! changes made on the device itself. A change is `pending` while the line is called, then
 //! `applied`, `failed`, or `unknown` until the line is asked about it. Only an applied change
 //! touches the group; each applied change and each change reported by the line writes
@@ -48,6 +49,8 @@ pub struct GroupChange {
     pub name: Option<String>,
     pub add: Vec<String>,
     pub remove: Vec<String>,
+    /// The line leaves the group: once applied, nothing more is sent to it.
+    pub leave: bool,
     pub state: ChangeState,
     pub error: Option<String>,
     pub created_at: i64,
@@ -63,6 +66,7 @@ impl GroupChange {
             "name": self.name,
             "add": self.add,
             "remove": self.remove,
+            "leave": self.leave,
             "status": self.state.as_str(),
             "error": self.error,
             "created_at": clock::rfc3339(self.created_at),
@@ -72,7 +76,7 @@ impl GroupChange {
 }
 
 const COLUMNS: &str =
-    "id, org_id, group_id, line_id, name, add_phones, remove_phones, state, error, created_at, updated_at";
+    "id, org_id, group_id, line_id, name, add_phones, remove_phones, state, error, created_at, updated_at, leave_group";
 
 fn phones(text: String) -> Vec<String> {
     serde_json::from_str(&text).unwrap_or_default()
@@ -91,6 +95,7 @@ fn from_row(row: &AnyRow) -> sqlx::Result<GroupChange> {
         error: row.try_get(8)?,
         created_at: row.try_get(9)?,
         updated_at: row.try_get(10)?,
+        leave: row.try_get::<i64, _>(11)? != 0,
     })
 }
 
@@ -101,6 +106,7 @@ pub async fn insert(
     name: Option<String>,
     add: Vec<String>,
     remove: Vec<String>,
+    leave: bool,
 ) -> sqlx::Result<GroupChange> {
     let now = clock::now_ms();
     let change = GroupChange {
@@ -111,13 +117,14 @@ pub async fn insert(
         name,
         add,
         remove,
+        leave,
         state: ChangeState::Pending,
         error: None,
         created_at: now,
         updated_at: now,
     };
     sqlx::query(&format!(
-        "INSERT INTO group_changes ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $9)"
+        "INSERT INTO group_changes ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, $9, $9, $10)"
     ))
     .bind(&change.id)
     .bind(&change.org_id)
@@ -128,6 +135,7 @@ pub async fn insert(
     .bind(json!(change.remove).to_string())
     .bind(change.state.as_str())
     .bind(now)
+    .bind(i64::from(leave))
     .execute(&mut *conn)
     .await?;
     Ok(change)
@@ -179,6 +187,12 @@ pub async fn settle(
     let Some(change) = get_any(conn, id).await? else { return Ok(None) };
     if moved && state == ChangeState::Applied {
         apply(conn, &change.group_id, change.name.as_deref(), &change.add, &change.remove).await?;
+        if change.leave {
+            sqlx::query("UPDATE conversations SET group_state = 'left' WHERE id = $1")
+                .bind(&change.group_id)
+                .execute(&mut *conn)
+                .await?;
+        }
     }
     let Some(group) = super::conversations::get_any(conn, &change.group_id).await? else { return Ok(None) };
     if moved && state == ChangeState::Applied {
@@ -266,26 +280,32 @@ pub async fn apply_reported(
     Ok(true)
 }
 
-/// Up to `limit` unknown changes whose time to be asked about has come, held until `until`.
+/// Up to `limit` unknown changes whose time to be asked about has come, held until `until`. The
+/// look is a read (almost always empty), so the reconciler's turns cost the writer nothing; each
+/// change found is held by a conditional update, so two instances never both ask about one.
 pub async fn claim_unknown(db: &Db, now: i64, until: i64, limit: i64) -> sqlx::Result<Vec<GroupChange>> {
-    db.transaction(async |tx| {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM group_changes WHERE state = 'unknown' AND next_ask_at <= $1 \
-             ORDER BY next_ask_at LIMIT $2"
-        ))
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM group_changes WHERE state = 'unknown' AND next_ask_at <= $1 ORDER BY next_ask_at LIMIT $2"
+    ))
+    .bind(now)
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await?;
+    let mut claimed = Vec::new();
+    for change in rows.iter().map(from_row) {
+        let change = change?;
+        let held = sqlx::query(
+            "UPDATE group_changes SET next_ask_at = $1 WHERE id = $2 AND state = 'unknown' AND next_ask_at <= $3",
+        )
+        .bind(until)
+        .bind(&change.id)
         .bind(now)
-        .bind(limit)
-        .fetch_all(&mut *tx)
-        .await?;
-        let changes = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
-        for change in &changes {
-            sqlx::query("UPDATE group_changes SET next_ask_at = $1 WHERE id = $2 AND state = 'unknown'")
-                .bind(until)
-                .bind(&change.id)
-                .execute(&mut *tx)
-                .await?;
+        .execute(db.writer())
+        .await?
+        .rows_affected();
+        if held == 1 {
+            claimed.push(change);
         }
-        Ok(changes)
-    })
-    .await
+    }
+    Ok(claimed)
 }

@@ -346,6 +346,8 @@ pub struct ChangeInput {
     pub name: Option<String>,
     pub add: Vec<E164>,
     pub remove: Vec<E164>,
+    /// The line leaves the group.
+    pub leave: bool,
 }
 
 /// The route all group changes share their idempotency keys on.
@@ -430,7 +432,7 @@ pub async fn change(
         return Err(ApiError::invalid("remove", format!("{phone} is both added and removed")));
     }
     let after = current.len() + add.len() - remove.len();
-    if !(2..=MAX_PARTICIPANTS).contains(&after) {
+    if !input.leave && !(2..=MAX_PARTICIPANTS).contains(&after) {
         let field = if add.is_empty() { "remove" } else { "add" };
         return Err(ApiError::invalid(
             field,
@@ -456,6 +458,9 @@ pub async fn change(
             "group_requires_dedicated_line",
             "groups are managed from a dedicated line only",
         ));
+    }
+    if group.group_state.as_deref() == Some("left") {
+        return Err(ApiError::conflict("group_left", "the line has left this group"));
     }
     if group.group_state.as_deref() != Some("created") {
         return Err(ApiError::conflict(
@@ -488,7 +493,9 @@ pub async fn change(
                     return Ok(Err(prior));
                 }
             }
-            let change = db::group_changes::insert(tx, &group, input.name.clone(), add.clone(), remove.clone()).await?;
+            let change =
+                db::group_changes::insert(tx, &group, input.name.clone(), add.clone(), remove.clone(), input.leave)
+                    .await?;
             if let Some(idem) = &idempotency {
                 db::idempotency::note_progress(
                     tx,
@@ -511,6 +518,7 @@ pub async fn change(
         name: change.name.clone(),
         add: change.add.clone(),
         remove: change.remove.clone(),
+        leave: change.leave,
     };
     let result = state.lines.client().change_group(&line, &call).await;
     crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);

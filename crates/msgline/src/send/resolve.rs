@@ -266,6 +266,11 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
             if conversation.group_state.as_deref() == Some("failed") {
                 return Err(ApiError::invalid("conversation_id", "this group was never created"));
             }
+            if conversation.group_state.as_deref() == Some("left") {
+                return Err(
+                    ApiError::conflict("group_left", "the line has left this group").with("field", "conversation_id")
+                );
+            }
             Destination::Group { conversation }
         }
         Some(conversation) => {

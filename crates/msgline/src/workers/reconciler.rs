@@ -38,7 +38,11 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
 /// Asks about one batch of unsettled messages and one of unsettled group changes; returns how
 /// many it looked at.
 pub async fn step(state: &AppState) -> anyhow::Result<usize> {
-    let changes = settle_changes(state).await?;
+    // A failure here must not keep messages from being asked about.
+    let changes = settle_changes(state).await.unwrap_or_else(|error| {
+        tracing::error!(error = %error, "could not settle group changes");
+        0
+    });
     let now = clock::now_ms();
     // Held for a minute while being asked; a failed ask sets its own next time.
     let jobs = db::outbox::claim_unsettled(&state.db, now, now + 60_000, BATCH).await?;

@@ -205,6 +205,13 @@ async fn a_group_is_renamed_and_its_participants_changed_on_the_mac_and_changes_
     line.fake.control("/control/helper", json!({"connected": false})).await;
     let (status, refused) = line.api_call(reqwest::Method::PATCH, &group_path, json!({"name": "No helper"})).await;
     assert_eq!((status, refused["error"].as_str()), (502, Some("line_rejected")), "{refused}");
+
+    // With it, the line leaves the chat.
+    line.fake.control("/control/helper", json!({"connected": true})).await;
+    let (status, left) = line.api_post(&format!("{group_path}/leave"), json!({})).await;
+    assert_eq!((status, left["group"]["state"].as_str()), (200, Some("left")), "{left}");
+    let last = line.fake.sent().await.last().cloned().unwrap();
+    assert_eq!((last["action"].as_str(), last["chatGuid"].as_str()), (Some("leave"), Some(chat.as_str())));
 }
 
 #[tokio::test]

@@ -247,3 +247,35 @@ async fn a_change_made_on_a_phone_updates_the_group_with_an_event() {
     assert_eq!(group["participants"], json!([A, C]));
     assert_eq!(updates(&app).await.len(), 2);
 }
+
+#[tokio::test]
+async fn the_line_leaves_a_group_and_nothing_more_is_sent_to_it_or_changed() {
+    let app = spawn_app().await;
+    app.keep_events().await;
+    let line = line_with(&app, &[]).await;
+    let id = created_group(&app).await;
+    let leave = format!("/groups/{id}/leave");
+    // Leaving cannot be undone: a body with anything but a key is refused, not ignored.
+    change(&app, reqwest::Method::POST, &leave, None, json!({"name": "x"})).await.expect_error(
+        400,
+        "invalid_request",
+        None,
+    );
+    let left = change(&app, reqwest::Method::POST, &leave, Some("leave-1"), json!({})).await.expect(200);
+    assert_eq!((left["group"]["state"].clone(), left["change"]["leave"].clone()), (json!("left"), json!(true)));
+    assert_eq!(left["group"]["participants"], json!([A, B]));
+    let on_line = line.sent_with_id(left["change"]["id"].as_str().unwrap()).await;
+    assert_eq!((on_line.len(), on_line[0]["leave"].clone()), (1, json!(true)));
+    let replay = change(&app, reqwest::Method::POST, &leave, Some("leave-1"), json!({})).await.expect(200);
+    assert_eq!(replay["duplicate"], true);
+
+    app.post("/messages", &app.org.key, json!({"conversation_id": id, "body": "anyone?"})).await.expect_error(
+        409,
+        "group_left",
+        Some("conversation_id"),
+    );
+    rename(&app, &id, None, "Too late").await.expect_error(409, "group_left", None);
+    change(&app, reqwest::Method::POST, &leave, None, json!({})).await.expect_error(409, "group_left", None);
+    assert_eq!(app.get(&format!("/groups/{id}"), &app.org.key).await.expect(200)["state"], "left");
+    assert_eq!(updates(&app).await.len(), 1);
+}

@@ -339,6 +339,10 @@ pub fn authenticated_routes() -> Vec<(Method, &'static str, &'static str, Option
         (Method::GET, "/contacts/ct_unknown", "messaging_read", None),
         (Method::GET, "/conversations", "messaging_read", None),
         (Method::GET, "/conversations/conv_unknown", "messaging_read", None),
+        (Method::GET, "/availability?to=%2B12015550123", "messaging_read", None),
+        (Method::GET, "/opt-outs", "messaging_contacts", None),
+        (Method::DELETE, "/opt-outs/opt_unknown", "messaging_contacts", None),
+        (Method::GET, "/settings", "messaging_read", None),
     ]
 }
 

@@ -10,7 +10,8 @@ Written from the server's source (BlueBubblesApp/bluebubbles-server, packages/se
   api/http/api/v1/validators/messageValidator.ts     tempGuid rules and "already queued"
   api/http/api/v1/routers/chatRouter.ts + api/interfaces/chatInterface.ts  chat/new, a chat and its
     participants (GET chat/:guid?with=participants), rename (PUT chat/:guid {displayName}, at least
-    one character, a group only), participant add/remove ({address}; both need the Private API)
+    one character, a group only), participant add/remove ({address}), leave (answered at once, even
+    for an unknown chat); all of these need the Private API
   databases/imessage/pollers/MessagePoller.ts (handleGroupChanges): a group change is a message row
     with no text, itemType 1 (groupActionType 0 added, 1 removed), 2 (renamed, groupTitle) or 3
     (groupActionType 0 left), posted as participant-added, participant-removed, group-name-change
@@ -497,6 +498,18 @@ def add_participant(request):
 @private_api
 def remove_participant(request):
     return participant(request, "remove")
+
+
+@app.route("POST", "/api/v1/chat/(?P<guid>[^/]+)/leave")
+@protected
+@private_api
+def leave_chat(request):
+    guid = unquote(request.params["guid"])
+    with app.lock:
+        state["sends"] += 1
+        state["sent"].append({"chatGuid": guid, "action": "leave", "name": None, "address": None, "at": now_ms()})
+    # The server sends the Private API action and answers at once, known chat or not.
+    return envelope(200, "Successfully left chat!")
 
 
 @app.route("POST", "/api/v1/message/query")

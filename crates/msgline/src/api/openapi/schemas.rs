@@ -112,7 +112,7 @@ pub struct TallyEntry {
 pub struct Group {
     /// `conv_…`, usable as `conversation_id`.
     id: String,
-    /// `creating`, `created`, `unknown` or `failed`.
+    /// `creating`, `created`, `unknown`, `failed`, or `left` once the line has left it.
     state: Option<String>,
     name: Option<String>,
     participants: Vec<String>,
@@ -217,6 +217,8 @@ pub struct GroupChange {
     name: Option<String>,
     add: Vec<String>,
     remove: Vec<String>,
+    /// The line leaves the group.
+    leave: bool,
     /// `pending`, `applied`, `failed` or `unknown`.
     status: String,
     error: Option<String>,

@@ -10,7 +10,8 @@
 //! `routers/chatRouter.ts` with `api/interfaces/chatInterface.ts` (a group is created with its
 //! opening message, through the Private API; renamed with `PUT /chat/:guid {displayName}` and its
 //! participants added and removed one `{address}` at a time, each waited for up to 30 s and a 500
-//! when the Mac's database does not show it by then; `GET /chat/:guid?with=participants`),
+//! when the Mac's database does not show it by then; `POST /chat/:guid/leave`, answered at once;
+//! `GET /chat/:guid?with=participants`),
 //! `databases/imessage/pollers/MessagePoller.ts` (a group change is a message row without text:
 //! `itemType` 1 with `groupActionType` 0/1 added/removed, 2 renamed with `groupTitle`, 3 left,
 //! posted as `participant-added`, `participant-removed`, `group-name-change`, `participant-left`), `routers/handleRouter.ts` (iMessage availability,
@@ -517,6 +518,9 @@ impl LineAdapter for BlueBubbles {
         };
         let segment = path_segment(&chat);
         let mut steps: Vec<(reqwest::Method, String, Value)> = Vec::new();
+        if change.leave {
+            steps.push((reqwest::Method::POST, format!("/chat/{segment}/leave"), json!({})));
+        }
         if let Some(name) = &change.name {
             steps.push((reqwest::Method::PUT, format!("/chat/{segment}"), json!({"displayName": name})));
         }
@@ -573,6 +577,19 @@ impl LineAdapter for BlueBubbles {
             Ok(None) => return StatusLookup::NotFound,
             Err(error) => return StatusLookup::Failed(error.to_string()),
         };
+        if change.leave {
+            // The server answers a leave at once and keeps no trace of it that can be read back.
+            if clock::now_ms() - change.created_at < self.grace() {
+                return StatusLookup::Failed("a leave cannot be checked on the Mac yet".into());
+            }
+            let reason = "the Mac's answer was lost and a BlueBubbles Server cannot be asked whether the line left: \
+                          leave again (leaving twice does no harm)";
+            return StatusLookup::Known(StatusAnswer {
+                id: change_id.to_string(),
+                status: "failed".into(),
+                reason: Some(reason.into()),
+            });
+        }
         let request = self
             .request(reqwest::Method::GET, line, &format!("/chat/{}", path_segment(&chat)))
             .query(&[("with", "participants")]);
