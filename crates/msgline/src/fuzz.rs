@@ -65,6 +65,7 @@ fn any_json() -> impl Strategy<Value = Value> {
             Just("message.inbound"),
             Just("poll.vote"),
             Just("group.state"),
+            Just("group.updated"),
             Just("delivered"),
             Just("+12015550123"),
         ]

@@ -56,10 +56,15 @@ fn checkpoint(conn: &Connection, limit_pages: i64) -> rusqlite::Result<()> {
     let (_, log_pages, _): (i64, i64, i64) =
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     if log_pages > limit_pages {
+        let started = std::time::Instant::now();
         let (busy, _, _): (i64, i64, i64) =
             conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        // Writers wait while it waits for readers: a long wait shows in the sends' latency.
+        let waited_ms = started.elapsed().as_millis() as u64;
         if busy != 0 {
-            tracing::warn!(log_pages, "the write-ahead log could not be started over yet; trying again");
+            tracing::warn!(log_pages, waited_ms, "the write-ahead log could not be started over yet; trying again");
+        } else if waited_ms >= 200 {
+            tracing::warn!(log_pages, waited_ms, "starting the write-ahead log over held writers back");
         }
     }
     Ok(())

@@ -159,9 +159,16 @@ async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
         .await
         .expect(202);
     let poll_id = poll["message"]["id"].clone();
+    let group = app
+        .post("/groups", &key, json!({"participants": ["+12015550123", "+12015550124"], "body": "Hi all"}))
+        .await
+        .expect(201);
     let good = vec![
         message_id,
         poll_id,
+        group["group"]["id"].clone(),
+        json!(["+12015550123", "+12015550125"]),
+        json!("Trip"),
         json!("+12015550123"),
         json!("delivered"),
         json!("failed"),
@@ -187,10 +194,19 @@ async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
             "option_index",
             "group_id",
             "state",
+            "name",
+            "participants",
         ],
         good,
     );
-    let kinds = prop::sample::select(vec!["message.status", "message.inbound", "poll.vote", "group.state", "unknown"]);
+    let kinds = prop::sample::select(vec![
+        "message.status",
+        "message.inbound",
+        "poll.vote",
+        "group.state",
+        "group.updated",
+        "unknown",
+    ]);
     let event = (odd_text(), kinds, data).prop_map(|(id, kind, data)| json!({"id": id, "type": kind, "data": data}));
     let body = prop_oneof![
         3 => event.clone(),
