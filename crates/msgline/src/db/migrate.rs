@@ -41,6 +41,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(15, "0015_opt_outs"),
     migration!(16, "0016_availability"),
     migration!(17, "0017_group_changes"),
+    migration!(18, "0018_webhook_children_unlinked"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

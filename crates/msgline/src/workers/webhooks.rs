@@ -191,10 +191,16 @@ async fn deliver(
     read_at: i64,
     event: Option<StoredEvent>,
 ) -> anyhow::Result<()> {
-    let (Some(webhook), Some(event)) = (webhook, event) else {
-        // The endpoint was deleted (its deliveries went with it).
+    let Some(webhook) = webhook else {
+        // The endpoint was deleted, and its deliveries with it; one written by a fan-out that
+        // read the endpoint just before goes now.
+        sqlx::query("DELETE FROM webhook_deliveries WHERE id = $1")
+            .bind(&claimed.id)
+            .execute(state.db.writer())
+            .await?;
         return Ok(());
     };
+    let Some(event) = event else { return Ok(()) };
     if !webhook.enabled {
         let mut conn = state.db.writer().acquire().await?;
         db::webhook_deliveries::settle(&mut conn, claimed, Settle::Failed, None, clock::now_ms()).await?;

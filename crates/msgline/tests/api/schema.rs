@@ -182,7 +182,8 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
                 "0014_webhook_failure_streaks",
                 "0015_opt_outs",
                 "0016_availability",
-                "0017_group_changes"
+                "0017_group_changes",
+                "0018_webhook_children_unlinked"
             ]
         );
         let rows = strings(
@@ -261,7 +262,8 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
                 "0014_webhook_failure_streaks",
                 "0015_opt_outs",
                 "0016_availability",
-                "0017_group_changes"
+                "0017_group_changes",
+                "0018_webhook_children_unlinked"
             ]
         );
         let rows = strings(
