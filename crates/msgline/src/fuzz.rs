@@ -1,6 +1,6 @@
 //! Property tests of every parser of outside input that runs without a server: phone numbers,
 //! vCards built from odd names, idempotency keys, customer URLs and the addresses they name,
-//! poll text replies, bridge callback JSON, `Retry-After`, API keys in `Authorization`, paging
+//! poll text replies, tapbacks' words, bridge callback JSON, `Retry-After`, API keys in `Authorization`, paging
 //! parameters, request bodies as bytes, contact photos and webhook subscriptions and schedules.
 //! None may panic, and each keeps the promise its docs make. The same parsers behind a running
 //! server, and the device webhooks, are fuzzed over HTTP in tests/api/fuzz.rs.
@@ -15,13 +15,13 @@ use serde_json::Value;
 use crate::{
     api::{auth::bearer, extract::page},
     bridge::BridgeEvent,
-    domain::lifecycle::MessageKind,
+    domain::lifecycle::{MessageKind, Tapback},
     domain::{
         apikey,
         idempotency::IdempotencyKey,
         phone::E164,
         photo::Photo,
-        poll,
+        poll, reaction,
         vcard::{Card, text_summary},
         webhook::{RetrySchedule, Subscriptions, parse_duration, parse_retry_after},
     },
@@ -235,6 +235,28 @@ proptest! {
             prop_assert!(fallback.lines().count() > valid.len());
         }
         let _ = poll::parse_question(&reply);
+    }
+
+    #[test]
+    fn any_text_reads_as_a_tapback_only_when_it_is_one_and_a_tapbacks_words_read_back(
+        text in odd_text(),
+        target in odd_text(),
+        index in 0usize..6,
+        removed in any::<bool>(),
+    ) {
+        if let Some(read) = reaction::from_text(&text) {
+            prop_assert!(!read.quote.trim().is_empty());
+            prop_assert!(text.trim().ends_with('”') || text.trim().ends_with('"'));
+        }
+        let tapback = Tapback::ALL[index];
+        let words = reaction::fallback_text(tapback, removed, &target);
+        if !target.trim().is_empty() && !target.contains(['“', '”', '"']) {
+            let read = reaction::from_text(&words);
+            prop_assert!(read.is_some(), "{words}");
+            let read = read.unwrap();
+            prop_assert_eq!((read.tapback, read.removed), (tapback, removed));
+            prop_assert!(read.quotes(&target), "{words} quotes {target}");
+        }
     }
 
     #[test]

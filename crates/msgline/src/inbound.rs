@@ -13,10 +13,10 @@ use crate::{
     clock,
     db::{self, Db, contacts::Contact, lines::Line, messages::NewMessage},
     domain::{
-        lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
+        lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus, Tapback},
         opt_out::{self, Keyword},
         phone::E164,
-        poll,
+        poll, reaction,
     },
 };
 
@@ -129,9 +129,11 @@ fn meter(event: &BridgeEvent) {
             let channel = channel.parse::<crate::domain::lifecycle::Channel>().map_or("other", |c| c.as_str());
             crate::metrics::message_received(channel);
         }
+        BridgeEventPayload::Reaction { .. } => crate::metrics::message_received("imessage"),
         BridgeEventPayload::PollVote { .. }
         | BridgeEventPayload::GroupState { .. }
-        | BridgeEventPayload::GroupUpdated { .. } => {}
+        | BridgeEventPayload::GroupUpdated { .. }
+        | BridgeEventPayload::Typing { .. } => {}
     }
 }
 
@@ -143,8 +145,16 @@ async fn apply(tx: &mut AnyConnection, line: &Line, event: &BridgeEvent, rules: 
             return Ok(if moved.first() == Some(&true) { Handled::Applied } else { Handled::Duplicate });
         }
         _ if !db::reports::record_callback(tx, &line.id, &event.id).await? => return Ok(Handled::Duplicate),
-        BridgeEventPayload::Inbound { from, body, chat, channel } => {
-            inbound(tx, line, from, body, chat.as_deref(), channel, rules).await?
+        BridgeEventPayload::Inbound { from, body, chat, channel, message_id } => {
+            let arrived = Arrived { from, chat: chat.as_deref(), line_name: message_id.as_deref() };
+            inbound(tx, line, &arrived, body, channel, rules).await?
+        }
+        BridgeEventPayload::Reaction { from, target, reaction, removed, chat, message_id } => {
+            let arrived = Arrived { from, chat: chat.as_deref(), line_name: message_id.as_deref() };
+            tapback(tx, line, &arrived, target, reaction, *removed).await?
+        }
+        BridgeEventPayload::Typing { from, chat, typing } => {
+            typing_shown(tx, line, from, chat.as_deref(), *typing).await?
         }
         BridgeEventPayload::PollVote { from, poll_message_id, option_index } => {
             native_vote(tx, line, from, poll_message_id, *option_index, rules).await?
@@ -159,35 +169,49 @@ async fn apply(tx: &mut AnyConnection, line: &Line, event: &BridgeEvent, rules: 
     Ok(Handled::Applied)
 }
 
-async fn inbound(
+/// Who a callback came from and where: the sender, the group (`chat`) if any, and the line's own
+/// id of what arrived.
+struct Arrived<'a> {
+    from: &'a str,
+    chat: Option<&'a str>,
+    line_name: Option<&'a str>,
+}
+
+/// The conversation an arrival belongs to, found or created.
+struct Thread {
+    org_id: String,
+    contact: Contact,
+    conversation_id: String,
+    in_group: bool,
+}
+
+/// The sender's number as msgline writes numbers (a handle that is not one, as it came).
+fn sender(from: &str) -> String {
+    match E164::parse(from, None) {
+        Ok(phone) => phone.into_string(),
+        Err(_) => from.trim().to_string(),
+    }
+}
+
+/// The organisation an arrival on the line belongs to: a dedicated line's, else the one that last
+/// wrote to this handle from this line.
+async fn owner(conn: &mut AnyConnection, line: &Line, from: &str) -> anyhow::Result<Option<String>> {
+    Ok(match &line.org_id {
+        Some(org) => Some(org.clone()),
+        None => db::messages::last_sender_org(conn, &line.id, from).await?,
+    })
+}
+
+/// The thread of an arrival, with its contact and conversation created if missing; `None` on a
+/// shared line with no organisation to route it to.
+async fn thread(
     conn: &mut AnyConnection,
     line: &Line,
     from: &str,
-    body: &str,
     chat: Option<&str>,
-    channel: &str,
-    rules: Rules,
-) -> anyhow::Result<()> {
-    let from = match E164::parse(from, None) {
-        Ok(phone) => phone.into_string(),
-        Err(_) => from.trim().to_string(),
-    };
-    // A dedicated line belongs to its organisation; on a shared line the message goes to the
-    // organisation that last wrote to this handle from this line.
-    let org_id = match &line.org_id {
-        Some(org) => Some(org.clone()),
-        None => db::messages::last_sender_org(conn, &line.id, &from).await?,
-    };
-    let Some(org_id) = org_id else {
-        let payload = serde_json::json!({"chat": chat, "channel": channel});
-        db::unrouted::insert(conn, &line.id, &from, body, &payload).await?;
-        tracing::warn!(line = %line.id, "inbound message on a shared line with no organisation to route it to; kept as unrouted");
-        return Ok(());
-    };
-    let contact = db::contacts::find_or_create(&mut *conn, &org_id, &from).await?;
-    if channel == "imessage" {
-        db::contacts::record_reachability(conn, &contact.id, true).await?;
-    }
+) -> anyhow::Result<Option<Thread>> {
+    let Some(org_id) = owner(conn, line, from).await? else { return Ok(None) };
+    let contact = db::contacts::find_or_create(&mut *conn, &org_id, from).await?;
     let group = match chat {
         Some(chat) => db::conversations::get_group_on_line(conn, &org_id, &line.id, chat).await?,
         None => None,
@@ -195,8 +219,30 @@ async fn inbound(
     let in_group = group.is_some();
     let conversation_id = match group {
         Some(group) => group.id,
-        None => db::conversations::find_or_create_direct(conn, &org_id, &line.id, &contact.id, &from).await?.id,
+        None => db::conversations::find_or_create_direct(conn, &org_id, &line.id, &contact.id, from).await?.id,
     };
+    Ok(Some(Thread { org_id, contact, conversation_id, in_group }))
+}
+
+async fn inbound(
+    conn: &mut AnyConnection,
+    line: &Line,
+    arrived: &Arrived<'_>,
+    body: &str,
+    channel: &str,
+    rules: Rules,
+) -> anyhow::Result<()> {
+    let from = sender(arrived.from);
+    let chat = arrived.chat;
+    let Some(Thread { org_id, contact, conversation_id, in_group }) = thread(conn, line, &from, chat).await? else {
+        let payload = serde_json::json!({"chat": chat, "channel": channel});
+        db::unrouted::insert(conn, &line.id, &from, body, &payload).await?;
+        tracing::warn!(line = %line.id, "inbound message on a shared line with no organisation to route it to; kept as unrouted");
+        return Ok(());
+    };
+    if channel == "imessage" {
+        db::contacts::record_reachability(conn, &contact.id, true).await?;
+    }
     let channel = if channel == "sms" { Channel::Sms } else { Channel::Imessage };
     let text = |direction, status, body: String| NewMessage {
         org_id: org_id.clone(),
@@ -227,9 +273,135 @@ async fn inbound(
         record_vote(conn, &poll, &contact, index, channel, Some(body)).await?;
         return Ok(());
     }
+    // A tapback's words ("Loved “…”"), as a phone without tapbacks receives them: a reaction to
+    // the message of the conversation they quote.
+    if let Some(words) = reaction::from_text(body) {
+        let target = db::reactions::quoted(conn, &org_id, &conversation_id, &words).await?;
+        let reacted = NewMessage {
+            kind: MessageKind::Reaction,
+            ..text(Direction::Inbound, MessageStatus::Received, body.to_string())
+        };
+        store_reaction(conn, line, reacted, arrived.line_name, target, words.tapback, words.removed).await?;
+        return Ok(());
+    }
     let message =
         db::messages::insert(conn, text(Direction::Inbound, MessageStatus::Received, body.to_string())).await?;
+    if let Some(name) = arrived.line_name {
+        db::bridge_refs::record_in(conn, &line.id, name, &message.id).await?;
+    }
     trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), rules.agent_runs_per_minute).await?;
+    Ok(())
+}
+
+/// Stores an inbound reaction: its message (`kind: reaction`, `messaging.message.received`), its
+/// row pointing at the target (`None`: a message msgline does not know) and the line's name for it.
+async fn store_reaction(
+    conn: &mut AnyConnection,
+    line: &Line,
+    new: NewMessage,
+    line_name: Option<&str>,
+    target: Option<String>,
+    tapback: Tapback,
+    removed: bool,
+) -> anyhow::Result<()> {
+    let mut row = db::reactions::NewReaction {
+        message_id: String::new(),
+        org_id: new.org_id.clone(),
+        target_id: target,
+        tapback,
+        removed,
+        created_at: 0,
+    };
+    let message = db::messages::insert(conn, NewMessage { payload: Some(row.payload()), ..new }).await?;
+    row.message_id = message.id.clone();
+    row.created_at = message.created_at;
+    db::reactions::insert(conn, &row).await?;
+    if let Some(name) = line_name {
+        db::bridge_refs::record_in(conn, &line.id, name, &message.id).await?;
+    }
+    Ok(())
+}
+
+/// A tapback arrived on the line: a reaction to the message it names (msgline's id of a message
+/// the line sent, or the line's id of one it received), stored as an inbound message.
+async fn tapback(
+    conn: &mut AnyConnection,
+    line: &Line,
+    arrived: &Arrived<'_>,
+    target: &str,
+    reaction: &str,
+    removed: bool,
+) -> anyhow::Result<()> {
+    let Ok(tapback) = reaction.parse::<Tapback>() else {
+        tracing::warn!(line = %line.id, reaction, "a tapback msgline does not know; ignored");
+        return Ok(());
+    };
+    let from = sender(arrived.from);
+    let Some(thread) = thread(conn, line, &from, arrived.chat).await? else {
+        let body = reaction::fallback_text(tapback, removed, "…");
+        let payload =
+            json!({"chat": arrived.chat, "channel": "imessage", "reaction": {"type": tapback, "target": target}});
+        db::unrouted::insert(conn, &line.id, &from, &body, &payload).await?;
+        tracing::warn!(line = %line.id, "a tapback on a shared line with no organisation to route it to; kept as unrouted");
+        return Ok(());
+    };
+    db::contacts::record_reachability(conn, &thread.contact.id, true).await?;
+    let local = if target.starts_with("msg_") {
+        Some(target.to_string())
+    } else {
+        db::bridge_refs::local_for_in(conn, &line.id, target).await?
+    };
+    let reacted = match local {
+        Some(id) => {
+            db::messages::get_any(conn, &id).await?.filter(|m| m.org_id == thread.org_id && m.line_id == line.id)
+        }
+        None => None,
+    };
+    let body = reaction::fallback_text(tapback, removed, reacted.as_ref().map_or("…", |m| m.body.as_str()));
+    let new = NewMessage {
+        org_id: thread.org_id.clone(),
+        conversation_id: thread.conversation_id.clone(),
+        contact_id: Some(thread.contact.id.clone()),
+        line_id: line.id.clone(),
+        direction: Direction::Inbound,
+        channel: Channel::Imessage,
+        kind: MessageKind::Reaction,
+        body,
+        payload: None,
+        status: MessageStatus::Received,
+        agent_id: None,
+        attachment: None,
+    };
+    store_reaction(conn, line, new, arrived.line_name, reacted.map(|m| m.id), tapback, removed).await
+}
+
+/// Someone is typing (or stopped) in a conversation on the line: `messaging.typing`, not stored as
+/// a message. Nothing is created for it: a number with no conversation on the line yet has
+/// `conversation_id: null`.
+async fn typing_shown(
+    conn: &mut AnyConnection,
+    line: &Line,
+    from: &str,
+    chat: Option<&str>,
+    typing: bool,
+) -> anyhow::Result<()> {
+    let from = sender(from);
+    let Some(org_id) = owner(conn, line, &from).await? else { return Ok(()) };
+    let conversation_id = match chat {
+        Some(chat) => db::conversations::get_group_on_line(conn, &org_id, &line.id, chat).await?.map(|g| g.id),
+        None => None,
+    };
+    let (contact_id, direct) = db::conversations::find_direct_in(conn, &org_id, &line.id, &from).await?;
+    let conversation_id = conversation_id.or(direct);
+    let data = json!({
+        "line_id": line.id,
+        "from": from,
+        "contact_id": contact_id,
+        "conversation_id": conversation_id,
+        "typing": typing,
+        "at": clock::rfc3339(clock::now_ms()),
+    });
+    db::events::insert(conn, &org_id, "messaging.typing", None, data.to_string()).await?;
     Ok(())
 }
 

@@ -25,7 +25,66 @@ use crate::{
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_conversations)).routes(routes!(get_conversation))
+    OpenApiRouter::new()
+        .routes(routes!(list_conversations))
+        .routes(routes!(get_conversation))
+        .routes(routes!(start_typing))
+        .routes(routes!(mark_read))
+}
+
+/// Show the line typing.
+///
+/// The indicator hides by itself after a few seconds, or when the next message goes out.
+/// iMessage conversations of dedicated lines whose device has typing indicators only.
+#[utoipa::path(
+    post,
+    path = "/conversations/{id}/typing",
+    tag = "conversations",
+    security(("api_key" = ["messaging_send"])),
+    params(("id" = String, Path, description = "The conversation's id (`conv_…`)")),
+    responses(
+        (status = 204, description = "The line shows the indicator"),
+        (status = 400, description = "`typing_requires_imessage`: the conversation is over SMS", body = schemas::Error),
+        (status = 404, description = "No such conversation in the organisation", body = schemas::Error),
+        (status = 409, description = "`typing_requires_dedicated_line` or `typing_unsupported`", body = schemas::Error),
+        (status = 502, description = "`line_rejected`: the line refused", body = schemas::Error),
+        (status = 503, description = "`line_unavailable`: the line could not be reached; try again", body = schemas::Error),
+    ),
+)]
+async fn start_typing(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<axum::http::StatusCode> {
+    crate::send::signals::typing(&state, &caller, &id).await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
+}
+
+/// Mark a conversation read.
+///
+/// Its inbound messages get `read_at`; where the line has read receipts (an iMessage conversation
+/// on a dedicated line), the other side sees the conversation read. If the receipt cannot be sent
+/// the marks stay, and calling again sends it.
+#[utoipa::path(
+    post,
+    path = "/conversations/{id}/read",
+    tag = "conversations",
+    security(("api_key" = ["messaging_send"])),
+    params(("id" = String, Path, description = "The conversation's id (`conv_…`)")),
+    responses(
+        (status = 204, description = "Marked read (and the receipt sent where the line has them)"),
+        (status = 404, description = "No such conversation in the organisation", body = schemas::Error),
+        (status = 502, description = "`line_rejected`: the line refused the receipt", body = schemas::Error),
+        (status = 503, description = "`line_unavailable`: the receipt could not be sent; try again", body = schemas::Error),
+    ),
+)]
+async fn mark_read(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<axum::http::StatusCode> {
+    crate::send::signals::read(&state, &caller, &id).await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
 pub fn view(conversation: &Conversation) -> Value {

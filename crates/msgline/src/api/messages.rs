@@ -28,7 +28,11 @@ use crate::{
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_messages, send_message)).routes(routes!(get_message))
+    OpenApiRouter::new()
+        .routes(routes!(list_messages, send_message))
+        .routes(routes!(get_message))
+        .routes(routes!(add_reaction))
+        .routes(routes!(remove_reaction))
 }
 
 /// The `Idempotency-Key` header, if sent.
@@ -140,7 +144,10 @@ async fn list_messages(
         line_id: caller.bound_line().map(str::to_string),
     };
     let paged = db::messages::list(&state.db, &caller.org_id, &filter, &page).await?;
-    Ok(json_response(&list_body(&paged, db::messages::Message::view)))
+    let ids: Vec<&str> = paged.rows.iter().map(|m| m.id.as_str()).collect();
+    let reactions = db::reactions::standing(&state.db, &caller.org_id, &ids).await?;
+    let none = Vec::new();
+    Ok(json_response(&list_body(&paged, |m| m.view().with_reactions(reactions.get(&m.id).unwrap_or(&none)))))
 }
 
 /// A message.
@@ -162,5 +169,67 @@ async fn get_message(
         .await?
         .filter(|m| caller.may_use_line(&m.line_id))
         .ok_or_else(|| ApiError::not_found("message"))?;
-    Ok(Json(message.to_json()))
+    let reactions = db::reactions::standing(&state.db, &caller.org_id, &[&message.id]).await?;
+    let standing = reactions.get(&message.id).map_or(&[][..], Vec::as_slice);
+    Ok(Json(serde_json::to_value(message.view().with_reactions(standing)).map_err(ApiError::internal)?))
+}
+
+/// React to a message with a tapback.
+///
+/// iMessage only. The tapback is sent as a message of `kind: reaction` that follows the lifecycle
+/// like any message (`202`, then `sent`, `delivered`...); the target shows it under `reactions`.
+#[utoipa::path(
+    post,
+    path = "/messages/{id}/reactions",
+    tag = "messages",
+    security(("api_key" = ["messaging_send"])),
+    params(("id" = String, Path, description = "The message reacted to (`msg_…`)"), IdempotencyKey),
+    request_body = crate::send::reaction::SendReaction,
+    responses(
+        (status = 202, description = "Accepted for delivery", body = schemas::Sent),
+        (status = 400, description = "An unknown `reaction`, a message that cannot be reacted to, or `reaction_requires_imessage` (the message went over SMS)", body = schemas::Error),
+        (status = 404, description = "No such message in the organisation", body = schemas::Error),
+        (status = 409, description = "`reactions_unsupported` (the line's device has no tapbacks), `reaction_target_unknown`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+    ),
+)]
+async fn add_reaction(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let sent = crate::send::reaction::add(&state, &caller, &id, raw, header_key(&headers)?.as_deref()).await?;
+    Ok(respond(sent))
+}
+
+/// Take a tapback back.
+///
+/// Sends the removal as a message of `kind: reaction` with `removed: true`; answered like
+/// `POST /messages/{id}/reactions`.
+#[utoipa::path(
+    delete,
+    path = "/messages/{id}/reactions/{reaction}",
+    tag = "messages",
+    security(("api_key" = ["messaging_send"])),
+    params(
+        ("id" = String, Path, description = "The message reacted to (`msg_…`)"),
+        ("reaction" = crate::domain::lifecycle::Tapback, Path, description = "The tapback to take back"),
+        IdempotencyKey,
+    ),
+    responses(
+        (status = 202, description = "Accepted for delivery", body = schemas::Sent),
+        (status = 400, description = "An unknown `reaction`, or `reaction_requires_imessage`", body = schemas::Error),
+        (status = 404, description = "No such message in the organisation", body = schemas::Error),
+        (status = 409, description = "`reactions_unsupported`, `reaction_target_unknown`, `idempotency_key_reused` or `idempotency_key_in_progress`", body = schemas::Error),
+    ),
+)]
+async fn remove_reaction(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path((id, reaction)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let sent = crate::send::reaction::remove(&state, &caller, &id, &reaction, header_key(&headers)?.as_deref()).await?;
+    Ok(respond(sent))
 }

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use axum::http::HeaderMap;
 
 use super::{
-    BridgeEvent, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer, SendRequest,
+    BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
+    SendRequest,
     client::{CallResult, SendOutcome, StatusLookup},
 };
 use crate::db::lines::Line;
@@ -35,6 +36,13 @@ pub trait LineAdapter {
     async fn group_status(&self, line: &Line, id: &str) -> StatusLookup;
     /// Renames a group the line created, or adds and removes participants.
     async fn change_group(&self, line: &Line, change: &GroupChangeRequest) -> CallResult<SendOutcome>;
+    /// Shows a typing indicator in a conversation (`typing: Some(true)`; it hides by itself after
+    /// a few seconds or when a message is sent), or hides it. Only asked of a line whose
+    /// capabilities say `typing`.
+    async fn typing(&self, line: &Line, signal: &ConversationSignal) -> CallResult<SendOutcome>;
+    /// Sends a read receipt for a conversation. Only asked of a line whose capabilities say
+    /// `read_receipts`.
+    async fn mark_read(&self, line: &Line, signal: &ConversationSignal) -> CallResult<SendOutcome>;
     /// What became of a group change (msgline's `gch_` id): `applied` or `failed`.
     async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup;
     /// Makes sure the device reports to msgline: registers msgline's webhook where the device

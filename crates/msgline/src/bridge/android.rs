@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
-    SendRequest, StatusAnswer,
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
+    ReachabilityAnswer, SendRequest, StatusAnswer,
     adapter::{Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
@@ -34,7 +34,15 @@ use crate::{
 };
 
 /// What the gateway can do: SMS only.
-const CAPABILITIES: Capabilities = Capabilities { imessage: false, sms: true, groups: false, polls: false };
+const CAPABILITIES: Capabilities = Capabilities {
+    imessage: false,
+    sms: true,
+    groups: false,
+    polls: false,
+    reactions: false,
+    typing: false,
+    read_receipts: false,
+};
 /// The events msgline registers a webhook for.
 const EVENTS: [&str; 4] = ["sms:received", "sms:sent", "sms:delivered", "sms:failed"];
 /// How far a webhook's `X-Timestamp` may be from msgline's clock.
@@ -158,6 +166,10 @@ impl LineAdapter for AndroidGateway {
             let reason = "an SMS Gateway for Android line sends to one number at a time; it has no group chats";
             return CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 };
         }
+        if message.reaction.is_some() {
+            let reason = "an SMS Gateway for Android line sends SMS, which has no tapbacks";
+            return CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 };
+        }
         let body = json!({
             "id": message.id,
             "textMessage": {"text": message.plain_text(true)},
@@ -225,6 +237,18 @@ impl LineAdapter for AndroidGateway {
         StatusLookup::NotFound
     }
 
+    /// The gateway sends SMS, which has no typing indicators (the API refuses before asking).
+    async fn typing(&self, _line: &Line, _signal: &ConversationSignal) -> CallResult<SendOutcome> {
+        let reason = "an SMS Gateway for Android line has no typing indicators";
+        CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 }
+    }
+
+    /// Nor read receipts.
+    async fn mark_read(&self, _line: &Line, _signal: &ConversationSignal) -> CallResult<SendOutcome> {
+        let reason = "an SMS Gateway for Android line has no read receipts";
+        CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 }
+    }
+
     /// Sets the key the phone signs webhooks with, then registers one webhook per event (a
     /// webhook id of msgline's own, so registering again replaces rather than adds).
     async fn connect(&self, line: &Line) -> Result<(), String> {
@@ -273,6 +297,7 @@ impl LineAdapter for AndroidGateway {
                     body: field("message")?,
                     chat: None,
                     channel: "sms".into(),
+                    message_id: None,
                 },
             }]),
             "sms:sent" => status("sent", None),

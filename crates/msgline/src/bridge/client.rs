@@ -145,6 +145,16 @@ impl BridgeClient {
         on_kind!(self, line, change_group(change))
     }
 
+    /// Shows (or hides) a typing indicator in a conversation.
+    pub async fn typing(&self, line: &Line, signal: &super::ConversationSignal) -> CallResult<SendOutcome> {
+        on_kind!(self, line, typing(signal))
+    }
+
+    /// Sends a read receipt for a conversation.
+    pub async fn mark_read(&self, line: &Line, signal: &super::ConversationSignal) -> CallResult<SendOutcome> {
+        on_kind!(self, line, mark_read(signal))
+    }
+
     /// Asks the line what became of a group change.
     pub async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
         on_kind!(self, line, group_change_status(group_id, change_id))

@@ -45,6 +45,38 @@ pub struct SendRequest {
     pub vcard: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poll: Option<Value>,
+    /// For `reaction`: the tapback and the message it reacts to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reaction: Option<ReactionRequest>,
+}
+
+/// The tapback of a `reaction` send.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReactionRequest {
+    /// `love`, `like`, `dislike`, `laugh`, `emphasize` or `question`.
+    #[serde(rename = "type")]
+    pub tapback: String,
+    /// The message reacted to, by the line's name for it: msgline's `msg_` id for a message
+    /// msgline sent, else the `message_id` the bridge gave the inbound message.
+    pub target: String,
+    /// msgline's `msg_` id of the message reacted to.
+    pub target_message_id: String,
+    /// Takes back an earlier tapback of this type.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remove: bool,
+}
+
+/// `POST /v1/typing` and `POST /v1/read` bodies: a conversation on the line (a number for a
+/// conversation with one person, or a group's `conv_` id), and for typing whether to show the
+/// indicator.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConversationSignal {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub typing: Option<bool>,
 }
 
 /// `POST /v1/groups` body: create a group (`id` is msgline's `conv_` id) with its opening
@@ -137,6 +169,33 @@ pub enum BridgeEventPayload {
         chat: Option<String>,
         #[serde(default = "default_channel")]
         channel: String,
+        /// The bridge's own id of the message, if it has one: what a reaction to it names.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+    },
+    /// A tapback arrived. `target` names the message reacted to as a reaction send does (msgline's
+    /// `msg_` id, or the `message_id` of an inbound message); `removed` takes an earlier one back.
+    #[serde(rename = "message.reaction")]
+    Reaction {
+        from: String,
+        target: String,
+        reaction: String,
+        #[serde(default)]
+        removed: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat: Option<String>,
+        /// The bridge's own id of the reaction.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+    },
+    /// Someone started (or stopped) typing in a conversation on the line.
+    #[serde(rename = "typing")]
+    Typing {
+        from: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chat: Option<String>,
+        #[serde(default = "typing_default")]
+        typing: bool,
     },
     /// A native poll tap.
     #[serde(rename = "poll.vote")]
@@ -163,6 +222,10 @@ pub enum BridgeEventPayload {
 
 fn default_channel() -> String {
     "imessage".into()
+}
+
+fn typing_default() -> bool {
+    true
 }
 
 impl SendRequest {

@@ -7,8 +7,8 @@ use reqwest::StatusCode;
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    BridgeEvent, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer, ReachabilityRequest,
-    SendAnswer, SendRequest, StatusAnswer,
+    BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
+    ReachabilityRequest, SendAnswer, SendRequest, StatusAnswer,
     adapter::{Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
@@ -123,6 +123,16 @@ impl LineAdapter for MsglineBridge {
     /// Asks the line to rename a group or change its participants.
     async fn change_group(&self, line: &Line, change: &GroupChangeRequest) -> CallResult<SendOutcome> {
         self.post_send(line, &format!("/v1/groups/{}/changes", change.group_id), change).await
+    }
+
+    /// Shows or hides a typing indicator.
+    async fn typing(&self, line: &Line, signal: &ConversationSignal) -> CallResult<SendOutcome> {
+        self.post_send(line, "/v1/typing", signal).await
+    }
+
+    /// Sends a read receipt.
+    async fn mark_read(&self, line: &Line, signal: &ConversationSignal) -> CallResult<SendOutcome> {
+        self.post_send(line, "/v1/read", signal).await
     }
 
     /// Asks the line what became of a group change.

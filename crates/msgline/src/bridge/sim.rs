@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
-    ReachabilityRequest, SendAnswer, SendRequest, StatusAnswer,
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
+    ReachabilityAnswer, ReachabilityRequest, ReactionRequest, SendAnswer, SendRequest, StatusAnswer,
 };
 use crate::{clock, db::lines::Capabilities};
 
@@ -113,8 +113,14 @@ struct Sent {
     /// A group change that makes the line leave the group.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     leave: bool,
+    /// A tapback's type and target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reaction: Option<ReactionRequest>,
     at: String,
 }
+
+/// How long a typing indicator shows when nothing stops it sooner.
+const TYPING_SHOWS: Duration = Duration::from_secs(5);
 
 /// What the line knows of a message or group it was handed.
 #[derive(Debug, Clone)]
@@ -147,6 +153,10 @@ struct Sim {
     lookups: AtomicU64,
     /// Handles asked about in reachability calls.
     reachability_asks: AtomicU64,
+    /// The ids the line gave inbound messages (what a reaction to one names).
+    inbound_ids: Mutex<HashSet<String>>,
+    /// Typing indicators showing now: the conversation (a number or a group's id) and until when.
+    typing: Mutex<HashMap<String, std::time::Instant>>,
     journal: Journal,
 }
 
@@ -246,6 +256,8 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         callback_retries: AtomicU64::new(0),
         lookups: AtomicU64::new(0),
         reachability_asks: AtomicU64::new(0),
+        inbound_ids: Mutex::new(HashSet::new()),
+        typing: Mutex::new(HashMap::new()),
         journal,
         config,
     });
@@ -260,9 +272,13 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         .route("/v1/groups/{id}", get(lookup))
         .route("/v1/groups/{id}/changes", post(change_group))
         .route("/v1/groups/{id}/changes/{change_id}", get(change_lookup))
+        .route("/v1/typing", post(typing))
+        .route("/v1/read", post(read))
         .route("/control/inbound", post(control_inbound))
         .route("/control/vote", post(control_vote))
         .route("/control/group", post(control_group))
+        .route("/control/reaction", post(control_reaction))
+        .route("/control/typing", get(control_typing_shown).post(control_typing))
         .route("/control/sent", get(control_sent))
         .route("/control/mode", post(control_mode))
         .route("/control/stats", get(control_stats))
@@ -324,6 +340,12 @@ impl Sim {
         if let Some(sent) = sent {
             self.sent.lock().expect("sent lock").push(sent);
         }
+    }
+
+    /// Whether the line has the message: one it was handed, or one that arrived on it.
+    fn knows_message(&self, id: &str) -> bool {
+        self.known.lock().expect("known lock").contains_key(id)
+            || self.inbound_ids.lock().expect("inbound lock").contains(id)
     }
 
     fn authorized(&self, headers: &HeaderMap) -> bool {
@@ -439,7 +461,15 @@ async fn capabilities(State(sim): State<Shared>, headers: HeaderMap) -> Response
     let groups = *sim.groups.lock().expect("groups lock");
     Json(CapabilitiesAnswer {
         e164: sim.config.e164.clone(),
-        capabilities: Capabilities { imessage: true, sms: true, groups, polls: true },
+        capabilities: Capabilities {
+            imessage: true,
+            sms: true,
+            groups,
+            polls: true,
+            reactions: true,
+            typing: true,
+            read_receipts: true,
+        },
     })
     .into_response()
 }
@@ -467,8 +497,18 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
     if !sim.authorized(&headers) {
         return unauthorized();
     }
-    let refusal = (request.channel == "imessage" && request.to.iter().any(|to| sim.sms_only.contains(to)))
-        .then_some("the recipient is not reachable over iMessage");
+    let unreachable = request.channel == "imessage" && request.to.iter().any(|to| sim.sms_only.contains(to));
+    let refusal = if unreachable {
+        Some("the recipient is not reachable over iMessage")
+    } else if let Some(reaction) = &request.reaction
+        && !sim.knows_message(&reaction.target)
+    {
+        Some("the line has no such message to react to")
+    } else {
+        None
+    };
+    // A message sent into a conversation ends the typing indicator there.
+    sim.typing.lock().expect("typing lock").remove(&conversation_key(&request.to, request.chat.as_deref()));
     let record = Sent {
         id: request.id.clone(),
         to: request.to.clone(),
@@ -481,6 +521,7 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
         name: None,
         remove: Vec::new(),
         leave: false,
+        reaction: request.reaction.clone(),
         at: clock::rfc3339(clock::now_ms()),
     };
     match sim.accept_or_refuse(&request.id, refusal, record) {
@@ -516,6 +557,7 @@ async fn create_group(State(sim): State<Shared>, headers: HeaderMap, Json(reques
         name: request.name.clone(),
         remove: Vec::new(),
         leave: false,
+        reaction: None,
         at: clock::rfc3339(clock::now_ms()),
     };
     // The group and its opening message share one fate on the line.
@@ -586,6 +628,7 @@ async fn change_group(
         name: request.name.clone(),
         remove: request.remove.clone(),
         leave: request.leave,
+        reaction: None,
         at: clock::rfc3339(clock::now_ms()),
     };
     let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None });
@@ -619,6 +662,77 @@ async fn lookup(State(sim): State<Shared>, headers: HeaderMap, Path(id): Path<St
     }
 }
 
+/// The key of a conversation on the line: a group's id, or the number of a direct one.
+fn conversation_key(to: &[String], chat: Option<&str>) -> String {
+    chat.map(str::to_string).or_else(|| to.first().cloned()).unwrap_or_default()
+}
+
+/// Records a typing indicator or a read receipt in the sent log.
+fn signal_record(sim: &Sim, kind: &str, request: &ConversationSignal) -> Sent {
+    Sent {
+        id: format!("sim-{kind}-{}", sim.sequence.fetch_add(1, Ordering::Relaxed)),
+        to: request.to.clone(),
+        chat: request.chat.clone(),
+        channel: "imessage".into(),
+        kind: kind.into(),
+        body: String::new(),
+        poll: None,
+        vcard: None,
+        name: None,
+        remove: Vec::new(),
+        leave: false,
+        reaction: None,
+        at: clock::rfc3339(clock::now_ms()),
+    }
+}
+
+/// Whether the request names a conversation the line can show an indicator in: a group it has,
+/// or a number reachable over iMessage.
+fn signal_refusal(sim: &Sim, request: &ConversationSignal) -> Option<&'static str> {
+    match (&request.chat, request.to.as_slice()) {
+        (Some(chat), []) if sim.known.lock().expect("known lock").contains_key(chat) => None,
+        (Some(_), []) => Some("this device has no such group"),
+        (None, [to]) if sim.sms_only.contains(to) => Some("the recipient is not reachable over iMessage"),
+        (None, [_]) => None,
+        _ => Some("name one number in to, or a chat"),
+    }
+}
+
+/// Shows (or, with `"typing": false`, hides) the typing indicator; it hides by itself after a few
+/// seconds or when a message is sent into the conversation.
+async fn typing(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json<ConversationSignal>) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    if let Some(reason) = signal_refusal(&sim, &request) {
+        let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.into()) };
+        return (StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response();
+    }
+    let key = conversation_key(&request.to, request.chat.as_deref());
+    if request.typing.unwrap_or(true) {
+        sim.typing.lock().expect("typing lock").insert(key, std::time::Instant::now() + TYPING_SHOWS);
+        let record = signal_record(&sim, "typing", &request);
+        sim.sent.lock().expect("sent lock").push(record);
+    } else {
+        sim.typing.lock().expect("typing lock").remove(&key);
+    }
+    (StatusCode::OK, Json(SendAnswer { status: "accepted".into(), reason: None })).into_response()
+}
+
+/// Sends a read receipt for the conversation.
+async fn read(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json<ConversationSignal>) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    if let Some(reason) = signal_refusal(&sim, &request) {
+        let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.into()) };
+        return (StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response();
+    }
+    let record = signal_record(&sim, "read", &request);
+    sim.sent.lock().expect("sent lock").push(record);
+    (StatusCode::OK, Json(SendAnswer { status: "accepted".into(), reason: None })).into_response()
+}
+
 #[derive(Debug, Deserialize)]
 struct InboundControl {
     from: String,
@@ -633,9 +747,74 @@ async fn control_inbound(State(sim): State<Shared>, Json(request): Json<InboundC
     let channel = request
         .channel
         .unwrap_or_else(|| if sim.sms_only.contains(&request.from) { "sms".into() } else { "imessage".into() });
-    let event =
-        sim.event(BridgeEventPayload::Inbound { from: request.from, body: request.body, chat: request.chat, channel });
+    // The line's own id for the message, which a reaction to it names.
+    let message_id = format!("sim-in-{}", sim.sequence.fetch_add(1, Ordering::Relaxed));
+    sim.inbound_ids.lock().expect("inbound lock").insert(message_id.clone());
+    let event = sim.event(BridgeEventPayload::Inbound {
+        from: request.from,
+        body: request.body,
+        chat: request.chat,
+        channel,
+        message_id: Some(message_id),
+    });
     report_now(&sim, event).await
+}
+
+#[derive(Debug, Deserialize)]
+struct ReactionControl {
+    from: String,
+    /// msgline's `msg_` id of a message the line sent, or the line's id of an inbound message.
+    target: String,
+    reaction: String,
+    #[serde(default)]
+    remove: bool,
+    #[serde(default)]
+    chat: Option<String>,
+}
+
+/// Someone reacted to a message with a tapback (or took one back).
+async fn control_reaction(State(sim): State<Shared>, Json(request): Json<ReactionControl>) -> Response {
+    let message_id = format!("sim-in-{}", sim.sequence.fetch_add(1, Ordering::Relaxed));
+    let event = sim.event(BridgeEventPayload::Reaction {
+        from: request.from,
+        target: request.target,
+        reaction: request.reaction,
+        removed: request.remove,
+        chat: request.chat,
+        message_id: Some(message_id),
+    });
+    report_now(&sim, event).await
+}
+
+#[derive(Debug, Deserialize)]
+struct TypingControl {
+    from: String,
+    #[serde(default)]
+    chat: Option<String>,
+    #[serde(default)]
+    typing: Option<bool>,
+}
+
+/// Someone started (or, with `"typing": false`, stopped) typing to the line.
+async fn control_typing(State(sim): State<Shared>, Json(request): Json<TypingControl>) -> Response {
+    let event = sim.event(BridgeEventPayload::Typing {
+        from: request.from,
+        chat: request.chat,
+        typing: request.typing.unwrap_or(true),
+    });
+    report_now(&sim, event).await
+}
+
+/// The typing indicators the line shows now: `{"typing": [{"to" or "chat"}]}`.
+async fn control_typing_shown(State(sim): State<Shared>) -> Json<Value> {
+    let now = std::time::Instant::now();
+    let mut shown = sim.typing.lock().expect("typing lock");
+    shown.retain(|_, until| *until > now);
+    let list: Vec<Value> = shown
+        .keys()
+        .map(|key| if key.starts_with("conv_") { json!({"chat": key}) } else { json!({"to": [key]}) })
+        .collect();
+    Json(json!({"typing": list}))
 }
 
 #[derive(Debug, Deserialize)]

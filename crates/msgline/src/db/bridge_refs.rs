@@ -22,6 +22,40 @@ pub async fn record(db: &Db, line_id: &str, remote_id: &str, local_id: &str) -> 
     Ok(())
 }
 
+/// [`record`] inside a transaction (an inbound message's name, with the message).
+pub async fn record_in(
+    conn: &mut sqlx::AnyConnection,
+    line_id: &str,
+    remote_id: &str,
+    local_id: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO bridge_refs (line_id, remote_id, local_id, created_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (line_id, remote_id) DO NOTHING",
+    )
+    .bind(line_id)
+    .bind(remote_id)
+    .bind(local_id)
+    .bind(clock::now_ms())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// [`local_for`] inside a transaction.
+pub async fn local_for_in(
+    conn: &mut sqlx::AnyConnection,
+    line_id: &str,
+    remote_id: &str,
+) -> sqlx::Result<Option<String>> {
+    let row = sqlx::query("SELECT local_id FROM bridge_refs WHERE line_id = $1 AND remote_id = $2")
+        .bind(line_id)
+        .bind(remote_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    row.map(|r| r.try_get(0)).transpose()
+}
+
 /// msgline's id for what the device calls `remote_id`.
 pub async fn local_for(db: &Db, line_id: &str, remote_id: &str) -> sqlx::Result<Option<String>> {
     let row = sqlx::query("SELECT local_id FROM bridge_refs WHERE line_id = $1 AND remote_id = $2")

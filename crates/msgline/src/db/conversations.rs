@@ -73,6 +73,28 @@ pub async fn find_direct(
     }
 }
 
+/// [`find_direct`] inside a transaction.
+pub async fn find_direct_in(
+    conn: &mut sqlx::AnyConnection,
+    org_id: &str,
+    line_id: &str,
+    phone: &str,
+) -> sqlx::Result<(Option<String>, Option<String>)> {
+    let row = sqlx::query(
+        "SELECT ct.id, (SELECT c.id FROM conversations c WHERE c.org_id = $1 AND c.line_id = $2 \
+         AND c.contact_id = ct.id AND c.kind = 'direct') FROM contacts ct WHERE ct.org_id = $1 AND ct.phone = $3",
+    )
+    .bind(org_id)
+    .bind(line_id)
+    .bind(phone)
+    .fetch_optional(&mut *conn)
+    .await?;
+    match row {
+        Some(row) => Ok((row.try_get(0)?, row.try_get(1)?)),
+        None => Ok((None, None)),
+    }
+}
+
 /// Stages a new direct conversation and its participant, for the message staged with it at
 /// `now` (its last message, so that the message's touch of the conversation writes nothing);
 /// returns its id. The commit fails with a unique violation if the line and contact already

@@ -86,6 +86,15 @@ pub struct Capabilities {
     pub sms: bool,
     pub groups: bool,
     pub polls: bool,
+    /// Sends tapbacks (`kind: reaction`) over iMessage. Absent in a bridge's answer: no.
+    #[serde(default)]
+    pub reactions: bool,
+    /// Shows a typing indicator in an iMessage conversation (`POST /v1/typing`).
+    #[serde(default)]
+    pub typing: bool,
+    /// Sends read receipts for an iMessage conversation (`POST /v1/read`).
+    #[serde(default)]
+    pub read_receipts: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -80,6 +80,7 @@ impl Message {
                 Some(Value::Object(payload)) => Some(payload),
                 _ => None,
             },
+            reactions: None,
         }
     }
 
@@ -127,6 +128,17 @@ pub struct MessageView<'a> {
     read_at: Option<String>,
     #[serde(flatten)]
     extra: Option<&'a serde_json::Map<String, Value>>,
+    /// The reactions standing on the message, on API reads (webhook events leave them out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reactions: Option<&'a [super::reactions::Standing]>,
+}
+
+impl<'a> MessageView<'a> {
+    /// The view with the reactions standing on the message.
+    pub fn with_reactions(mut self, reactions: &'a [super::reactions::Standing]) -> Self {
+        self.reactions = Some(reactions);
+        self
+    }
 }
 
 pub(super) const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, payload, \
@@ -289,6 +301,34 @@ pub async fn get_any(conn: &mut AnyConnection, id: &str) -> sqlx::Result<Option<
         .fetch_optional(&mut *conn)
         .await?;
     row.as_ref().map(from_row).transpose()
+}
+
+/// The channel of the conversation's latest message.
+pub async fn latest_channel(db: &Db, org_id: &str, conversation_id: &str) -> sqlx::Result<Option<Channel>> {
+    let row =
+        sqlx::query("SELECT channel FROM messages WHERE org_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT 1")
+            .bind(org_id)
+            .bind(conversation_id)
+            .fetch_optional(db.reader())
+            .await?;
+    match row {
+        Some(row) => Ok(super::parsed(&row, "channel").ok()),
+        None => Ok(None),
+    }
+}
+
+/// Marks the conversation's inbound messages not yet read as read at `now`; returns how many.
+pub async fn mark_read(db: &Db, org_id: &str, conversation_id: &str, now: i64) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE messages SET read_at = $1 WHERE org_id = $2 AND conversation_id = $3 \
+         AND direction = 'inbound' AND read_at IS NULL",
+    )
+    .bind(now)
+    .bind(org_id)
+    .bind(conversation_id)
+    .execute(db.writer())
+    .await?;
+    Ok(done.rows_affected())
 }
 
 #[derive(Debug, Clone, Default)]

@@ -28,6 +28,7 @@ pub mod outbox;
 mod page;
 pub mod planner;
 pub mod polls;
+pub mod reactions;
 pub mod reports;
 pub mod stats;
 pub mod unrouted;

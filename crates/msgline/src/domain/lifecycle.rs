@@ -184,6 +184,20 @@ named_enum!(
         ContactCard = "contact_card",
         Poll = "poll",
         PollVote = "poll_vote",
+        /// A tapback on another message (iMessage; over SMS, recognised from its text).
+        Reaction = "reaction",
+    }
+);
+
+named_enum!(
+    /// The six tapbacks of iMessage.
+    Tapback {
+        Love = "love",
+        Like = "like",
+        Dislike = "dislike",
+        Laugh = "laugh",
+        Emphasize = "emphasize",
+        Question = "question",
     }
 );
 

@@ -7,6 +7,7 @@ pub mod opt_out;
 pub mod phone;
 pub mod photo;
 pub mod poll;
+pub mod reaction;
 pub mod scope;
 pub mod vcard;
 pub mod webhook;

@@ -10,7 +10,7 @@ use sha2::Sha256;
 use time::{OffsetDateTime, format_description::well_known::Rfc2822};
 
 /// Every event type a webhook can receive.
-pub const EVENT_TYPES: [&str; 14] = [
+pub const EVENT_TYPES: [&str; 15] = [
     "messaging.message.queued",
     "messaging.message.submitted",
     "messaging.message.sent",
@@ -25,6 +25,7 @@ pub const EVENT_TYPES: [&str; 14] = [
     "messaging.group.updated",
     "messaging.contact.opted_out",
     "messaging.contact.opted_in",
+    "messaging.typing",
 ];
 
 const ALL: &str = "*";

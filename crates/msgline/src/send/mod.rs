@@ -7,8 +7,10 @@ pub mod availability;
 pub mod card;
 pub mod groups;
 pub mod poll;
+pub mod reaction;
 pub mod request;
 mod resolve;
+pub mod signals;
 
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
@@ -51,6 +53,8 @@ pub struct SendInput {
     pub attachment: Option<String>,
     /// A poll this message carries: stored with it, in the same transaction.
     pub poll: Option<PollSpec>,
+    /// The reaction a `reaction` message carries: its row is stored with it.
+    pub reaction: Option<reaction::ReactionSpec>,
 }
 
 /// The poll of a poll message.
@@ -227,6 +231,19 @@ pub async fn submit(
                     line_id: message.line_id.clone(),
                     question: poll.question.clone(),
                     options: poll.options.clone(),
+                    created_at: message.created_at,
+                },
+            );
+        }
+        if let Some(reaction) = &input.reaction {
+            db::reactions::stage_insert(
+                &mut batch,
+                &db::reactions::NewReaction {
+                    message_id: message.id.clone(),
+                    org_id: principal.org_id.clone(),
+                    target_id: Some(reaction.target_id.clone()),
+                    tapback: reaction.tapback,
+                    removed: reaction.removed,
                     created_at: message.created_at,
                 },
             );

@@ -12,11 +12,11 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::{
-    bridge::{SendRequest, client::SendOutcome},
+    bridge::{ReactionRequest, SendRequest, client::SendOutcome},
     clock,
     config::Config,
     db::{self, messages::ForDispatch, outbox::Job},
-    domain::lifecycle::{ConversationKind, MessageStatus},
+    domain::lifecycle::{ConversationKind, MessageKind, MessageStatus},
     state::AppState,
 };
 
@@ -161,8 +161,9 @@ async fn deliver(state: &AppState, job: &Job, message: Option<ForDispatch>) -> a
         channel: message.channel.to_string(),
         kind: message.kind.to_string(),
         body: message.body.clone(),
-        vcard: message.attachment.clone(),
+        vcard: message.attachment.clone().filter(|_| message.kind == MessageKind::ContactCard),
         poll: message.payload.as_ref().and_then(|p| p.get("poll")).cloned(),
+        reaction: reaction_of(&message),
     };
     let result = state.lines.client().send(&line, &request).await;
     let now = clock::now_ms();
@@ -214,6 +215,22 @@ async fn deliver(state: &AppState, job: &Job, message: Option<ForDispatch>) -> a
 }
 
 /// What becomes of the outbox job after a call.
+/// A reaction message's tapback as the line is asked for it. The message keeps the line's name
+/// for the target where an attachment would be (see `send::reaction`).
+fn reaction_of(message: &db::messages::Message) -> Option<ReactionRequest> {
+    if message.kind != MessageKind::Reaction {
+        return None;
+    }
+    let reaction = message.payload.as_ref()?.get("reaction")?;
+    let target_message_id = reaction.get("target_message_id")?.as_str()?.to_string();
+    Some(ReactionRequest {
+        tapback: reaction.get("type")?.as_str()?.to_string(),
+        target: message.attachment.clone().unwrap_or_else(|| target_message_id.clone()),
+        target_message_id,
+        remove: reaction.get("removed").and_then(serde_json::Value::as_bool).unwrap_or(false),
+    })
+}
+
 fn stage_job_end(batch: &mut db::Batch, message_id: &str, outcome: &SendOutcome, attempts: i64, now: i64) {
     match outcome {
         SendOutcome::Accepted | SendOutcome::Rejected(_) => db::outbox::stage_complete(batch, message_id),

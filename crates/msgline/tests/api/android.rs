@@ -30,7 +30,10 @@ async fn an_android_line_registers_its_webhooks_sends_with_msglines_id_and_repor
     // The customer sees the kind and the capabilities, never a credential.
     let shown = line.api_get(&format!("/lines/{}", line.line_id)).await;
     assert_eq!(shown["bridge_kind"], "android-gateway");
-    assert_eq!(shown["capabilities"], json!({"imessage": false, "sms": true, "groups": false, "polls": false}));
+    assert_eq!(
+        shown["capabilities"],
+        json!({"imessage": false, "sms": true, "groups": false, "polls": false, "reactions": false, "typing": false, "read_receipts": false})
+    );
     let listed = line.api_get("/lines").await.to_string();
     assert!(!listed.contains(GW_PASSWORD) && !listed.contains("hook_secret") && !listed.contains("bridge_url"));
 

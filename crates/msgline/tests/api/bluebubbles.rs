@@ -20,7 +20,10 @@ async fn a_bluebubbles_line_registers_its_webhook_and_sends_to_the_chat_guid_wit
 
     let shown = line.api_get(&format!("/lines/{}", line.line_id)).await;
     assert_eq!(shown["bridge_kind"], "bluebubbles");
-    assert_eq!(shown["capabilities"], json!({"imessage": true, "sms": true, "groups": true, "polls": false}));
+    assert_eq!(
+        shown["capabilities"],
+        json!({"imessage": true, "sms": true, "groups": true, "polls": false, "reactions": true, "typing": true, "read_receipts": true})
+    );
     let listed = line.api_get("/lines").await.to_string();
     assert!(!listed.contains(BB_PASSWORD) && !listed.contains("hook_secret"));
 
@@ -227,6 +230,113 @@ async fn without_the_private_api_helper_groups_are_refused_and_one_to_one_still_
     let id = line.send_text(FRIEND, "Still here").await;
     line.wait_status(&id, "delivered").await;
     assert_eq!(line.fake.sent().await.len(), 1);
+    // Tapbacks and typing need the helper too: refused before the Mac is asked.
+    let (status, sent) =
+        line.api_post("/messages", json!({"to": FRIEND, "body": "Over iMessage", "channel": "imessage"})).await;
+    assert_eq!(status, 202, "{sent}");
+    let id = sent["message"]["id"].as_str().unwrap().to_string();
+    line.wait_status(&id, "delivered").await;
+    let (status, refused) = line.api_post(&format!("/messages/{id}/reactions"), json!({"reaction": "love"})).await;
+    assert_eq!((status, refused["error"].as_str()), (409, Some("reactions_unsupported")), "{refused}");
+    let conversation = line.api_get(&format!("/messages/{id}")).await["conversation_id"].as_str().unwrap().to_string();
+    let (status, refused) = line.api_post(&format!("/conversations/{conversation}/typing"), json!({})).await;
+    assert_eq!((status, refused["error"].as_str()), (409, Some("typing_unsupported")), "{refused}");
+    assert_eq!(line.fake.sent().await.len(), 2);
+}
+
+#[tokio::test]
+async fn tapbacks_typing_and_read_receipts_go_through_the_private_api_and_those_from_the_mac_arrive() {
+    let line = DeviceLine::start(Kind::BlueBubbles, &[]).await;
+    let (status, _) = line
+        .api_post("/webhooks", json!({"url": "https://receiver.example/hook", "events": ["messaging.typing"]}))
+        .await;
+    assert_eq!(status, 201);
+    let id = line.send_text(FRIEND, "See you at 8").await;
+    line.wait_status(&id, "delivered").await;
+    let guid = line.fake.sent().await[0]["guid"].as_str().unwrap().to_string();
+
+    // A tapback on the message msgline sent names it by the guid the Mac gave it.
+    let (status, answer) = line.api_post(&format!("/messages/{id}/reactions"), json!({"reaction": "love"})).await;
+    assert_eq!(status, 202, "{answer}");
+    let reaction = answer["message"]["id"].as_str().unwrap().to_string();
+    line.wait_status(&reaction, "delivered").await;
+    let sent = line.fake.sent().await;
+    let tapbacks: Vec<_> = sent.iter().filter(|s| s["reaction"].is_string()).collect();
+    assert_eq!(tapbacks.len(), 1, "{sent:?}");
+    assert_eq!(tapbacks[0]["reaction"], "love");
+    assert_eq!(tapbacks[0]["selectedMessageGuid"], guid.as_str());
+    assert_eq!(tapbacks[0]["chatGuid"], format!("iMessage;-;{FRIEND}"));
+    let (status, _) =
+        line.api_call(reqwest::Method::DELETE, &format!("/messages/{id}/reactions/love"), json!({})).await;
+    assert_eq!(status, 202);
+    eventually(20, "the tapback taken back on the Mac", || async {
+        line.fake.sent().await.iter().any(|s| s["reaction"] == "-love").then_some(())
+    })
+    .await;
+    let shown = line.api_get(&format!("/messages/{id}")).await;
+    assert_eq!(shown["reactions"], json!([]), "{shown}");
+
+    // A tapback from the friend on that message arrives as a reaction on it.
+    line.fake.control("/control/reaction", json!({"from": FRIEND, "target": guid, "reaction": "like"})).await;
+    let arrived = eventually(20, "the tapback from the Mac", || async {
+        line.inbound().await.into_iter().find(|m| m["kind"] == "reaction")
+    })
+    .await;
+    assert_eq!(arrived["reaction"], json!({"type": "like", "target_message_id": id, "removed": false}));
+    assert_eq!(arrived["body"], "Liked “See you at 8”");
+    let shown = line.api_get(&format!("/messages/{id}")).await;
+    assert_eq!(shown["reactions"][0]["from"], FRIEND, "{shown}");
+
+    // A message that arrived is reacted to by its own guid.
+    let inbound_guid = line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "Running late"})).await;
+    let inbound_guid = inbound_guid["guid"].as_str().unwrap().to_string();
+    let received = eventually(20, "the inbound iMessage", || async {
+        line.inbound().await.into_iter().find(|m| m["body"] == "Running late")
+    })
+    .await;
+    let received_id = received["id"].as_str().unwrap();
+    let (status, answer) =
+        line.api_post(&format!("/messages/{received_id}/reactions"), json!({"reaction": "laugh"})).await;
+    assert_eq!(status, 202, "{answer}");
+    eventually(20, "the tapback on the message that arrived", || async {
+        line.fake
+            .sent()
+            .await
+            .into_iter()
+            .find(|s| s["reaction"] == "laugh" && s["selectedMessageGuid"] == inbound_guid.as_str())
+    })
+    .await;
+
+    // Typing through the Private API, hidden again by msgline; a read receipt for the chat.
+    let conversation = received["conversation_id"].as_str().unwrap();
+    let (status, answer) = line.api_post(&format!("/conversations/{conversation}/typing"), json!({})).await;
+    assert_eq!(status, 204, "{answer}");
+    let (status, answer) = line.api_post(&format!("/conversations/{conversation}/read"), json!({})).await;
+    assert_eq!(status, 204, "{answer}");
+    let chat = format!("iMessage;-;{FRIEND}");
+    let signals = eventually(20, "the typing indicator hidden again", || async {
+        let signals = line.fake.get("/control/signals").await;
+        let kinds: Vec<String> =
+            signals.as_array().unwrap().iter().map(|s| s["kind"].as_str().unwrap().to_string()).collect();
+        kinds.contains(&"stop-typing".to_string()).then_some(signals)
+    })
+    .await;
+    let signals = signals.as_array().unwrap();
+    assert!(signals.iter().all(|s| s["chatGuid"] == chat.as_str()), "{signals:?}");
+    let kinds: Vec<&str> = signals.iter().map(|s| s["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["typing", "read", "stop-typing"]);
+    assert!(
+        line.inbound().await.iter().filter(|m| m["conversation_id"] == conversation).all(|m| m["read_at"].is_string())
+    );
+
+    // The friend typing on their phone: messaging.typing, no message.
+    let messages = line.count("SELECT COUNT(*) FROM messages").await;
+    line.fake.control("/control/typing", json!({"from": FRIEND, "display": true})).await;
+    eventually(20, "messaging.typing", || async {
+        (line.count("SELECT COUNT(*) FROM events WHERE type = 'messaging.typing'").await == 1).then_some(())
+    })
+    .await;
+    assert_eq!(line.count("SELECT COUNT(*) FROM messages").await, messages);
 }
 
 #[tokio::test]

@@ -180,6 +180,10 @@ async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
         json!(i64::MAX),
         json!("created"),
         json!("grp_nothing"),
+        json!("love"),
+        json!("-like"),
+        json!("sim-in-1"),
+        json!(true),
     ];
     let data = object_of(
         &[
@@ -196,12 +200,18 @@ async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
             "state",
             "name",
             "participants",
+            "target",
+            "reaction",
+            "removed",
+            "typing",
         ],
         good,
     );
     let kinds = prop::sample::select(vec![
         "message.status",
         "message.inbound",
+        "message.reaction",
+        "typing",
         "poll.vote",
         "group.state",
         "group.updated",
@@ -246,6 +256,10 @@ async fn bluebubbles_webhooks_of_any_shape_never_get_a_server_error() {
         json!(false),
         json!(1_764_000_000_000i64),
         json!(22),
+        json!("love"),
+        json!("-question"),
+        json!("2004"),
+        json!("p:0/NOT-A-GUID"),
     ];
     let data = object_of(
         &[
@@ -260,7 +274,9 @@ async fn bluebubbles_webhooks_of_any_shape_never_get_a_server_error() {
             "dateRead",
             "error",
             "associatedMessageGuid",
+            "associatedMessageType",
             "attachments",
+            "display",
         ],
         good,
     );

@@ -41,6 +41,7 @@ mod optouts;
 mod plans;
 mod polls;
 mod ratelimit;
+mod reactions;
 mod reconciler;
 mod rows;
 mod schema;

@@ -86,7 +86,7 @@ async fn resources(app: &TestApp) -> HashMap<&'static str, String> {
 fn with_id(path: &str, ids: &HashMap<&'static str, String>) -> Option<String> {
     let (before, _) = path.split_once("/{id}")?;
     let kind = before.rsplit('/').next()?;
-    Some(path.replace("{id}", ids.get(kind)?))
+    Some(path.replace("{id}", ids.get(kind)?).replace("{reaction}", "love"))
 }
 
 /// Everything the matrices must leave as it was: each table's row count.

@@ -114,7 +114,7 @@ async fn sms_is_refused_in_its_three_forms_before_anything_is_written() {
     msgline::db::lines::record_check(
         app.db(),
         sms_line["line_id"].as_str().unwrap(),
-        Some(msgline::db::lines::Capabilities { imessage: false, sms: true, groups: false, polls: false }),
+        Some(msgline::db::lines::Capabilities { imessage: false, sms: true, ..Default::default() }),
     )
     .await
     .unwrap();

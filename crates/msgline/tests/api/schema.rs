@@ -183,7 +183,8 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
                 "0015_opt_outs",
                 "0016_availability",
                 "0017_group_changes",
-                "0018_webhook_children_unlinked"
+                "0018_webhook_children_unlinked",
+                "0019_reactions"
             ]
         );
         let rows = strings(
@@ -263,7 +264,8 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
                 "0015_opt_outs",
                 "0016_availability",
                 "0017_group_changes",
-                "0018_webhook_children_unlinked"
+                "0018_webhook_children_unlinked",
+                "0019_reactions"
             ]
         );
         let rows = strings(

@@ -74,6 +74,13 @@ impl SimLine {
         self.control("/control/inbound", json!({"from": from, "body": body})).await
     }
 
+    /// A control route's answer to a GET.
+    pub async fn get(&self, path: &str) -> Value {
+        let answer = self.client.get(format!("{}{path}", self.url)).send().await.expect("sim answers");
+        assert!(answer.status().is_success(), "sim control {path} answered {}", answer.status());
+        answer.json().await.expect("json")
+    }
+
     pub async fn control(&self, path: &str, body: Value) -> Value {
         let answer = self.client.post(format!("{}{path}", self.url)).json(&body).send().await.expect("sim answers");
         assert!(answer.status().is_success(), "sim control {path} answered {}", answer.status());

@@ -19,6 +19,16 @@ Written from the server's source (BlueBubblesApp/bluebubbles-server, packages/se
   api/http/api/v1/routers/handleRouter.ts  availability/imessage
   api/http/api/v1/routers/serverRouter.ts + api/interfaces/generalInterface.ts  server/info
   api/http/api/v1/routers/webhookRouter.ts + validators/webhookValidator.ts  webhooks
+  api/http/api/v1/routers/messageRouter.ts (react) + validators/messageValidator.ts (sendReactionRules)
+    + api/interfaces/messageInterface.ts (possibleReactions) + api/apple/mappings.ts (the text a Mac
+    stores for a tapback): POST message/react, Private API, answered with the new reaction message
+  databases/transformers/MessageTypeTransformer.ts: associatedMessageType as a string ("love",
+    "-love"); the target in associatedMessageGuid as Apple writes it, "p:0/<guid>"
+  api/http/api/v1/routers/chatRouter.ts (startTyping, stopTyping, markRead) + httpRoutes.ts: POST and
+    DELETE chat/:guid/typing, POST chat/:guid/read, all Private API, no body; markRead emits
+    chat-read-status-changed {chatGuid, read}
+  api/privateApi/eventHandlers/PrivateApiTypingEventHandler.ts: typing-indicator {display, guid},
+    1:1 chats only
   databases/server/index.ts (addWebhook: one webhook per URL), services/webhookService/index.ts
   (unsigned {type, data} POSTs), api/serializers/{Message,Chat,Handle}Serializer.ts (fields).
 
@@ -28,6 +38,8 @@ it is told to use, attachments other than what msgline sends, and the Mac's data
     fake_bluebubbles.py --listen 127.0.0.1:PORT --password PW [--step-ms 50] [--no-helper]
 
 Control routes (no password): POST /control/inbound {from, body, chat?, service?},
+POST /control/reaction {from, target (a message guid), reaction (love, -love, ...)} (a tapback),
+POST /control/typing {from, display} (a typing-indicator), GET /control/signals (typing and read calls),
 POST /control/group {chat, action: rename|add|remove|leave, name?, address?} (a change made on a phone),
 POST /control/helper {connected}, POST /control/mode {mode: accept|slow|error|late, delay_ms, code}
 (for group changes: error answers 500 and changes nothing; late answers 500 at once, as the server
@@ -63,7 +75,25 @@ state = {
     "temp_guids": set(),
     "repeated": 0,
     "sends": 0,
+    "signals": [],  # typing and read calls, oldest first
 }
+
+# api/apple/mappings.ts: what the Mac stores as the text of a tapback.
+REACTION_TEXT = {"love": "Loved", "like": "Liked", "dislike": "Disliked", "laugh": "Laughed at",
+                 "emphasize": "Emphasized", "question": "Questioned", "-love": "Removed a heart",
+                 "-like": "Removed a like", "-dislike": "Removed a dislike", "-laugh": "Removed a laugh",
+                 "-emphasize": "Removed an exclamation", "-question": "Removed a question mark"}
+
+
+def tapback(chat_guid, target_guid, reaction, from_me, sender=None):
+    """A tapback is a message row of its own pointing at its target."""
+    with app.lock:
+        target_text = state["messages"][target_guid]["text"] or ""
+    message = new_message(chat_guid, f"{REACTION_TEXT[reaction]} \u201c{target_text}\u201d", from_me, sender=sender)
+    with app.lock:
+        message["associatedMessageGuid"] = f"p:0/{target_guid}"
+        message["associatedMessageType"] = reaction
+    return message
 rowids = itertools.count(1)
 
 EVENTS = ["*", "new-message", "updated-message", "message-send-error", "group-name-change", "participant-removed",
@@ -512,6 +542,63 @@ def leave_chat(request):
     return envelope(200, "Successfully left chat!")
 
 
+@app.route("POST", "/api/v1/message/react")
+@protected
+@private_api
+def react(request):
+    body = request.json()
+    chat_guid, target, reaction = body.get("chatGuid"), body.get("selectedMessageGuid"), body.get("reaction")
+    if not isinstance(chat_guid, str) or not chat_guid:
+        return bad_request("The chatGuid field is required.")
+    if not isinstance(target, str) or not target:
+        return bad_request("The selectedMessageGuid field is required.")
+    if reaction not in REACTION_TEXT:
+        return bad_request("The selected reaction is invalid.")
+    with app.lock:
+        known = target in state["messages"]
+    if not known:
+        return bad_request("Selected message does not exist!")
+    message = tapback(chat_guid, target, reaction, True)
+    with app.lock:
+        state["sends"] += 1
+        state["sent"].append({"chatGuid": chat_guid, "reaction": reaction, "selectedMessageGuid": target,
+                              "guid": message["guid"], "at": now_ms()})
+    go_out(message)
+    return success(dict(message), "Reaction sent!")
+
+
+def signal(request, kind, answer):
+    guid = unquote(request.params["guid"])
+    with app.lock:
+        state["signals"].append({"chatGuid": guid, "kind": kind, "at": now_ms()})
+    return envelope(200, answer)
+
+
+@app.route("POST", "/api/v1/chat/(?P<guid>[^/]+)/typing")
+@protected
+@private_api
+def start_typing(request):
+    return signal(request, "typing", "Successfully started typing!")
+
+
+@app.route("DELETE", "/api/v1/chat/(?P<guid>[^/]+)/typing")
+@protected
+@private_api
+def stop_typing(request):
+    # The server's route answers "stopped" (its controller calls start-typing again, which a fake
+    # cannot show); the call is recorded as what was asked.
+    return signal(request, "stop-typing", "Successfully stopped typing!")
+
+
+@app.route("POST", "/api/v1/chat/(?P<guid>[^/]+)/read")
+@protected
+@private_api
+def mark_read(request):
+    answer = signal(request, "read", "Successfully marked chat as read!")
+    emit("chat-read-status-changed", {"chatGuid": unquote(request.params["guid"]), "read": True})
+    return answer
+
+
 @app.route("POST", "/api/v1/message/query")
 @protected
 def query(request):
@@ -601,6 +688,30 @@ def control_inbound(request):
     message["handle"] = {"originalROWID": 2, "address": sender, "service": service}
     emit("new-message", dict(message))
     return Reply(200, {"guid": message["guid"]})
+
+
+@app.route("POST", "/control/reaction")
+def control_reaction(request):
+    body = request.json()
+    sender = body["from"]
+    chat = body.get("chat") or f"iMessage;-;{sender}"
+    message = tapback(chat, body["target"], body["reaction"], False, sender=sender)
+    message["handle"] = {"originalROWID": 2, "address": sender, "service": "iMessage"}
+    emit("new-message", dict(message))
+    return Reply(200, {"guid": message["guid"]})
+
+
+@app.route("POST", "/control/typing")
+def control_typing(request):
+    body = request.json()
+    emit("typing-indicator", {"display": bool(body.get("display", True)), "guid": f"iMessage;-;{body['from']}"})
+    return Reply(200, {})
+
+
+@app.route("GET", "/control/signals")
+def control_signals(request):
+    with app.lock:
+        return Reply(200, list(state["signals"]))
 
 
 @app.route("POST", "/control/group")

@@ -35,8 +35,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
-    SendRequest, StatusAnswer,
+    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
+    ReachabilityAnswer, SendRequest, StatusAnswer,
     adapter::{Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
@@ -47,10 +47,10 @@ use crate::{
         lines::{Capabilities, Line},
     },
 };
-use wire::{Envelope, MacMessage, direct_chat, expectation, is_group_chat, real_guid};
+use wire::{Envelope, MacMessage, direct_chat, expectation, is_group_chat, real_guid, target_guid};
 
 /// The webhook events msgline registers for.
-const EVENTS: [&str; 7] = [
+const EVENTS: [&str; 8] = [
     "new-message",
     "updated-message",
     "message-send-error",
@@ -58,9 +58,12 @@ const EVENTS: [&str; 7] = [
     "participant-removed",
     "participant-left",
     "group-name-change",
+    "typing-indicator",
 ];
 /// How long the server itself waits for a sent message to appear in the Mac's database.
 const SERVER_SEND_WAIT: Duration = Duration::from_secs(60);
+/// How long a typing indicator msgline shows on the Mac stays up.
+const TYPING_SHOWS: Duration = Duration::from_secs(5);
 /// The chat part of the digest of a group's opening message, whose chat has no guid yet.
 const NEW_CHAT: &str = "new";
 
@@ -301,6 +304,45 @@ impl BlueBubbles {
         }
     }
 
+    /// A call about a whole chat (`/chat/:guid/<what>`), answered like a send.
+    async fn chat_call(
+        &self,
+        line: &Line,
+        signal: &ConversationSignal,
+        method: reqwest::Method,
+        what: &str,
+    ) -> CallResult<SendOutcome> {
+        let failed = |outcome| CallResult { outcome, http_status: None, latency_ms: 0 };
+        let chat = match (&signal.chat, signal.to.as_slice()) {
+            (Some(group), _) => match self.group_chat(line, group).await {
+                Ok(Some(chat)) => chat,
+                Ok(None) => {
+                    return failed(SendOutcome::Rejected("msgline knows no BlueBubbles chat for this group".into()));
+                }
+                Err(error) => return failed(SendOutcome::Unreachable(error.to_string())),
+            },
+            (None, [handle]) => direct_chat("imessage", handle),
+            (None, _) => return failed(SendOutcome::Rejected("name one handle or a group".into())),
+        };
+        let started = Instant::now();
+        let path = format!("/chat/{}/{what}", path_segment(&chat));
+        let (outcome, http_status) = match self.call(self.request(method, line, &path)).await {
+            Err(error) => (classify_error(&error), None),
+            Ok((status, envelope)) => {
+                let outcome = if status.is_success() {
+                    SendOutcome::Accepted
+                } else if status.is_client_error() {
+                    SendOutcome::Rejected(format!("the BlueBubbles Server refused it: {}", envelope.reason()))
+                } else {
+                    // The Private API not connected answers 500 with the reason.
+                    SendOutcome::Rejected(format!("the BlueBubbles Server answered {status}: {}", envelope.reason()))
+                };
+                (outcome, Some(status.as_u16()))
+            }
+        };
+        CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 }
+    }
+
     /// Sends text into a chat with msgline's id as the temp guid.
     async fn send_text(
         &self,
@@ -315,8 +357,8 @@ impl BlueBubbles {
 }
 
 impl LineAdapter for BlueBubbles {
-    /// iMessage and SMS (through the Mac's iPhone); groups only while the Private API helper is
-    /// connected; never native polls.
+    /// iMessage and SMS (through the Mac's iPhone); groups, tapbacks, typing indicators and read
+    /// receipts only while the Private API helper is connected; never native polls.
     async fn capabilities(&self, line: &Line) -> Result<CapabilitiesAnswer, String> {
         let (status, envelope) =
             self.call(self.request(reqwest::Method::GET, line, "/server/info")).await.map_err(|e| describe(&e))?;
@@ -324,10 +366,18 @@ impl LineAdapter for BlueBubbles {
             return Err(format!("the BlueBubbles Server answered {status}: {}", envelope.reason()));
         }
         let flag = |name: &str| envelope.data.get(name).and_then(Value::as_bool).unwrap_or(false);
-        let groups = flag("private_api") && flag("helper_connected");
+        let private_api = flag("private_api") && flag("helper_connected");
         Ok(CapabilitiesAnswer {
             e164: line.e164.clone(),
-            capabilities: Capabilities { imessage: true, sms: true, groups, polls: false },
+            capabilities: Capabilities {
+                imessage: true,
+                sms: true,
+                groups: private_api,
+                polls: false,
+                reactions: private_api,
+                typing: private_api,
+                read_receipts: private_api,
+            },
         })
     }
 
@@ -388,6 +438,26 @@ impl LineAdapter for BlueBubbles {
             };
         }
         let started = Instant::now();
+        if let Some(reaction) = &message.reaction {
+            // The tapback names its target by the Mac's guid: one msgline recorded for a message it
+            // sent, or the guid an inbound message arrived with.
+            let target = if reaction.target.starts_with("msg_") {
+                match bridge_refs::remotes_for(&self.db, &line.id, &reaction.target).await {
+                    Ok(refs) => real_guid(&refs).map(str::to_string),
+                    Err(error) => {
+                        let outcome = SendOutcome::Unreachable(error.to_string());
+                        return CallResult { outcome, http_status: None, latency_ms: 0 };
+                    }
+                }
+            } else {
+                Some(reaction.target.clone())
+            };
+            let Some(target) = target else { return refused("the Mac has not named the message reacted to yet") };
+            let tapback = if reaction.remove { format!("-{}", reaction.tapback) } else { reaction.tapback.clone() };
+            let body = json!({"chatGuid": chat, "selectedMessageGuid": target, "reaction": tapback, "partIndex": 0});
+            let result = self.call(self.request(reqwest::Method::POST, line, "/message/react").json(&body)).await;
+            return self.outcome(line, &message.id, started, result).await;
+        }
         let Some((file, vcard)) = card else {
             let result = self.send_text(line, &chat, &message.id, &text).await;
             return self.outcome(line, &message.id, started, result).await;
@@ -461,6 +531,29 @@ impl LineAdapter for BlueBubbles {
             };
         }
         self.outcome(line, &group.message_id, started, result).await
+    }
+
+    /// `POST /chat/:guid/typing` to show the indicator, `DELETE` to hide it (Private API). The
+    /// Mac keeps showing it until told, so msgline hides it after a few seconds.
+    async fn typing(&self, line: &Line, signal: &ConversationSignal) -> CallResult<SendOutcome> {
+        if signal.typing == Some(false) {
+            return self.chat_call(line, signal, reqwest::Method::DELETE, "typing").await;
+        }
+        let shown = self.chat_call(line, signal, reqwest::Method::POST, "typing").await;
+        if shown.outcome == SendOutcome::Accepted {
+            let (adapter, line, signal) = (self.clone(), line.clone(), signal.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(TYPING_SHOWS).await;
+                let hide = ConversationSignal { typing: Some(false), ..signal };
+                adapter.chat_call(&line, &hide, reqwest::Method::DELETE, "typing").await;
+            });
+        }
+        shown
+    }
+
+    /// `POST /chat/:guid/read` (Private API).
+    async fn mark_read(&self, line: &Line, signal: &ConversationSignal) -> CallResult<SendOutcome> {
+        self.chat_call(line, signal, reqwest::Method::POST, "read").await
     }
 
     async fn message_status(&self, line: &Line, id: &str) -> StatusLookup {
@@ -662,8 +755,18 @@ impl LineAdapter for BlueBubbles {
         let kind = delivery.get("type").and_then(Value::as_str).unwrap_or_default();
         let data = delivery.get("data").cloned().unwrap_or(Value::Null);
         let message = MacMessage(&data);
+        if kind == "typing-indicator" {
+            // `{display, guid}`: the chat's guid; the server reports 1:1 chats only.
+            let chat = data.get("guid").and_then(Value::as_str).unwrap_or_default();
+            let Some((_, from)) = chat.split_once(";-;") else { return Ok(Vec::new()) };
+            let typing = data.get("display").and_then(Value::as_bool).unwrap_or(false);
+            return Ok(vec![BridgeEvent {
+                id: format!("bluebubbles:typing:{chat}:{typing}:{}", clock::now_ms()),
+                payload: BridgeEventPayload::Typing { from: from.to_string(), chat: None, typing },
+            }]);
+        }
         let Some(guid) = message.guid() else {
-            // Typing, read-state and group changes carry no message: nothing msgline shows yet.
+            // Read-state changes carry no message: nothing msgline shows.
             return Ok(Vec::new());
         };
         let storage = |e: sqlx::Error| HookError::Malformed(format!("could not read the line's records: {e}"));
@@ -678,13 +781,36 @@ impl LineAdapter for BlueBubbles {
         }
         match kind {
             "new-message" if !message.is_from_me() => {
-                // Reactions and other associated messages are not carried yet.
-                if message.0.get("associatedMessageGuid").and_then(Value::as_str).is_some_and(|g| !g.is_empty()) {
-                    return Ok(Vec::new());
-                }
                 let Some(from) = message.0.get("handle").and_then(|h| h.get("address")).and_then(Value::as_str) else {
                     return Err(HookError::Malformed("new-message without handle.address".into()));
                 };
+                if let Some(associated) = message.str("associatedMessageGuid").filter(|g| !g.is_empty()) {
+                    // A tapback: `associatedMessageType` names it (`love`, `-love` to take it back);
+                    // other associated messages (stickers, edits) are not carried.
+                    let kind = message.str("associatedMessageType").unwrap_or_default();
+                    let (removed, tapback) = match kind.strip_prefix('-') {
+                        Some(rest) => (true, rest),
+                        None => (false, kind),
+                    };
+                    if tapback.parse::<crate::domain::lifecycle::Tapback>().is_err() {
+                        return Ok(Vec::new());
+                    }
+                    let chat = match message.chat().filter(|c| is_group_chat(c)) {
+                        Some(chat) => bridge_refs::local_for(&self.db, &line.id, chat).await.map_err(storage)?,
+                        None => None,
+                    };
+                    return Ok(vec![BridgeEvent {
+                        id: format!("bluebubbles:in:{guid}"),
+                        payload: BridgeEventPayload::Reaction {
+                            from: from.to_string(),
+                            target: target_guid(associated).to_string(),
+                            reaction: tapback.to_string(),
+                            removed,
+                            chat,
+                            message_id: Some(guid.to_string()),
+                        },
+                    }]);
+                }
                 let chat_guid = message.chat();
                 let chat = match chat_guid.filter(|c| is_group_chat(c)) {
                     Some(chat) => bridge_refs::local_for(&self.db, &line.id, chat).await.map_err(storage)?,
@@ -704,6 +830,7 @@ impl LineAdapter for BlueBubbles {
                         body,
                         chat,
                         channel: if sms { "sms".into() } else { "imessage".into() },
+                        message_id: Some(guid.to_string()),
                     },
                 }])
             }

@@ -102,3 +102,15 @@ pub(super) fn expectation(chat: &str, text: &str) -> String {
 pub(super) fn real_guid(refs: &[(String, i64)]) -> Option<&str> {
     refs.iter().map(|(id, _)| id.as_str()).find(|id| !id.starts_with("sent:") && !id.starts_with("group:"))
 }
+
+/// The guid a tapback's `associatedMessageGuid` points at: Apple writes `p:<part>/<guid>` (or
+/// `bp:<guid>`) for a part of a message.
+pub(super) fn target_guid(associated: &str) -> &str {
+    if let Some(rest) = associated.strip_prefix("bp:") {
+        return rest;
+    }
+    match associated.strip_prefix("p:").and_then(|rest| rest.split_once('/')) {
+        Some((_, guid)) => guid,
+        None => associated,
+    }
+}
