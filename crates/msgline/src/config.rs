@@ -56,6 +56,10 @@ pub struct Config {
     /// How long `GET /availability` uses a remembered iMessage reachability before asking the
     /// line's device again.
     pub availability_ttl_seconds: u64,
+    /// Where attachments' bytes are kept: `file://DIRECTORY` or `s3://BUCKET/PREFIX`.
+    pub media_store: String,
+    /// The largest attachment msgline fetches or receives, in bytes.
+    pub media_max_bytes: u64,
 }
 
 impl Default for Config {
@@ -85,6 +89,8 @@ impl Default for Config {
             redis_url: None,
             poll_open_seconds: 7 * 86_400,
             availability_ttl_seconds: 86_400,
+            media_store: "file://./msgline-media".into(),
+            media_max_bytes: 25 * 1024 * 1024,
         }
     }
 }
@@ -155,6 +161,11 @@ impl Config {
             .map_err(|e| anyhow::anyhow!("MSGLINE_WEBHOOK_RETRY_SCHEDULE: {e}"))?;
         crate::domain::webhook::parse_duration(&self.webhook_disable_after)
             .map_err(|e| anyhow::anyhow!("MSGLINE_WEBHOOK_DISABLE_AFTER: {e}"))?;
+        anyhow::ensure!(
+            self.media_store.starts_with("file://") || self.media_store.starts_with("s3://"),
+            "MSGLINE_MEDIA_STORE must be file://DIRECTORY or s3://BUCKET/PREFIX"
+        );
+        anyhow::ensure!(self.media_max_bytes > 0, "MSGLINE_MEDIA_MAX_BYTES must be at least 1");
         Ok(())
     }
 

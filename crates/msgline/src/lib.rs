@@ -20,6 +20,7 @@ mod fuzz;
 pub mod ids;
 pub mod inbound;
 pub mod mcp;
+pub mod media;
 pub mod metrics;
 pub mod ratelimit;
 pub mod send;

@@ -120,6 +120,9 @@ struct SimArgs {
     /// The device has no native group support.
     #[arg(long)]
     no_groups: bool,
+    /// The device cannot send files over SMS (MMS); over iMessage it still can.
+    #[arg(long)]
+    no_mms: bool,
     /// Comma-separated numbers that are not reachable over iMessage.
     #[arg(long, value_delimiter = ',')]
     sms_only: Vec<String>,
@@ -285,6 +288,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 late_report: Duration::from_millis(args.late_report_ms),
                 journal: args.journal,
                 answer_delay: Duration::from_millis(args.answer_ms),
+                mms: !args.no_mms,
             };
             msgline::bridge::sim::run(sim).await
         }

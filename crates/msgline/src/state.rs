@@ -42,6 +42,8 @@ pub struct Inner {
     pub threads: crate::send::ThreadCache,
     /// Turns for asking a line's device about a number's reachability (`GET /availability`).
     pub asking: crate::send::availability::Asking,
+    /// Where attachments' bytes are kept.
+    pub media: crate::media::MediaStore,
 }
 
 impl Deref for AppState {
@@ -69,6 +71,7 @@ impl AppState {
                 .expect("HTTP client builds"),
             threads: Default::default(),
             asking: Default::default(),
+            media: crate::media::MediaStore::open(&config.media_store)?,
             db,
             config,
         })))

@@ -32,7 +32,35 @@ use crate::{
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(receive)).routes(routes!(receive_hook))
+    OpenApiRouter::new().routes(routes!(receive)).routes(routes!(receive_hook)).routes(routes!(attachment))
+}
+
+/// A file of a message on the line, for its bridge to send (`attachments[].url` of a `media` send).
+///
+/// Authenticated with `Authorization: Bearer <the line's bridge_secret>`; not for API keys.
+#[utoipa::path(
+    get,
+    path = "/bridge/attachments/{id}",
+    tag = "bridge",
+    params(("id" = String, Path, description = "The attachment's id (`file_…`)")),
+    responses((status = 200, description = "The file", content_type = "application/octet-stream")),
+    security(("bridge_secret" = [])),
+)]
+async fn attachment(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> ApiResult<axum::response::Response> {
+    let secret = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(super::auth::bearer)
+        .ok_or_else(ApiError::unauthorized)?;
+    let line = db::lines::find_by_bridge_secret(&state.db, secret.trim()).await?.ok_or_else(ApiError::unauthorized)?;
+    let attachment = db::attachments::get_on_line(&state.db, &line.id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("attachment"))?;
+    super::attachments::file_response(&state, &attachment).await
 }
 
 /// A device's own webhook (a BlueBubbles Server, an Android gateway), registered there by msgline.

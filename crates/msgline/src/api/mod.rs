@@ -1,6 +1,7 @@
 //! The HTTP API: one module per resource, each with its types, thin handlers and router.
 
 mod agents;
+mod attachments;
 pub mod auth;
 mod availability;
 mod bridge_events;
@@ -47,6 +48,7 @@ fn routes(authenticate: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<Ap
         .merge(availability::router())
         .merge(conversations::router())
         .merge(messages::router())
+        .merge(attachments::router())
         .merge(contact_cards::router())
         .merge(polls::router())
         .merge(groups::router())

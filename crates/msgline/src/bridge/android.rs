@@ -42,6 +42,9 @@ const CAPABILITIES: Capabilities = Capabilities {
     reactions: false,
     typing: false,
     read_receipts: false,
+    // The gateway's API sends text and data SMS only, no MMS.
+    media: false,
+    mms: false,
 };
 /// The events msgline registers a webhook for.
 const EVENTS: [&str; 4] = ["sms:received", "sms:sent", "sms:delivered", "sms:failed"];

@@ -48,6 +48,21 @@ pub struct SendRequest {
     /// For `reaction`: the tapback and the message it reacts to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reaction: Option<ReactionRequest>,
+    /// For `media`: the files, each fetched from msgline by the bridge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentRef>,
+}
+
+/// A file of a `media` send. The bridge fetches its bytes with `GET url` and its bridge secret as
+/// the bearer token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AttachmentRef {
+    pub id: String,
+    pub content_type: String,
+    pub size: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    pub url: String,
 }
 
 /// The tapback of a `reaction` send.

@@ -67,6 +67,8 @@ pub struct SimConfig {
     pub journal: Option<std::path::PathBuf>,
     /// How long the line takes to answer a send it has decided (a phone takes a moment).
     pub answer_delay: Duration,
+    /// Sends files over SMS (MMS).
+    pub mms: bool,
 }
 
 impl Default for SimConfig {
@@ -86,6 +88,7 @@ impl Default for SimConfig {
             late_report: Duration::from_secs(30),
             journal: None,
             answer_delay: Duration::ZERO,
+            mms: true,
         }
     }
 }
@@ -116,6 +119,9 @@ struct Sent {
     /// A tapback's type and target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reaction: Option<ReactionRequest>,
+    /// The files of a `media` send as the line fetched them: `{id, content_type, size, sha256}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    attachments: Vec<Value>,
     at: String,
 }
 
@@ -469,6 +475,8 @@ async fn capabilities(State(sim): State<Shared>, headers: HeaderMap) -> Response
             reactions: true,
             typing: true,
             read_receipts: true,
+            media: true,
+            mms: sim.config.mms,
         },
     })
     .into_response()
@@ -485,6 +493,27 @@ async fn reachability(
     sim.reachability_asks.fetch_add(request.handles.len() as u64, Ordering::Relaxed);
     let imessage = request.handles.iter().map(|h| (h.clone(), !sim.sms_only.contains(h.trim()))).collect();
     Json(ReachabilityAnswer { imessage }).into_response()
+}
+
+/// Fetches a send's files from msgline with the callback secret (the line's bridge secret):
+/// what the line got of each (its size and SHA-256), and whether any fetch failed.
+async fn fetch_attachments(sim: &Sim, request: &SendRequest) -> (Vec<Value>, bool) {
+    use sha2::Digest;
+    let mut fetched = Vec::new();
+    for file in &request.attachments {
+        let mut call = sim.http.get(&file.url);
+        if let Some(secret) = &sim.config.callback_secret {
+            call = call.bearer_auth(secret);
+        }
+        let bytes = match call.send().await {
+            Ok(answer) if answer.status().is_success() => answer.bytes().await.ok(),
+            _ => None,
+        };
+        let Some(bytes) = bytes else { return (fetched, true) };
+        let digest: String = sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        fetched.push(json!({"id": file.id, "content_type": file.content_type, "size": bytes.len(), "sha256": digest}));
+    }
+    (fetched, false)
 }
 
 /// Holds a call that "times out": the caller gives up first and drops it.
@@ -507,6 +536,11 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
     } else {
         None
     };
+    // The files of a media send, fetched from msgline as a phone would download them.
+    let (attachments, fetch_failed) = fetch_attachments(&sim, &request).await;
+    let refusal = refusal.or(fetch_failed.then_some("the line could not fetch a file of the message"));
+    let refusal = refusal.or((request.channel == "sms" && !request.attachments.is_empty() && !sim.config.mms)
+        .then_some("this line cannot send files over SMS"));
     // A message sent into a conversation ends the typing indicator there.
     sim.typing.lock().expect("typing lock").remove(&conversation_key(&request.to, request.chat.as_deref()));
     let record = Sent {
@@ -522,6 +556,7 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
         remove: Vec::new(),
         leave: false,
         reaction: request.reaction.clone(),
+        attachments,
         at: clock::rfc3339(clock::now_ms()),
     };
     match sim.accept_or_refuse(&request.id, refusal, record) {
@@ -558,6 +593,7 @@ async fn create_group(State(sim): State<Shared>, headers: HeaderMap, Json(reques
         remove: Vec::new(),
         leave: false,
         reaction: None,
+        attachments: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
     };
     // The group and its opening message share one fate on the line.
@@ -629,6 +665,7 @@ async fn change_group(
         remove: request.remove.clone(),
         leave: request.leave,
         reaction: None,
+        attachments: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
     };
     let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None });
@@ -682,6 +719,7 @@ fn signal_record(sim: &Sim, kind: &str, request: &ConversationSignal) -> Sent {
         remove: Vec::new(),
         leave: false,
         reaction: None,
+        attachments: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
     }
 }

@@ -95,6 +95,12 @@ pub struct Capabilities {
     /// Sends read receipts for an iMessage conversation (`POST /v1/read`).
     #[serde(default)]
     pub read_receipts: bool,
+    /// Sends files (`kind: media`) over iMessage.
+    #[serde(default)]
+    pub media: bool,
+    /// Sends files over SMS too (MMS).
+    #[serde(default)]
+    pub mms: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -43,6 +43,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(17, "0017_group_changes"),
     migration!(18, "0018_webhook_children_unlinked"),
     migration!(19, "0019_reactions"),
+    migration!(20, "0020_attachments"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

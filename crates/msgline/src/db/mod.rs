@@ -5,6 +5,7 @@
 //! where the engines differ ask [`Db::backend`].
 
 pub mod agents;
+pub mod attachments;
 pub mod attempts;
 pub mod availability;
 mod batch;

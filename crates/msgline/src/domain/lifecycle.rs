@@ -186,6 +186,8 @@ named_enum!(
         PollVote = "poll_vote",
         /// A tapback on another message (iMessage; over SMS, recognised from its text).
         Reaction = "reaction",
+        /// One or more files (`attachments`), with the text as their caption.
+        Media = "media",
     }
 );
 

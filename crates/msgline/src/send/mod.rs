@@ -6,6 +6,7 @@
 pub mod availability;
 pub mod card;
 pub mod groups;
+pub mod media;
 pub mod poll;
 pub mod reaction;
 pub mod request;
@@ -55,6 +56,8 @@ pub struct SendInput {
     pub poll: Option<PollSpec>,
     /// The reaction a `reaction` message carries: its row is stored with it.
     pub reaction: Option<reaction::ReactionSpec>,
+    /// Files already in the media store: their rows are stored with the message.
+    pub attachments: Vec<crate::db::attachments::Attachment>,
 }
 
 /// The poll of a poll message.
@@ -234,6 +237,10 @@ pub async fn submit(
                     created_at: message.created_at,
                 },
             );
+        }
+        for attachment in &input.attachments {
+            let attachment = db::attachments::Attachment { message_id: message.id.clone(), ..attachment.clone() };
+            db::attachments::stage_insert(&mut batch, &attachment);
         }
         if let Some(reaction) = &input.reaction {
             db::reactions::stage_insert(

@@ -122,9 +122,13 @@ pub fn idempotency(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"to": "+12015550123", "body": "Your order has shipped"}))]
 pub struct SendMessage {
-    /// The text, 1 to 10,000 characters.
-    #[schema(required = true, min_length = 1, max_length = 10000)]
+    /// The text, 1 to 10,000 characters; with `media_urls`, an optional caption.
+    #[schema(min_length = 1, max_length = 10000)]
     body: Option<String>,
+    /// Up to 10 https URLs of files to send (each at most `MSGLINE_MEDIA_MAX_BYTES`, 25 MB by
+    /// default); the message is then `kind: media`.
+    #[schema(max_items = 10)]
+    media_urls: Option<Vec<String>>,
     #[serde(flatten)]
     fields: SendFields,
 }
@@ -139,9 +143,23 @@ pub async fn send_text(
 ) -> ApiResult<Sent> {
     caller.require(Scope::Send)?;
     let request: SendMessage = from_value(raw.clone())?;
-    let body = required_text("body", request.body, MAX_BODY_CHARS)?;
+    let media_urls = request.media_urls.unwrap_or_default();
+    let body = match (&request.body, media_urls.is_empty()) {
+        (None, false) => String::new(),
+        _ => required_text("body", request.body, MAX_BODY_CHARS)?,
+    };
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &raw)?;
-    let mut input = request.fields.into_input(body, MessageKind::Text)?;
+    let kind = if media_urls.is_empty() { MessageKind::Text } else { MessageKind::Media };
+    let mut input = request.fields.into_input(body, kind)?;
     input.agent_id = agent_id.map(str::to_string);
+    if !media_urls.is_empty() {
+        // A replay answers what the first request got, without fetching anything again.
+        if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
+            return Ok(sent);
+        }
+        input.attachments = super::media::fetch_all(state, &caller.org_id, &media_urls).await?;
+        let listed: Vec<Value> = input.attachments.iter().map(|a| a.summary()).collect();
+        input.payload = Some(serde_json::json!({"attachments": listed}));
+    }
     super::submit(state, caller, input, idempotency, Map::new()).await
 }

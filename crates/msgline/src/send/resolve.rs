@@ -299,6 +299,16 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
     };
     refuse_opted_out(state, org, &line.id, &phones).await?;
     let (channel, learned_reachability) = choose_channel(state, org, &line, &destination, input).await?;
+    if !input.attachments.is_empty() {
+        let capabilities = state.lines.capabilities(&line).await;
+        if capabilities.is_some_and(|c| !c.media) {
+            return Err(ApiError::conflict("media_unsupported", "this line's device cannot send files"));
+        }
+        if channel == Channel::Sms && capabilities.is_some_and(|c| !c.mms) {
+            return Err(ApiError::new(axum::http::StatusCode::BAD_REQUEST, "media_requires_mms")
+                .with_message("this message would go over SMS, and the line cannot send files over SMS (MMS)"));
+        }
+    }
     Ok(Target { line, channel, destination, learned_reachability })
 }
 

@@ -164,6 +164,22 @@ async fn deliver(state: &AppState, job: &Job, message: Option<ForDispatch>) -> a
         vcard: message.attachment.clone().filter(|_| message.kind == MessageKind::ContactCard),
         poll: message.payload.as_ref().and_then(|p| p.get("poll")).cloned(),
         reaction: reaction_of(&message),
+        attachments: if message.kind == MessageKind::Media {
+            let base = state.config.public_base();
+            db::attachments::for_message(&state.db, &message.id)
+                .await?
+                .into_iter()
+                .map(|a| crate::bridge::AttachmentRef {
+                    url: format!("{base}/api/v1/messaging/bridge/attachments/{}", a.id),
+                    id: a.id,
+                    content_type: a.content_type,
+                    size: a.size,
+                    filename: a.filename,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
     };
     let result = state.lines.client().send(&line, &request).await;
     let now = clock::now_ms();

@@ -143,7 +143,12 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
         msgline::telemetry::init(&Config { log: filter, ..Config::default() });
     }
     let db = TestDb::new().await;
-    let mut config = Config { listen: "127.0.0.1:0".into(), database_url: db.url().to_string(), ..Config::default() };
+    let mut config = Config {
+        listen: "127.0.0.1:0".into(),
+        database_url: db.url().to_string(),
+        media_store: test_media_store(),
+        ..Config::default()
+    };
     configure(&mut config);
     let app = Application::build(config.clone()).await.expect("application builds");
     let port = app.port();
@@ -381,6 +386,13 @@ pub async fn serve_process(database_url: &str, port: u16, env: &[(&str, &str)]) 
 }
 
 /// [`serve_process`] with its log (stderr) going to `log`.
+/// A directory of its own for a test server's attachments, under the system's temporary
+/// directory.
+pub fn test_media_store() -> String {
+    let dir = std::env::temp_dir().join("msgline-test-media").join(msgline::ids::new_id("run"));
+    format!("file://{}", dir.display())
+}
+
 pub async fn serve_process_with(
     database_url: &str,
     port: u16,
@@ -394,6 +406,7 @@ pub async fn serve_process_with(
         .env("MSGLINE_RATE_LIMIT_PER_MINUTE", "1000000")
         .env("MSGLINE_SEND_RATE_LIMIT_PER_MINUTE", "1000000")
         .env("MSGLINE_LOG", "warn")
+        .env("MSGLINE_MEDIA_STORE", test_media_store())
         .env_remove("MSGLINE_CONFIG")
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())

@@ -33,6 +33,7 @@ mod lines;
 mod locks;
 mod matrix;
 mod mcp;
+mod media;
 mod messages;
 mod metrics;
 mod moves;

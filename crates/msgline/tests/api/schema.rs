@@ -184,7 +184,8 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
                 "0016_availability",
                 "0017_group_changes",
                 "0018_webhook_children_unlinked",
-                "0019_reactions"
+                "0019_reactions",
+                "0020_attachments"
             ]
         );
         let rows = strings(
@@ -265,7 +266,8 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
                 "0016_availability",
                 "0017_group_changes",
                 "0018_webhook_children_unlinked",
-                "0019_reactions"
+                "0019_reactions",
+                "0020_attachments"
             ]
         );
         let rows = strings(

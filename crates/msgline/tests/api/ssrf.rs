@@ -47,6 +47,9 @@ async fn internal_addresses_in_every_form_are_refused_and_nothing_reaches_them()
         // A contact card's photo is fetched while the request waits: a 400 naming the field.
         let card = json!({"to": "+12015550123", "name": "Ann", "phone": "+12015550177", "photo_url": url});
         app.post("/contact-cards", key, card).await.expect_error(400, "invalid_request", Some("photo_url"));
+        // A message's media, likewise.
+        let media = json!({"to": "+12015550123", "body": "look", "media_urls": [url]});
+        app.post("/messages", key, media).await.expect_error(400, "invalid_request", Some("media_urls"));
     }
     let mut registered = 0;
     for url in &urls {

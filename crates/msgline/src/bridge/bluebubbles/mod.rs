@@ -377,6 +377,9 @@ impl LineAdapter for BlueBubbles {
                 reactions: private_api,
                 typing: private_api,
                 read_receipts: private_api,
+                // Files through this kind are not built yet (the server's attachment route is).
+                media: false,
+                mms: false,
             },
         })
     }
