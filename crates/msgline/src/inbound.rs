@@ -145,9 +145,10 @@ async fn apply(tx: &mut AnyConnection, line: &Line, event: &BridgeEvent, rules: 
             return Ok(if moved.first() == Some(&true) { Handled::Applied } else { Handled::Duplicate });
         }
         _ if !db::reports::record_callback(tx, &line.id, &event.id).await? => return Ok(Handled::Duplicate),
-        BridgeEventPayload::Inbound { from, body, chat, channel, message_id } => {
+        BridgeEventPayload::Inbound { from, body, chat, channel, message_id, attachments } => {
             let arrived = Arrived { from, chat: chat.as_deref(), line_name: message_id.as_deref() };
-            inbound(tx, line, &arrived, body, channel, rules).await?
+            let files: Vec<_> = attachments.iter().filter_map(|f| f.stored.clone()).collect();
+            inbound(tx, line, &arrived, body, channel, &files, rules).await?
         }
         BridgeEventPayload::Reaction { from, target, reaction, removed, chat, message_id } => {
             let arrived = Arrived { from, chat: chat.as_deref(), line_name: message_id.as_deref() };
@@ -230,6 +231,7 @@ async fn inbound(
     arrived: &Arrived<'_>,
     body: &str,
     channel: &str,
+    files: &[db::attachments::Attachment],
     rules: Rules,
 ) -> anyhow::Result<()> {
     let from = sender(arrived.from);
@@ -258,6 +260,28 @@ async fn inbound(
         agent_id: None,
         attachment: None,
     };
+    // Files: a message of kind media with the text as its caption, whatever the text says.
+    if !files.is_empty() {
+        let listed: Vec<_> = files.iter().map(|f| f.summary()).collect();
+        let new = NewMessage {
+            kind: MessageKind::Media,
+            payload: Some(json!({"attachments": listed})),
+            ..text(Direction::Inbound, MessageStatus::Received, body.to_string())
+        };
+        let message = db::messages::insert(conn, new).await?;
+        let mut batch = db::Batch::new();
+        for file in files {
+            let file =
+                db::attachments::Attachment { message_id: message.id.clone(), org_id: org_id.clone(), ..file.clone() };
+            db::attachments::stage_insert(&mut batch, &file);
+        }
+        batch.execute(conn).await?;
+        if let Some(name) = arrived.line_name {
+            db::bridge_refs::record_in(conn, &line.id, name, &message.id).await?;
+        }
+        trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), rules.agent_runs_per_minute).await?;
+        return Ok(());
+    }
     // STOP, START and HELP in a conversation with one person: stored like any message, answered
     // by msgline itself (never by an agent). In a group they are ordinary messages.
     if !in_group && let Some(reply) = answer_keyword(conn, line, &contact, body).await? {

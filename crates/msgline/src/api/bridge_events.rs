@@ -124,15 +124,55 @@ async fn receive(
         .and_then(super::auth::bearer)
         .ok_or_else(ApiError::unauthorized)?;
     let line = db::lines::find_by_bridge_secret(&state.db, secret.trim()).await?.ok_or_else(ApiError::unauthorized)?;
-    let events: Vec<BridgeEvent> = match body {
+    let mut events: Vec<BridgeEvent> = match body {
         Value::Array(_) => from_value(body)?,
         other => vec![from_value(other)?],
     };
+    fetch_files(&state, &line, &mut events).await?;
     let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
     wake_for_replies(&state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     let duplicates = handled.len() - applied;
     Ok(Json(json!({"applied": applied, "duplicates": duplicates})))
+}
+
+/// Fetches and stores the files of inbound messages before the events are applied, so that a
+/// message and its attachment rows are written together. A file over `MSGLINE_MEDIA_MAX_BYTES`
+/// is left out (the message keeps the others); one the bridge cannot give now refuses the whole
+/// callback with 503, which the bridge retries.
+async fn fetch_files(state: &AppState, line: &db::lines::Line, events: &mut [BridgeEvent]) -> ApiResult<()> {
+    let max = state.config.media_max_bytes as usize;
+    let now = crate::clock::now_ms();
+    for event in events.iter_mut() {
+        let crate::bridge::BridgeEventPayload::Inbound { attachments, .. } = &mut event.payload else { continue };
+        for (position, file) in attachments.iter_mut().enumerate() {
+            let bytes = match state.lines.client().fetch_file(line, &file.url, max).await {
+                Ok(bytes) if !bytes.is_empty() => bytes,
+                Ok(_) => continue,
+                Err(crate::bridge::adapter::FileError::TooLarge) => {
+                    tracing::warn!(line = %line.id, url = %file.url, max, "an inbound file over the size limit was left out");
+                    continue;
+                }
+                Err(crate::bridge::adapter::FileError::Unavailable(why)) => {
+                    return Err(ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, "line_unavailable")
+                        .with_message(format!("a file of event {} could not be fetched ({why}); try again", event.id))
+                        .with_retry_after(1));
+                }
+            };
+            let filename = file.filename.clone().filter(|n| !n.trim().is_empty());
+            let stored = db::attachments::Attachment::arrived(
+                &line.id,
+                position as i64,
+                crate::media::sniff(&bytes),
+                bytes.len() as i64,
+                filename,
+                now,
+            );
+            state.media.put(&stored.storage_key, bytes).await.map_err(ApiError::internal)?;
+            file.stored = Some(stored);
+        }
+    }
+    Ok(())
 }
 
 /// An inbound text may have queued an automatic reply (to STOP, START or HELP): the dispatcher

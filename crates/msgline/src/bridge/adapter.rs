@@ -43,6 +43,9 @@ pub trait LineAdapter {
     /// Sends a read receipt for a conversation. Only asked of a line whose capabilities say
     /// `read_receipts`.
     async fn mark_read(&self, line: &Line, signal: &ConversationSignal) -> CallResult<SendOutcome>;
+    /// The bytes of a file that arrived on the line (`message.inbound`'s `attachments[].url`), at
+    /// most `max_bytes` of them.
+    async fn fetch_file(&self, line: &Line, url: &str, max_bytes: usize) -> Result<Vec<u8>, FileError>;
     /// What became of a group change (msgline's `gch_` id): `applied` or `failed`.
     async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup;
     /// Makes sure the device reports to msgline: registers msgline's webhook where the device
@@ -74,6 +77,15 @@ impl Hook<'_> {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+}
+
+/// Why a file could not be fetched from a line's device.
+#[derive(Debug)]
+pub enum FileError {
+    /// Larger than allowed: the message is kept without it.
+    TooLarge,
+    /// The device did not give it now (it may later): the callback is refused, to be retried.
+    Unavailable(String),
 }
 
 /// Why a webhook was refused.

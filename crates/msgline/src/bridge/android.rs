@@ -25,7 +25,7 @@ use sha2::Sha256;
 use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, SendRequest, StatusAnswer,
-    adapter::{Hook, HookError, LineAdapter},
+    adapter::{FileError, Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
 use crate::{
@@ -236,6 +236,11 @@ impl LineAdapter for AndroidGateway {
         CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 }
     }
 
+    /// Its devices report files in their own webhooks; fetching them is not built yet.
+    async fn fetch_file(&self, _line: &Line, _url: &str, _max_bytes: usize) -> Result<Vec<u8>, FileError> {
+        Err(FileError::Unavailable("an SMS Gateway for Android line does not report files msgline fetches yet".into()))
+    }
+
     async fn group_change_status(&self, _line: &Line, _group_id: &str, _change_id: &str) -> StatusLookup {
         StatusLookup::NotFound
     }
@@ -301,6 +306,7 @@ impl LineAdapter for AndroidGateway {
                     chat: None,
                     channel: "sms".into(),
                     message_id: None,
+                    attachments: Vec::new(),
                 },
             }]),
             "sms:sent" => status("sent", None),

@@ -155,6 +155,16 @@ impl BridgeClient {
         on_kind!(self, line, mark_read(signal))
     }
 
+    /// Fetches a file that arrived on the line.
+    pub async fn fetch_file(
+        &self,
+        line: &Line,
+        url: &str,
+        max_bytes: usize,
+    ) -> Result<Vec<u8>, super::adapter::FileError> {
+        on_kind!(self, line, fetch_file(url, max_bytes))
+    }
+
     /// Asks the line what became of a group change.
     pub async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
         on_kind!(self, line, group_change_status(group_id, change_id))

@@ -53,6 +53,18 @@ pub struct SendRequest {
     pub attachments: Vec<AttachmentRef>,
 }
 
+/// A file that arrived with a message: where msgline fetches it from the bridge (with the
+/// line's bridge token), and what the bridge says of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InboundFile {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// Filled by msgline once it has fetched and stored the file, before the event is applied.
+    #[serde(skip)]
+    pub stored: Option<crate::db::attachments::Attachment>,
+}
+
 /// A file of a `media` send. The bridge fetches its bytes with `GET url` and its bridge secret as
 /// the bearer token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -187,6 +199,9 @@ pub enum BridgeEventPayload {
         /// The bridge's own id of the message, if it has one: what a reaction to it names.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
+        /// Files that came with the message; msgline fetches each from the bridge.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<InboundFile>,
     },
     /// A tapback arrived. `target` names the message reacted to as a reaction send does (msgline's
     /// `msg_` id, or the `message_id` of an inbound message); `removed` takes an earlier one back.

@@ -9,7 +9,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::{
     BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
     ReachabilityRequest, SendAnswer, SendRequest, StatusAnswer,
-    adapter::{Hook, HookError, LineAdapter},
+    adapter::{FileError, Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
 use crate::db::lines::Line;
@@ -133,6 +133,29 @@ impl LineAdapter for MsglineBridge {
     /// Sends a read receipt.
     async fn mark_read(&self, line: &Line, signal: &ConversationSignal) -> CallResult<SendOutcome> {
         self.post_send(line, "/v1/read", signal).await
+    }
+
+    /// Fetches a file the bridge reported with an inbound message, with the bridge token.
+    async fn fetch_file(&self, line: &Line, url: &str, max_bytes: usize) -> Result<Vec<u8>, FileError> {
+        let mut request = self.http.get(url).timeout(self.timeout * 3);
+        if let Some(token) = &line.bridge_token {
+            request = request.bearer_auth(token);
+        }
+        let mut response = request.send().await.map_err(|e| FileError::Unavailable(describe(&e)))?;
+        if !response.status().is_success() {
+            return Err(FileError::Unavailable(format!("the bridge answered {} for {url}", response.status())));
+        }
+        if response.content_length().is_some_and(|len| len as usize > max_bytes) {
+            return Err(FileError::TooLarge);
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| FileError::Unavailable(describe(&e)))? {
+            if bytes.len() + chunk.len() > max_bytes {
+                return Err(FileError::TooLarge);
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     }
 
     /// Asks the line what became of a group change.

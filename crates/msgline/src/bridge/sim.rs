@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 
 use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
-    ReachabilityAnswer, ReachabilityRequest, ReactionRequest, SendAnswer, SendRequest, StatusAnswer,
+    InboundFile, ReachabilityAnswer, ReachabilityRequest, ReactionRequest, SendAnswer, SendRequest, StatusAnswer,
 };
 use crate::{clock, db::lines::Capabilities};
 
@@ -161,6 +161,8 @@ struct Sim {
     reachability_asks: AtomicU64,
     /// The ids the line gave inbound messages (what a reaction to one names).
     inbound_ids: Mutex<HashSet<String>>,
+    /// Files of inbound messages, served to msgline by id.
+    files: Mutex<HashMap<String, Vec<u8>>>,
     /// Typing indicators showing now: the conversation (a number or a group's id) and until when.
     typing: Mutex<HashMap<String, std::time::Instant>>,
     journal: Journal,
@@ -233,6 +235,8 @@ pub async fn run(config: SimConfig) -> anyhow::Result<()> {
     let listener =
         tokio::net::TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr()?;
+    // Files the line serves are named by the address it is reached at.
+    let config = SimConfig { listen: bound.to_string(), ..config };
     let router = router(config.clone())?;
     println!("{}", json!({"listening": bound.to_string(), "e164": config.e164}));
     axum::serve(listener, router).await?;
@@ -263,6 +267,7 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         lookups: AtomicU64::new(0),
         reachability_asks: AtomicU64::new(0),
         inbound_ids: Mutex::new(HashSet::new()),
+        files: Mutex::new(HashMap::new()),
         typing: Mutex::new(HashMap::new()),
         journal,
         config,
@@ -280,6 +285,7 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         .route("/v1/groups/{id}/changes/{change_id}", get(change_lookup))
         .route("/v1/typing", post(typing))
         .route("/v1/read", post(read))
+        .route("/v1/media/{id}", get(serve_file))
         .route("/control/inbound", post(control_inbound))
         .route("/control/vote", post(control_vote))
         .route("/control/group", post(control_group))
@@ -699,6 +705,17 @@ async fn lookup(State(sim): State<Shared>, headers: HeaderMap, Path(id): Path<St
     }
 }
 
+/// A file of an inbound message, for msgline to fetch (with the line's token).
+async fn serve_file(State(sim): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if !sim.authorized(&headers) {
+        return unauthorized();
+    }
+    match sim.files.lock().expect("files lock").get(&id) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => (StatusCode::NOT_FOUND, Json(json!({"error": "not_found"}))).into_response(),
+    }
+}
+
 /// The key of a conversation on the line: a group's id, or the number of a direct one.
 fn conversation_key(to: &[String], chat: Option<&str>) -> String {
     chat.map(str::to_string).or_else(|| to.first().cloned()).unwrap_or_default()
@@ -774,11 +791,22 @@ async fn read(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
 #[derive(Debug, Deserialize)]
 struct InboundControl {
     from: String,
+    #[serde(default)]
     body: String,
     #[serde(default)]
     chat: Option<String>,
     #[serde(default)]
     channel: Option<String>,
+    /// Files that come with the message: `{"base64", "filename"?}` each.
+    #[serde(default)]
+    media: Vec<InboundMedia>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InboundMedia {
+    base64: String,
+    #[serde(default)]
+    filename: Option<String>,
 }
 
 async fn control_inbound(State(sim): State<Shared>, Json(request): Json<InboundControl>) -> Response {
@@ -788,12 +816,28 @@ async fn control_inbound(State(sim): State<Shared>, Json(request): Json<InboundC
     // The line's own id for the message, which a reaction to it names.
     let message_id = format!("sim-in-{}", sim.sequence.fetch_add(1, Ordering::Relaxed));
     sim.inbound_ids.lock().expect("inbound lock").insert(message_id.clone());
+    // The files are served by the line until msgline fetches them (`GET /v1/media/{id}`).
+    let mut attachments = Vec::new();
+    for file in request.media {
+        use base64::Engine;
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(file.base64.as_bytes()) else {
+            return (StatusCode::BAD_REQUEST, Json(json!({"error": "media[].base64 is not base64"}))).into_response();
+        };
+        let id = format!("sim-file-{}", sim.sequence.fetch_add(1, Ordering::Relaxed));
+        sim.files.lock().expect("files lock").insert(id.clone(), bytes);
+        attachments.push(InboundFile {
+            url: format!("http://{}/v1/media/{id}", sim.config.listen),
+            filename: file.filename,
+            stored: None,
+        });
+    }
     let event = sim.event(BridgeEventPayload::Inbound {
         from: request.from,
         body: request.body,
         chat: request.chat,
         channel,
         message_id: Some(message_id),
+        attachments,
     });
     report_now(&sim, event).await
 }

@@ -38,6 +38,30 @@ impl Attachment {
         }
     }
 
+    /// A file that arrived on a line, stored before it is known which organisation the message
+    /// goes to (on a shared line that is decided when it is applied; the row takes it then).
+    pub fn arrived(
+        line_id: &str,
+        position: i64,
+        content_type: &str,
+        size: i64,
+        filename: Option<String>,
+        now: i64,
+    ) -> Self {
+        let id = ids::new_id("file");
+        Attachment {
+            storage_key: format!("lines/{line_id}/{id}"),
+            id,
+            org_id: String::new(),
+            message_id: String::new(),
+            content_type: content_type.to_string(),
+            size,
+            filename,
+            position,
+            created_at: now,
+        }
+    }
+
     /// As a message lists it.
     pub fn summary(&self) -> Value {
         json!({"id": self.id, "content_type": self.content_type, "size": self.size, "filename": self.filename})

@@ -199,3 +199,50 @@ async fn a_file_over_the_limit_or_missing_is_refused_and_sms_needs_a_line_with_m
     let id = sent.await.expect(202)["message"]["id"].as_str().unwrap().to_string();
     app.wait_for_message(key, &id, "delivered", |m| m["status"] == "delivered").await;
 }
+
+#[tokio::test]
+async fn files_that_arrive_with_a_message_are_fetched_from_the_line_and_listed_on_it() {
+    use base64::{Engine, engine::general_purpose::STANDARD};
+    let app = spawn_app().await;
+    let line = app.default_line().await;
+    let key = &app.org.key;
+    let media = json!([{"base64": STANDARD.encode(pdf()), "filename": "r.pdf"}, {"base64": STANDARD.encode(jpeg())}]);
+    line.control("/control/inbound", json!({"from": FRIEND, "body": "my receipt", "media": media})).await;
+    let arrived = app.get("/messages?direction=inbound", key).await.expect(200)["data"][0].clone();
+    assert_eq!((arrived["kind"].as_str(), arrived["body"].as_str()), (Some("media"), Some("my receipt")));
+    let files = arrived["attachments"].as_array().unwrap().clone();
+    assert_eq!(files.len(), 2, "{arrived}");
+    assert_eq!(
+        (files[0]["content_type"].as_str(), files[0]["filename"].as_str()),
+        (Some("application/pdf"), Some("r.pdf"))
+    );
+    assert_eq!(
+        (files[1]["content_type"].as_str(), files[1]["size"].as_u64()),
+        (Some("image/jpeg"), Some(jpeg().len() as u64))
+    );
+    let first = files[0]["id"].as_str().unwrap();
+    let got = app.client.get(app.url(&format!("/attachments/{first}"))).bearer_auth(key).send().await.unwrap();
+    assert_eq!(got.headers()["content-type"], "application/pdf");
+    assert_eq!(got.bytes().await.unwrap().to_vec(), pdf());
+    let other = app.create_org("Other").await;
+    app.get(&format!("/attachments/{first}"), &other.key).await.expect_error(404, "not_found", None);
+
+    // A file alone, with no text.
+    line.control("/control/inbound", json!({"from": FRIEND, "media": [{"base64": STANDARD.encode(jpeg())}]})).await;
+    let alone = app.get("/messages?direction=inbound", key).await.expect(200)["data"][0].clone();
+    assert_eq!((alone["kind"].as_str(), alone["body"].as_str()), (Some("media"), Some("")));
+    assert_eq!(count(&app, "attachments").await, 3);
+}
+
+#[tokio::test]
+async fn a_file_over_the_limit_that_arrives_is_left_out_and_the_message_kept() {
+    use base64::{Engine, engine::general_purpose::STANDARD};
+    let app = spawn_app_with(|c| c.media_max_bytes = 1_024).await;
+    let line = app.default_line().await;
+    let media = json!([{"base64": STANDARD.encode(jpeg())}, {"base64": STANDARD.encode(pdf()), "filename": "r.pdf"}]);
+    line.control("/control/inbound", json!({"from": FRIEND, "body": "two files", "media": media})).await;
+    let arrived = app.get("/messages?direction=inbound", &app.org.key).await.expect(200)["data"][0].clone();
+    let files = arrived["attachments"].as_array().unwrap().clone();
+    assert_eq!(files.len(), 1, "{arrived}");
+    assert_eq!(files[0]["filename"], "r.pdf");
+}

@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, SendRequest, StatusAnswer,
-    adapter::{Hook, HookError, LineAdapter},
+    adapter::{FileError, Hook, HookError, LineAdapter},
     client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
 use crate::{
@@ -662,6 +662,11 @@ impl LineAdapter for BlueBubbles {
 
     /// Whether the chat now shows the change (`GET /chat/:guid?with=participants`). A change not
     /// shown yet is asked about again while the Mac may still be applying it, then is `failed`.
+    /// Its devices report files in their own webhooks; fetching them is not built yet.
+    async fn fetch_file(&self, _line: &Line, _url: &str, _max_bytes: usize) -> Result<Vec<u8>, FileError> {
+        Err(FileError::Unavailable("a BlueBubbles line does not report files msgline fetches yet".into()))
+    }
+
     async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
         let change = match crate::db::group_changes::get(&self.db, change_id).await {
             Ok(Some(change)) => change,
@@ -834,6 +839,7 @@ impl LineAdapter for BlueBubbles {
                         chat,
                         channel: if sms { "sms".into() } else { "imessage".into() },
                         message_id: Some(guid.to_string()),
+                        attachments: Vec::new(),
                     },
                 }])
             }
