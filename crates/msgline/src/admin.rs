@@ -154,7 +154,8 @@ pub async fn connect_line(db: &Db, config: &Config, answer: &mut Value) -> anyho
     if line.bridge_kind == BridgeKind::Msgline {
         return Ok(());
     }
-    let connected = BridgeClient::new(config, db.clone()).connect(&line).await;
+    let media = crate::media::MediaStore::open(&config.media_store)?;
+    let connected = BridgeClient::new(config, db.clone(), media).connect(&line).await;
     answer["webhook_registered"] = json!(connected.is_ok());
     if let Err(error) = connected {
         answer["webhook_error"] = json!(error);

@@ -59,10 +59,11 @@ impl AppState {
             Some(url) => RateLimits::shared(config.rate_limit_per_minute, config.send_rate_limit_per_minute, url)?,
             None => RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
         };
+        let media = crate::media::MediaStore::open(&config.media_store)?;
         Ok(AppState(Arc::new(Inner {
             auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
             limits,
-            lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone())),
+            lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone(), media.clone())),
             dispatch: crate::workers::dispatcher::Slots::new(config.dispatch_concurrency),
             egress: Egress::new(config.allow_private_targets),
             model_http: reqwest::Client::builder()
@@ -71,7 +72,7 @@ impl AppState {
                 .expect("HTTP client builds"),
             threads: Default::default(),
             asking: Default::default(),
-            media: crate::media::MediaStore::open(&config.media_store)?,
+            media,
             db,
             config,
         })))

@@ -88,7 +88,7 @@ async fn receive_hook(
     // An unknown line answers as a wrong secret does.
     let line = state.lines.get(&line_id).await?.ok_or_else(ApiError::unauthorized)?;
     let hook = Hook { headers: &headers, query: &query, body: &body };
-    let events = state.lines.client().receive(&line, &hook).await.map_err(|error| match error {
+    let mut events = state.lines.client().receive(&line, &hook).await.map_err(|error| match error {
         HookError::Unauthorized(why) => {
             tracing::info!(line = %line.id, why, "refused a device webhook");
             ApiError::unauthorized()
@@ -96,6 +96,9 @@ async fn receive_hook(
         HookError::Malformed(why) => ApiError::bad_request(why),
         HookError::NotHere => ApiError::not_found("route"),
     })?;
+    // A device's webhook is not always sent again: a file it cannot give now is left out rather
+    // than the message refused.
+    fetch_files(&state, &line, &mut events, false).await?;
     let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
     wake_for_replies(&state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
@@ -128,7 +131,7 @@ async fn receive(
         Value::Array(_) => from_value(body)?,
         other => vec![from_value(other)?],
     };
-    fetch_files(&state, &line, &mut events).await?;
+    fetch_files(&state, &line, &mut events, true).await?;
     let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
     wake_for_replies(&state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
@@ -138,9 +141,15 @@ async fn receive(
 
 /// Fetches and stores the files of inbound messages before the events are applied, so that a
 /// message and its attachment rows are written together. A file over `MSGLINE_MEDIA_MAX_BYTES`
-/// is left out (the message keeps the others); one the bridge cannot give now refuses the whole
-/// callback with 503, which the bridge retries.
-async fn fetch_files(state: &AppState, line: &db::lines::Line, events: &mut [BridgeEvent]) -> ApiResult<()> {
+/// is left out (the message keeps the others); one the device cannot give now refuses the whole
+/// call with 503 when `refuse` (a bridge retries its callbacks until they are taken), else is
+/// left out too.
+async fn fetch_files(
+    state: &AppState,
+    line: &db::lines::Line,
+    events: &mut [BridgeEvent],
+    refuse: bool,
+) -> ApiResult<()> {
     let max = state.config.media_max_bytes as usize;
     let now = crate::clock::now_ms();
     for event in events.iter_mut() {
@@ -151,6 +160,10 @@ async fn fetch_files(state: &AppState, line: &db::lines::Line, events: &mut [Bri
                 Ok(_) => continue,
                 Err(crate::bridge::adapter::FileError::TooLarge) => {
                     tracing::warn!(line = %line.id, url = %file.url, max, "an inbound file over the size limit was left out");
+                    continue;
+                }
+                Err(crate::bridge::adapter::FileError::Unavailable(why)) if !refuse => {
+                    tracing::warn!(line = %line.id, url = %file.url, why, "an inbound file could not be fetched and was left out");
                     continue;
                 }
                 Err(crate::bridge::adapter::FileError::Unavailable(why)) => {

@@ -94,7 +94,8 @@ macro_rules! on_kind {
 }
 
 impl BridgeClient {
-    pub fn new(config: &Config, db: Db) -> Self {
+    /// `media`: where attachments' bytes are, for kinds that hand the device the bytes themselves.
+    pub fn new(config: &Config, db: Db, media: crate::media::MediaStore) -> Self {
         let timeout = config.bridge_timeout();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -105,7 +106,7 @@ impl BridgeClient {
         let hooks = format!("{}/api/v1/messaging/bridge/hooks", config.public_base());
         Self {
             msgline: MsglineBridge::new(http.clone(), timeout),
-            bluebubbles: BlueBubbles::new(http.clone(), timeout, db.clone(), hooks.clone()),
+            bluebubbles: BlueBubbles::new(http.clone(), timeout, db.clone(), hooks.clone(), media),
             android: AndroidGateway::new(http, timeout, hooks),
         }
     }

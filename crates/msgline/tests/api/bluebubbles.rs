@@ -22,7 +22,7 @@ async fn a_bluebubbles_line_registers_its_webhook_and_sends_to_the_chat_guid_wit
     assert_eq!(shown["bridge_kind"], "bluebubbles");
     assert_eq!(
         shown["capabilities"],
-        json!({"imessage": true, "sms": true, "groups": true, "polls": false, "reactions": true, "typing": true, "read_receipts": true, "media": false, "mms": false})
+        json!({"imessage": true, "sms": true, "groups": true, "polls": false, "reactions": true, "typing": true, "read_receipts": true, "media": true, "mms": true})
     );
     let listed = line.api_get("/lines").await.to_string();
     assert!(!listed.contains(BB_PASSWORD) && !listed.contains("hook_secret"));
@@ -367,4 +367,54 @@ async fn a_send_that_times_out_but_went_through_is_settled_by_asking_the_mac_nev
 #[tokio::test]
 async fn kill_9_in_the_middle_of_sends_loses_nothing_and_sends_nothing_twice() {
     crate::devices::kill_9_test(Kind::BlueBubbles).await;
+}
+
+#[tokio::test]
+async fn files_go_to_the_mac_through_its_attachment_route_and_files_from_the_mac_arrive() {
+    use base64::{Engine, engine::general_purpose::STANDARD};
+
+    use crate::media::{file_server, jpeg, pdf, sha256};
+    let line = DeviceLine::start(Kind::BlueBubbles, &[("MSGLINE_ALLOW_PRIVATE_TARGETS", "true")]).await;
+    let (server, _) = file_server().await;
+    let request = json!({"to": FRIEND, "body": "Your receipt",
+                         "media_urls": [format!("{server}/receipt.pdf"), format!("{server}/photo.jpg")]});
+    let (status, answer) = line.api_post("/messages", request).await;
+    assert_eq!(status, 202, "{answer}");
+    let id = answer["message"]["id"].as_str().unwrap().to_string();
+    line.wait_status(&id, "delivered").await;
+    // The message is delivered with its first file; the second and the caption follow.
+    let sent = eventually(20, "two files, then the caption", || async {
+        let sent = line.fake.sent().await;
+        (sent.len() == 3).then_some(sent)
+    })
+    .await;
+    assert_eq!(sent[0]["tempGuid"], id.as_str());
+    assert_eq!(sent[0]["chatGuid"], format!("iMessage;-;{FRIEND}"));
+    assert_eq!(sent[0]["attachment_mime"], "application/pdf");
+    assert_eq!(sent[0]["attachment_sha256"], sha256(&pdf()));
+    assert_eq!(sent[1]["tempGuid"], format!("{id}-2"));
+    assert_eq!(sent[1]["attachment_sha256"], sha256(&jpeg()));
+    assert_eq!(
+        (sent[2]["tempGuid"].as_str(), sent[2]["text"].as_str()),
+        (Some(&*format!("{id}-caption")), Some("Your receipt"))
+    );
+
+    // A file from the friend's phone: fetched from the Mac and listed on the message.
+    let file = json!({"base64": STANDARD.encode(pdf()), "name": "menu.pdf", "mime": "application/pdf"});
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "", "attachments": [file]})).await;
+    let arrived = eventually(20, "the file from the Mac", || async {
+        line.inbound().await.into_iter().find(|m| m["kind"] == "media")
+    })
+    .await;
+    assert_eq!(arrived["body"], "");
+    let files = arrived["attachments"].as_array().unwrap().clone();
+    assert_eq!((files.len(), files[0]["filename"].as_str()), (1, Some("menu.pdf")));
+    assert_eq!(files[0]["content_type"], "application/pdf");
+    let got = reqwest::Client::new()
+        .get(line.api(&format!("/attachments/{}", files[0]["id"].as_str().unwrap())))
+        .bearer_auth(&line.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.bytes().await.unwrap().to_vec(), pdf());
 }

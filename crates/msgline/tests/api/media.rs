@@ -19,19 +19,19 @@ use crate::{
 const FRIEND: &str = "+12015550123";
 const SMS_FRIEND: &str = "+12015550124";
 
-fn jpeg() -> Vec<u8> {
+pub fn jpeg() -> Vec<u8> {
     let mut bytes = vec![0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0x00];
     bytes.extend((0..6_000u32).map(|i| (i % 251) as u8));
     bytes
 }
 
-fn pdf() -> Vec<u8> {
+pub fn pdf() -> Vec<u8> {
     b"%PDF-1.7\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n".to_vec()
 }
 
 /// A customer's file server on a loopback port: `/photo.jpg`, `/receipt.pdf`, `/big.bin` (2 KB),
 /// anything else 404. Counts the files it served.
-async fn file_server() -> (String, Arc<AtomicUsize>) {
+pub async fn file_server() -> (String, Arc<AtomicUsize>) {
     let served = Arc::new(AtomicUsize::new(0));
     let app = Router::new()
         .route(
@@ -57,7 +57,7 @@ async fn file_server() -> (String, Arc<AtomicUsize>) {
     (format!("http://{address}"), served)
 }
 
-fn sha256(bytes: &[u8]) -> String {
+pub fn sha256(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 

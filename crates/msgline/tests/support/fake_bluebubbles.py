@@ -37,7 +37,8 @@ it is told to use, attachments other than what msgline sends, and the Mac's data
 
     fake_bluebubbles.py --listen 127.0.0.1:PORT --password PW [--step-ms 50] [--no-helper]
 
-Control routes (no password): POST /control/inbound {from, body, chat?, service?},
+Control routes (no password): POST /control/inbound {from, body, chat?, service?, attachments?
+[{base64, name?, mime?}]} (files served at GET /api/v1/attachment/:guid/download),
 POST /control/reaction {from, target (a message guid), reaction (love, -love, ...)} (a tapback),
 POST /control/typing {from, display} (a typing-indicator), GET /control/signals (typing and read calls),
 POST /control/group {chat, action: rename|add|remove|leave, name?, address?} (a change made on a phone),
@@ -50,6 +51,8 @@ POST /control/repeat-webhooks {times}, GET /control/sent, GET /control/stats, GE
 import argparse
 import email.parser
 import email.policy
+import base64
+import hashlib
 import itertools
 import json
 import time
@@ -76,6 +79,7 @@ state = {
     "repeated": 0,
     "sends": 0,
     "signals": [],  # typing and read calls, oldest first
+    "files": {},  # attachment guid -> (mime type, bytes)
 }
 
 # api/apple/mappings.ts: what the Mac stores as the text of a tapback.
@@ -372,10 +376,11 @@ def send_attachment(request):
             return bad_request("Attachment is already queued to be sent!")
     note_temp_guid(temp_guid)
     _, mime, payload = files["attachment"]
-    attachment = {"originalROWID": next(rowids), "guid": str(uuid.uuid4()).upper(), "uti": "public.vcard",
+    attachment = {"originalROWID": next(rowids), "guid": str(uuid.uuid4()).upper(), "uti": "public.data",
                   "mimeType": mime, "transferName": name, "totalBytes": len(payload)}
     record = {"tempGuid": temp_guid, "chatGuid": chat_guid, "text": "\ufffc", "method": fields.get("method"),
-              "attachment_name": name, "attachment_text": payload.decode(errors="replace"), "at": now_ms()}
+              "attachment_name": name, "attachment_text": payload.decode(errors="replace"),
+              "attachment_mime": mime, "attachment_sha256": hashlib.sha256(payload).hexdigest(), "at": now_ms()}
     return synchronous_send(temp_guid, chat_guid, "\ufffc", record, attachment)
 
 
@@ -684,10 +689,35 @@ def control_inbound(request):
     body = request.json()
     sender, service = body["from"], body.get("service") or "iMessage"
     chat = body.get("chat") or f"{service};-;{sender}"
-    message = new_message(chat, body["body"], False, sender=sender)
+    files = []
+    for file in body.get("attachments") or []:
+        payload = base64.b64decode(file["base64"])
+        guid = str(uuid.uuid4()).upper()
+        mime = file.get("mime") or "application/octet-stream"
+        with app.lock:
+            state["files"][guid] = (mime, payload)
+        files.append({"originalROWID": next(rowids), "guid": guid, "uti": "public.data", "mimeType": mime,
+                      "transferName": file.get("name") or "file", "totalBytes": len(payload), "height": 0,
+                      "width": 0, "metadata": None})
+    text = body.get("body") or ("\ufffc" * len(files))
+    message = new_message(chat, text, False, sender=sender)
+    message["attachments"] = files
     message["handle"] = {"originalROWID": 2, "address": sender, "service": service}
     emit("new-message", dict(message))
     return Reply(200, {"guid": message["guid"]})
+
+
+@app.route("GET", "/api/v1/attachment/(?P<guid>[^/]+)/download")
+@protected
+def download_attachment(request):
+    """api/http/api/v1/routers/attachmentRouter.ts: the raw file with its type, no envelope."""
+    guid = unquote(request.params["guid"])
+    with app.lock:
+        found = state["files"].get(guid)
+    if found is None:
+        return not_found("Attachment does not exist!")
+    mime, payload = found
+    return Reply(200, payload, {"Content-Type": mime})
 
 
 @app.route("POST", "/control/reaction")

@@ -77,11 +77,42 @@ pub struct BlueBubbles {
     /// Held while a message the Mac reports is matched to what msgline expected, so that two
     /// webhooks about one message arriving together cannot both miss it (or both claim one).
     matching: Arc<tokio::sync::Mutex<()>>,
+    /// Where the files of a media send are: the server takes their bytes, not a URL.
+    media: crate::media::MediaStore,
 }
 
 impl BlueBubbles {
-    pub fn new(http: reqwest::Client, timeout: Duration, db: Db, hooks: String) -> Self {
-        Self { http, timeout, db, hooks, matching: Arc::default() }
+    pub fn new(
+        http: reqwest::Client,
+        timeout: Duration,
+        db: Db,
+        hooks: String,
+        media: crate::media::MediaStore,
+    ) -> Self {
+        Self { http, timeout, db, hooks, matching: Arc::default(), media }
+    }
+
+    /// Sends one file into a chat through the server's attachment route, with `temp_guid`.
+    async fn send_file(
+        &self,
+        line: &Line,
+        chat: &str,
+        temp_guid: &str,
+        name: String,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> Result<(StatusCode, Envelope), reqwest::Error> {
+        let part = reqwest::multipart::Part::bytes(bytes)
+            .file_name(name.clone())
+            .mime_str(content_type)
+            .unwrap_or_else(|_| reqwest::multipart::Part::bytes(Vec::new()));
+        let form = reqwest::multipart::Form::new()
+            .part("attachment", part)
+            .text("name", name)
+            .text("chatGuid", chat.to_string())
+            .text("tempGuid", temp_guid.to_string())
+            .text("method", "apple-script");
+        self.call(self.request(reqwest::Method::POST, line, "/message/attachment").multipart(form)).await
     }
 
     fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
@@ -304,6 +335,62 @@ impl BlueBubbles {
         }
     }
 
+    /// A media send: each file through the attachment route (the first with msgline's id as its
+    /// temp guid, the next with `<id>-2`, ...), then the caption as a text of its own. The message
+    /// stands or falls with its first file, which is what msgline matches and tracks; a later
+    /// file or the caption that fails is logged.
+    async fn send_media(&self, line: &Line, chat: &str, message: &SendRequest) -> CallResult<SendOutcome> {
+        let failed = |outcome| CallResult { outcome, http_status: None, latency_ms: 0 };
+        let mut files = Vec::with_capacity(message.attachments.len());
+        for (n, file) in message.attachments.iter().enumerate() {
+            let found = match crate::db::attachments::get_on_line(&self.db, &line.id, &file.id).await {
+                Ok(found) => found,
+                Err(error) => return failed(SendOutcome::Unreachable(error.to_string())),
+            };
+            let Some(found) = found else { return failed(SendOutcome::Rejected(format!("no file {}", file.id))) };
+            let bytes = match self.media.get(&found.storage_key).await {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => return failed(SendOutcome::Rejected(format!("the file {} is no longer kept", file.id))),
+                Err(error) => return failed(SendOutcome::Unreachable(error.to_string())),
+            };
+            // The name the Mac matches the sent message by: unique to this message.
+            let name = match &file.filename {
+                Some(name) => format!("{}-{n}-{name}", message.id),
+                None => format!("{}-{n}", message.id),
+            };
+            files.push((name, file.content_type.clone(), bytes));
+        }
+        let Some((first_name, _, _)) = files.first() else { return failed(SendOutcome::Rejected("no files".into())) };
+        let expected = expectation(chat, first_name);
+        if let Err(error) =
+            bridge_refs::record(&self.db, &line.id, &format!("{expected}{}", message.id), &message.id).await
+        {
+            return failed(SendOutcome::Unreachable(error.to_string()));
+        }
+        let started = Instant::now();
+        let mut sent = None;
+        for (n, (name, content_type, bytes)) in files.into_iter().enumerate() {
+            let temp_guid = if n == 0 { message.id.clone() } else { format!("{}-{}", message.id, n + 1) };
+            let result = self.send_file(line, chat, &temp_guid, name, &content_type, bytes).await;
+            if n == 0 {
+                let outcome = self.outcome(line, &message.id, started, result).await;
+                if outcome.outcome != SendOutcome::Accepted {
+                    return outcome;
+                }
+                sent = Some(outcome);
+            } else if !matches!(&result, Ok((status, _)) if status.is_success()) {
+                tracing::warn!(message = %message.id, file = n + 1, "a later file of the message did not go out");
+            }
+        }
+        if !message.body.trim().is_empty() {
+            let caption = self.send_text(line, chat, &format!("{}-caption", message.id), &message.body).await;
+            if !matches!(&caption, Ok((status, _)) if status.is_success()) {
+                tracing::warn!(message = %message.id, "the files went out but their caption did not");
+            }
+        }
+        sent.unwrap_or_else(|| failed(SendOutcome::Rejected("no files".into())))
+    }
+
     /// A call about a whole chat (`/chat/:guid/<what>`), answered like a send.
     async fn chat_call(
         &self,
@@ -377,9 +464,10 @@ impl LineAdapter for BlueBubbles {
                 reactions: private_api,
                 typing: private_api,
                 read_receipts: private_api,
-                // Files through this kind are not built yet (the server's attachment route is).
-                media: false,
-                mms: false,
+                // Files go through the server's attachment route (AppleScript, no helper needed), over
+                // iMessage and, through the Mac's iPhone, SMS.
+                media: true,
+                mms: true,
             },
         })
     }
@@ -421,6 +509,9 @@ impl LineAdapter for BlueBubbles {
             (None, [handle]) => direct_chat(&message.channel, handle),
             (None, _) => return refused("a direct message goes to exactly one handle"),
         };
+        if !message.attachments.is_empty() {
+            return self.send_media(line, &chat, message).await;
+        }
         let card = match (message.kind.as_str(), &message.vcard) {
             ("contact_card", Some(vcard)) => Some((format!("{}.vcf", message.id), vcard.clone())),
             _ => None,
@@ -662,9 +753,25 @@ impl LineAdapter for BlueBubbles {
 
     /// Whether the chat now shows the change (`GET /chat/:guid?with=participants`). A change not
     /// shown yet is asked about again while the Mac may still be applying it, then is `failed`.
-    /// Its devices report files in their own webhooks; fetching them is not built yet.
-    async fn fetch_file(&self, _line: &Line, _url: &str, _max_bytes: usize) -> Result<Vec<u8>, FileError> {
-        Err(FileError::Unavailable("a BlueBubbles line does not report files msgline fetches yet".into()))
+    /// A file of a message that arrived, by its attachment guid: `GET /attachment/:guid/download`.
+    async fn fetch_file(&self, line: &Line, guid: &str, max_bytes: usize) -> Result<Vec<u8>, FileError> {
+        let path = format!("/attachment/{}/download", path_segment(guid));
+        let request = self.request(reqwest::Method::GET, line, &path).timeout(self.timeout * 6);
+        let mut response = request.send().await.map_err(|e| FileError::Unavailable(describe(&e)))?;
+        if !response.status().is_success() {
+            return Err(FileError::Unavailable(format!("the BlueBubbles Server answered {}", response.status())));
+        }
+        if response.content_length().is_some_and(|len| len as usize > max_bytes) {
+            return Err(FileError::TooLarge);
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| FileError::Unavailable(describe(&e)))? {
+            if bytes.len() + chunk.len() > max_bytes {
+                return Err(FileError::TooLarge);
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     }
 
     async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
@@ -826,11 +933,20 @@ impl LineAdapter for BlueBubbles {
                 };
                 let sms = message.0.get("handle").and_then(|h| h.get("service")).and_then(Value::as_str) == Some("SMS")
                     || chat_guid.is_some_and(|c| c.starts_with("SMS;"));
-                let mut body = message.str("text").unwrap_or_default().replace('\u{fffc}', "").trim().to_string();
-                if body.is_empty() {
-                    let names = message.attachment_names();
-                    body = if names.is_empty() { String::new() } else { format!("[attachment: {}]", names.join(", ")) };
-                }
+                let body = message.str("text").unwrap_or_default().replace('\u{fffc}', "").trim().to_string();
+                // Its files, fetched by their guid from the server's download route.
+                let attachments: Vec<crate::bridge::InboundFile> = message
+                    .0
+                    .get("attachments")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| {
+                        let guid = a.get("guid").and_then(Value::as_str)?;
+                        let filename = a.get("transferName").and_then(Value::as_str).map(str::to_string);
+                        Some(crate::bridge::InboundFile { url: guid.to_string(), filename, stored: None })
+                    })
+                    .collect();
                 Ok(vec![BridgeEvent {
                     id: format!("bluebubbles:in:{guid}"),
                     payload: BridgeEventPayload::Inbound {
@@ -839,7 +955,7 @@ impl LineAdapter for BlueBubbles {
                         chat,
                         channel: if sms { "sms".into() } else { "imessage".into() },
                         message_id: Some(guid.to_string()),
-                        attachments: Vec::new(),
+                        attachments,
                     },
                 }])
             }
