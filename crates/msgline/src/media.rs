@@ -64,6 +64,24 @@ impl MediaStore {
         }
     }
 
+    /// Every key whose bytes were last written before `before_ms` (milliseconds since the epoch).
+    pub async fn keys_written_before(&self, before_ms: i64) -> anyhow::Result<Vec<String>> {
+        let root = self.prefix.trim_end_matches('/');
+        let mut dirs = vec![(!root.is_empty()).then(|| Path::from(root))];
+        let mut keys = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            let listed = self.store.list_with_delimiter(dir.as_ref()).await?;
+            dirs.extend(listed.common_prefixes.into_iter().map(Some));
+            for object in listed.objects {
+                if object.last_modified.timestamp_millis() < before_ms {
+                    let location = object.location.as_ref();
+                    keys.push(location.strip_prefix(&self.prefix).unwrap_or(location).to_string());
+                }
+            }
+        }
+        Ok(keys)
+    }
+
     /// Removes `key`; removing what is not there is not an error.
     pub async fn delete(&self, key: &str) -> anyhow::Result<()> {
         match self.store.delete(&self.path(key)).await {

@@ -125,6 +125,20 @@ pub async fn get_on_line(db: &Db, line_id: &str, id: &str) -> sqlx::Result<Optio
     row.as_ref().map(from_row).transpose()
 }
 
+/// Which of `ids` have an attachment row.
+pub async fn existing(db: &Db, ids: &[&str]) -> sqlx::Result<std::collections::HashSet<String>> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let sql = format!("SELECT id FROM attachments WHERE id IN ({})", super::batch::placeholders(ids.len()));
+    let mut query = sqlx::query(&sql);
+    for id in ids {
+        query = query.bind(*id);
+    }
+    let rows = query.fetch_all(db.reader()).await?;
+    rows.iter().map(|r| r.try_get::<String, _>(0)).collect()
+}
+
 /// A message's attachments, in the order they were given.
 pub async fn for_message(db: &Db, message_id: &str) -> sqlx::Result<Vec<Attachment>> {
     let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM attachments WHERE message_id = $1 ORDER BY position"))

@@ -1,5 +1,5 @@
-//! Deletes what is past keeping, in small batches: expired idempotency records and old bridge
-//! callback ids.
+//! Deletes what is past keeping, in small batches: expired idempotency records, old bridge
+//! callback ids, and files in the media store that no attachment row holds.
 
 use std::time::Duration;
 
@@ -12,12 +12,41 @@ const EVERY: Duration = Duration::from_secs(300);
 /// Bridge callback ids are kept a week: longer than any bridge retries a callback.
 const BRIDGE_EVENT_RETENTION_MS: i64 = 7 * 86_400_000;
 
+/// A file no attachment row holds this long after it was written was fetched for a request that
+/// was then refused (or for a callback that turned out to be a repeat): it is removed. An hour is
+/// far longer than any request or callback takes to commit its rows.
+pub const ORPHAN_FILE_AFTER_MS: i64 = 3_600_000;
+
 pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
     while pause(&mut shutdown, EVERY).await {
         if let Err(error) = step(&state).await {
             tracing::error!(error = %error, "clean-up failed");
         }
+        if let Err(error) = orphaned_files(&state).await {
+            tracing::error!(error = %error, "removing files no message holds failed");
+        }
     }
+}
+
+/// Removes the media store's files that no attachment row holds and that are older than
+/// [`ORPHAN_FILE_AFTER_MS`]; returns how many. A file's key ends with its attachment's id.
+pub async fn orphaned_files(state: &AppState) -> anyhow::Result<u64> {
+    let keys = state.media.keys_written_before(clock::now_ms() - ORPHAN_FILE_AFTER_MS).await?;
+    let mut removed = 0;
+    for chunk in keys.chunks(200) {
+        let ids: Vec<&str> = chunk.iter().map(|k| k.rsplit('/').next().unwrap_or(k)).collect();
+        let held = db::attachments::existing(&state.db, &ids).await?;
+        for (key, id) in chunk.iter().zip(&ids) {
+            if !held.contains(*id) {
+                state.media.delete(key).await?;
+                removed += 1;
+            }
+        }
+    }
+    if removed > 0 {
+        tracing::info!(removed, "removed files no message holds");
+    }
+    Ok(removed)
 }
 
 pub async fn step(state: &AppState) -> sqlx::Result<u64> {

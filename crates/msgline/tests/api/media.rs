@@ -246,3 +246,28 @@ async fn a_file_over_the_limit_that_arrives_is_left_out_and_the_message_kept() {
     assert_eq!(files.len(), 1, "{arrived}");
     assert_eq!(files[0]["filename"], "r.pdf");
 }
+
+#[tokio::test]
+async fn a_stored_file_no_message_holds_is_removed_once_it_is_an_hour_old() {
+    let app = spawn_app_with(|c| c.allow_private_targets = true).await;
+    let _line = app.default_line().await;
+    let (server, _) = file_server().await;
+    let sent =
+        app.post("/messages", &app.org.key, json!({"to": FRIEND, "media_urls": [format!("{server}/receipt.pdf")]}));
+    let kept = sent.await.expect(202)["message"]["attachments"][0]["id"].as_str().unwrap().to_string();
+    let dir = std::path::PathBuf::from(app.config.media_store.strip_prefix("file://").unwrap());
+    let store = &app.state.media;
+    store.put(&format!("{}/file_orphan", app.org.id), b"left behind".to_vec()).await.unwrap();
+    store.put(&format!("{}/file_recent", app.org.id), b"a request still committing".to_vec()).await.unwrap();
+    // Two hours old: the orphan, and the file a message holds.
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7_200);
+    for name in ["file_orphan", kept.as_str()] {
+        let path = dir.join(&app.org.id).join(name);
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(two_hours_ago).unwrap();
+    }
+    let removed = msgline::workers::janitor::orphaned_files(&app.state).await.unwrap();
+    assert_eq!(removed, 1);
+    assert_eq!(store.get(&format!("{}/file_orphan", app.org.id)).await.unwrap(), None);
+    assert!(store.get(&format!("{}/file_recent", app.org.id)).await.unwrap().is_some());
+    app.get(&format!("/attachments/{kept}"), &app.org.key).await.expect(200);
+}
