@@ -47,7 +47,7 @@ const CAPABILITIES: Capabilities = Capabilities {
     mms: false,
 };
 /// The events msgline registers a webhook for.
-const EVENTS: [&str; 4] = ["sms:received", "sms:sent", "sms:delivered", "sms:failed"];
+const EVENTS: [&str; 5] = ["sms:received", "sms:sent", "sms:delivered", "sms:failed", "mms:downloaded"];
 /// How far a webhook's `X-Timestamp` may be from msgline's clock.
 const MAX_SKEW_SECONDS: i64 = 300;
 
@@ -237,8 +237,23 @@ impl LineAdapter for AndroidGateway {
     }
 
     /// Its devices report files in their own webhooks; fetching them is not built yet.
-    async fn fetch_file(&self, _line: &Line, _url: &str, _max_bytes: usize) -> Result<Vec<u8>, FileError> {
-        Err(FileError::Unavailable("an SMS Gateway for Android line does not report files msgline fetches yet".into()))
+    /// The phone sends an MMS's files inline in `mms:downloaded` (base64); `receive` hands each on
+    /// as a `data:` URL, read back here.
+    async fn fetch_file(&self, _line: &Line, url: &str, max_bytes: usize) -> Result<Vec<u8>, FileError> {
+        use base64::Engine;
+        let Some((_, data)) = url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) else {
+            return Err(FileError::Unavailable("the gateway gives files inline only".into()));
+        };
+        if data.len() / 4 * 3 > max_bytes + 3 {
+            return Err(FileError::TooLarge);
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|e| FileError::Unavailable(format!("the gateway's file is not base64: {e}")))?;
+        if bytes.len() > max_bytes {
+            return Err(FileError::TooLarge);
+        }
+        Ok(bytes)
     }
 
     async fn group_change_status(&self, _line: &Line, _group_id: &str, _change_id: &str) -> StatusLookup {
@@ -309,13 +324,40 @@ impl LineAdapter for AndroidGateway {
                     attachments: Vec::new(),
                 },
             }]),
+            // An MMS once the phone has downloaded it: its text parts joined as `body`, the other
+            // parts as `attachments[]` (`contentType`, `name`, `data` in base64).
+            "mms:downloaded" => {
+                let files = payload.get("attachments").and_then(Value::as_array).into_iter().flatten();
+                let attachments = files
+                    .filter_map(|part| {
+                        let data = text(part, "data")?;
+                        let kind = text(part, "contentType").unwrap_or_else(|| "application/octet-stream".into());
+                        Some(crate::bridge::InboundFile {
+                            url: format!("data:{kind};base64,{data}"),
+                            filename: text(part, "name"),
+                            stored: None,
+                        })
+                    })
+                    .collect();
+                Ok(vec![BridgeEvent {
+                    id: format!("android:{}", delivery.id),
+                    payload: BridgeEventPayload::Inbound {
+                        from: text(payload, "sender").map_or_else(|| field("phoneNumber"), Ok)?,
+                        body: text(payload, "body").unwrap_or_default(),
+                        chat: None,
+                        channel: "sms".into(),
+                        message_id: None,
+                        attachments,
+                    },
+                }])
+            }
             "sms:sent" => status("sent", None),
             "sms:delivered" => status("delivered", None),
             "sms:failed" => status(
                 "failed",
                 Some(text(payload, "reason").unwrap_or_else(|| "the phone could not send the SMS".into())),
             ),
-            // system:ping, data SMS, MMS: nothing msgline shows.
+            // system:ping, data SMS, an MMS not yet downloaded: nothing msgline shows.
             _ => Ok(Vec::new()),
         }
     }

@@ -41,8 +41,10 @@ async fn an_android_line_registers_its_webhooks_sends_with_msglines_id_and_repor
     let hooks = line.fake.get("/control/webhooks").await;
     let events: HashSet<String> =
         hooks.as_array().unwrap().iter().map(|h| h["event"].as_str().unwrap().to_string()).collect();
-    let expected: HashSet<String> =
-        ["sms:received", "sms:sent", "sms:delivered", "sms:failed"].iter().map(|s| s.to_string()).collect();
+    let expected: HashSet<String> = ["sms:received", "sms:sent", "sms:delivered", "sms:failed", "mms:downloaded"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     assert_eq!(events, expected);
     let secret = line.hook_secret().await;
     assert!(hooks.as_array().unwrap().iter().all(|h| h["url"].as_str().unwrap().contains(&secret)));
@@ -163,4 +165,32 @@ async fn a_send_that_times_out_but_went_through_is_unknown_then_settled_without_
 #[tokio::test]
 async fn kill_9_in_the_middle_of_sends_loses_nothing_and_sends_nothing_twice() {
     crate::devices::kill_9_test(Kind::Android).await;
+}
+
+#[tokio::test]
+async fn an_mms_the_phone_downloaded_arrives_with_its_files() {
+    use base64::{Engine, engine::general_purpose::STANDARD};
+
+    use crate::media::{jpeg, pdf};
+    let line = DeviceLine::start(Kind::Android, &[]).await;
+    let parts = json!([{"base64": STANDARD.encode(jpeg()), "name": "IMG_0042.jpg", "content_type": "image/jpeg"},
+                       {"base64": STANDARD.encode(pdf()), "content_type": "application/pdf"}]);
+    line.fake.control("/control/mms", json!({"from": FRIEND, "body": "the menu", "attachments": parts})).await;
+    let arrived = eventually(20, "the MMS", || async { line.inbound().await.into_iter().next() }).await;
+    assert_eq!((arrived["kind"].as_str(), arrived["channel"].as_str()), (Some("media"), Some("sms")));
+    assert_eq!(arrived["body"], "the menu");
+    let files = arrived["attachments"].as_array().unwrap().clone();
+    assert_eq!(files.len(), 2, "{arrived}");
+    assert_eq!(
+        (files[0]["content_type"].as_str(), files[0]["filename"].as_str()),
+        (Some("image/jpeg"), Some("IMG_0042.jpg"))
+    );
+    assert_eq!(files[1]["content_type"], "application/pdf");
+    let got = reqwest::Client::new()
+        .get(line.api(&format!("/attachments/{}", files[0]["id"].as_str().unwrap())))
+        .bearer_auth(&line.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.bytes().await.unwrap().to_vec(), jpeg());
 }

@@ -13,7 +13,9 @@ Written from the app's source (capcom6/android-sms-gateway, app/src/main/java/me
   modules/localserver/routes/SettingsRoutes.kt + modules/webhooks/WebhooksSettings.kt  PATCH
                                                  /settings {"webhooks": {"signing_key": ...}}
   modules/webhooks/domain/{WebHookEvent,WebHookEventDTO}.kt, payload/{MessageEventPayload,
-  SmsEventPayload}.kt                            {id, webhookId, event, deviceId, payload}
+  SmsEventPayload,MmsDownloadedPayload}.kt       {id, webhookId, event, deviceId, payload}
+  modules/receiver/MmsContentReader.kt: mms:downloaded once an MMS is downloaded, text parts joined
+  as body, every other part an attachment {partId, contentType, name, size, data (base64)}
   modules/webhooks/plugins/PayloadSingingPlugin.kt  X-Signature = hex HMAC-SHA256(key, body +
                                                  X-Timestamp), X-Timestamp in seconds
 
@@ -22,7 +24,8 @@ SMS, several SIM cards, MMS, and the phone's battery and network.
 
     fake_android_gateway.py --listen 127.0.0.1:PORT --username U --password P --signing-key K [--step-ms 50]
 
-Control routes (no auth): POST /control/inbound {from, body}, POST /control/mode
+Control routes (no auth): POST /control/inbound {from, body}, POST /control/mms {from, body?,
+attachments: [{base64, name?, content_type?}]} (an MMS downloaded: mms:downloaded), POST /control/mode
 {mode: accept|slow|fail, delay_ms, reason}, POST /control/repeat-webhooks {times},
 POST /control/signing-key {key}, POST /control/clock-skew {seconds}, GET /control/sent,
 GET /control/stats, GET /control/webhooks.
@@ -32,6 +35,7 @@ import argparse
 import base64
 import hashlib
 import hmac
+import itertools
 import json
 import re
 import secrets
@@ -58,6 +62,7 @@ state = {
     "repeated": 0,
     "sends": 0,
 }
+rowids_mms = itertools.count(1)
 EVENTS = ["sms:received", "sms:sent", "sms:delivered", "sms:failed", "system:ping", "sms:data-received",
           "mms:received", "mms:downloaded", "app:started", "sms:cancelled"]
 
@@ -280,6 +285,21 @@ def control_inbound(request):
     payload = {"messageId": nanoid(), "sender": body["from"], "recipient": None, "simNumber": 1,
                "phoneNumber": body["from"], "message": body["body"], "receivedAt": iso()}
     emit("sms:received", payload)
+    return Reply(200, payload)
+
+
+@app.route("POST", "/control/mms")
+def control_mms(request):
+    """An MMS the phone has downloaded (MmsDownloadedPayload): text parts as `body`, the rest as
+    `attachments[]` with the whole part inline in base64."""
+    body = request.json()
+    parts = [{"partId": n + 1, "contentType": part.get("content_type") or "application/octet-stream",
+              "name": part.get("name"), "size": len(part["base64"]) * 3 // 4, "data": part["base64"]}
+             for n, part in enumerate(body.get("attachments") or [])]
+    payload = {"messageId": str(next(rowids_mms)), "sender": body["from"], "recipient": None, "simNumber": 1,
+               "phoneNumber": body["from"], "body": body.get("body"), "subject": None, "attachments": parts,
+               "receivedAt": iso()}
+    emit("mms:downloaded", payload)
     return Reply(200, payload)
 
 
