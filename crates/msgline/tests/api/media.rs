@@ -271,3 +271,95 @@ async fn a_stored_file_no_message_holds_is_removed_once_it_is_an_hour_old() {
     assert!(store.get(&format!("{}/file_recent", app.org.id)).await.unwrap().is_some());
     app.get(&format!("/attachments/{kept}"), &app.org.key).await.expect(200);
 }
+
+/// The objects a fake S3-compatible service holds, by request path (`/bucket/key`).
+type Objects = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>>;
+
+/// A fake S3-compatible service on a loopback port, path-style: `PUT`, `GET` and `DELETE` of
+/// `/bucket/key`, answering as S3 does where a client reads the answer (an `ETag` on writes;
+/// `ETag`, `Last-Modified` and `Content-Length` on reads; a `NoSuchKey` error otherwise). It
+/// checks no signature.
+async fn fake_s3() -> (String, Objects) {
+    use axum::{body::Bytes, http::Method, http::Uri};
+    let objects: Objects = Arc::default();
+    let held = objects.clone();
+    let app = Router::new().fallback(move |method: Method, uri: Uri, body: Bytes| {
+        let held = held.clone();
+        async move {
+            let key = uri.path().to_string();
+            let mut objects = held.lock().unwrap();
+            let etag = [("etag", "\"0123456789abcdef\"")];
+            match method {
+                Method::PUT => {
+                    objects.insert(key, body.to_vec());
+                    (StatusCode::OK, etag).into_response()
+                }
+                Method::DELETE => {
+                    objects.remove(&key);
+                    StatusCode::NO_CONTENT.into_response()
+                }
+                Method::GET | Method::HEAD => match objects.get(&key) {
+                    Some(bytes) => (
+                        StatusCode::OK,
+                        [("etag", "\"0123456789abcdef\""), ("last-modified", "Wed, 25 Nov 2026 00:00:00 GMT")],
+                        bytes.clone(),
+                    )
+                        .into_response(),
+                    None => (
+                        StatusCode::NOT_FOUND,
+                        [("content-type", "application/xml")],
+                        "<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>",
+                    )
+                        .into_response(),
+                },
+                _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{address}"), objects)
+}
+
+#[tokio::test]
+async fn with_an_s3_store_the_files_are_kept_in_the_bucket_and_served_from_it() {
+    let (s3, objects) = fake_s3().await;
+    let (files, _) = file_server().await;
+    let db = crate::helpers::TestDb::new().await;
+    let line = crate::helpers::process_line(db.url(), "Bucket Org").await;
+    let env = [
+        ("MSGLINE_MEDIA_STORE", "s3://msgline-files/prod"),
+        ("AWS_ENDPOINT", s3.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test-key"),
+        ("AWS_SECRET_ACCESS_KEY", "test-secret"),
+        ("MSGLINE_ALLOW_PRIVATE_TARGETS", "true"),
+    ];
+    let _server = crate::helpers::serve_process(db.url(), line.port, &env).await;
+    let base = format!("http://127.0.0.1:{}/api/v1/messaging", line.port);
+    let client = reqwest::Client::new();
+    let request = json!({"to": FRIEND, "body": "receipt", "media_urls": [format!("{files}/receipt.pdf")]});
+    let answer = client.post(format!("{base}/messages")).bearer_auth(&line.key).json(&request).send().await.unwrap();
+    assert_eq!(answer.status(), 202);
+    let sent: Value = answer.json().await.unwrap();
+    let file_id = sent["message"]["attachments"][0]["id"].as_str().unwrap().to_string();
+    // The bytes are in the bucket under the prefix, by organisation and file.
+    let stored: Vec<(String, Vec<u8>)> = objects.lock().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(stored.len(), 1, "{:?}", stored.iter().map(|(k, _)| k).collect::<Vec<_>>());
+    assert!(stored[0].0.starts_with("/msgline-files/prod/"), "{}", stored[0].0);
+    assert!(stored[0].0.ends_with(&format!("/{file_id}")), "{}", stored[0].0);
+    assert_eq!(stored[0].1, pdf());
+    // Served from the bucket, to the API and to the line.
+    let got = client.get(format!("{base}/attachments/{file_id}")).bearer_auth(&line.key).send().await.unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.bytes().await.unwrap().to_vec(), pdf());
+    let id = sent["message"]["id"].as_str().unwrap();
+    crate::helpers::eventually(20, "the media message delivered", || async {
+        let shown: Value =
+            client.get(format!("{base}/messages/{id}")).bearer_auth(&line.key).send().await.ok()?.json().await.ok()?;
+        (shown["status"] == "delivered").then_some(())
+    })
+    .await;
+}
