@@ -194,3 +194,31 @@ async fn an_mms_the_phone_downloaded_arrives_with_its_files() {
         .unwrap();
     assert_eq!(got.bytes().await.unwrap().to_vec(), jpeg());
 }
+
+#[tokio::test]
+async fn tapbacks_typing_and_files_are_refused_on_an_sms_line_and_a_tapbacks_words_are_read_as_one() {
+    let line = DeviceLine::start(Kind::Android, &[("MSGLINE_ALLOW_PRIVATE_TARGETS", "true")]).await;
+    let id = line.send_text(FRIEND, "Your table is ready").await;
+    line.wait_status(&id, "delivered").await;
+    let conversation = line.api_get(&format!("/messages/{id}")).await["conversation_id"].as_str().unwrap().to_string();
+    let (status, refused) = line.api_post(&format!("/messages/{id}/reactions"), json!({"reaction": "love"})).await;
+    assert_eq!((status, refused["error"].as_str()), (400, Some("reaction_requires_imessage")), "{refused}");
+    let (status, refused) = line.api_post(&format!("/conversations/{conversation}/typing"), json!({})).await;
+    assert_eq!((status, refused["error"].as_str()), (400, Some("typing_requires_imessage")), "{refused}");
+    let (files, _) = crate::media::file_server().await;
+    let media = json!({"to": FRIEND, "media_urls": [format!("{files}/receipt.pdf")]});
+    let (status, refused) = line.api_post("/messages", media).await;
+    assert_eq!((status, refused["error"].as_str()), (409, Some("media_unsupported")), "{refused}");
+    // Marking the conversation read marks it; SMS has no receipt to send.
+    let (status, _) = line.api_post(&format!("/conversations/{conversation}/read"), json!({})).await;
+    assert_eq!(status, 204);
+    assert_eq!(line.fake.sent().await.len(), 1, "nothing refused reached the phone");
+
+    // An iPhone's tapback reaches an Android phone as words: stored as a reaction to the text.
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "Loved “Your table is ready”"})).await;
+    let arrived = eventually(20, "the tapback's words", || async { line.inbound().await.into_iter().next() }).await;
+    assert_eq!(arrived["kind"], "reaction");
+    assert_eq!(arrived["reaction"], json!({"type": "love", "target_message_id": id, "removed": false}));
+    let shown = line.api_get(&format!("/messages/{id}")).await;
+    assert_eq!(shown["reactions"][0]["from"], FRIEND, "{shown}");
+}
