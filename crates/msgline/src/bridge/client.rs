@@ -221,3 +221,29 @@ pub(super) fn describe(error: &reqwest::Error) -> String {
         None => kind.to_string(),
     }
 }
+
+/// A file from a line's device: the answer to `request`, read up to `max_bytes` (`TooLarge`
+/// past that, by its announced length or as it streams). A call that fails is `Unavailable`, and
+/// so is an answer that is not a success, in the words `refused` gives its status.
+pub(super) async fn read_file(
+    request: reqwest::RequestBuilder,
+    max_bytes: usize,
+    refused: impl FnOnce(reqwest::StatusCode) -> String,
+) -> Result<Vec<u8>, super::adapter::FileError> {
+    use super::adapter::FileError;
+    let mut response = request.send().await.map_err(|e| FileError::Unavailable(describe(&e)))?;
+    if !response.status().is_success() {
+        return Err(FileError::Unavailable(refused(response.status())));
+    }
+    if response.content_length().is_some_and(|len| len as usize > max_bytes) {
+        return Err(FileError::TooLarge);
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| FileError::Unavailable(describe(&e)))? {
+        if bytes.len() + chunk.len() > max_bytes {
+            return Err(FileError::TooLarge);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}

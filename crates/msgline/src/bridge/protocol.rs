@@ -10,7 +10,7 @@ use super::{
     BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
     ReachabilityRequest, SendAnswer, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
+    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
 };
 use crate::db::lines::Line;
 
@@ -141,21 +141,7 @@ impl LineAdapter for MsglineBridge {
         if let Some(token) = &line.bridge_token {
             request = request.bearer_auth(token);
         }
-        let mut response = request.send().await.map_err(|e| FileError::Unavailable(describe(&e)))?;
-        if !response.status().is_success() {
-            return Err(FileError::Unavailable(format!("the bridge answered {} for {url}", response.status())));
-        }
-        if response.content_length().is_some_and(|len| len as usize > max_bytes) {
-            return Err(FileError::TooLarge);
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| FileError::Unavailable(describe(&e)))? {
-            if bytes.len() + chunk.len() > max_bytes {
-                return Err(FileError::TooLarge);
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        Ok(bytes)
+        read_file(request, max_bytes, |status| format!("the bridge answered {status} for {url}")).await
     }
 
     /// Asks the line what became of a group change.

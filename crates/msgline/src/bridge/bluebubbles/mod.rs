@@ -38,7 +38,7 @@ use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
+    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
 };
 use crate::{
     clock,
@@ -757,21 +757,7 @@ impl LineAdapter for BlueBubbles {
     async fn fetch_file(&self, line: &Line, guid: &str, max_bytes: usize) -> Result<Vec<u8>, FileError> {
         let path = format!("/attachment/{}/download", path_segment(guid));
         let request = self.request(reqwest::Method::GET, line, &path).timeout(self.timeout * 6);
-        let mut response = request.send().await.map_err(|e| FileError::Unavailable(describe(&e)))?;
-        if !response.status().is_success() {
-            return Err(FileError::Unavailable(format!("the BlueBubbles Server answered {}", response.status())));
-        }
-        if response.content_length().is_some_and(|len| len as usize > max_bytes) {
-            return Err(FileError::TooLarge);
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| FileError::Unavailable(describe(&e)))? {
-            if bytes.len() + chunk.len() > max_bytes {
-                return Err(FileError::TooLarge);
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        Ok(bytes)
+        read_file(request, max_bytes, |status| format!("the BlueBubbles Server answered {status}")).await
     }
 
     async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
