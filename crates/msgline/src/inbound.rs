@@ -277,7 +277,7 @@ async fn inbound(
         }
         batch.execute(conn).await?;
         if let Some(name) = arrived.line_name {
-            db::bridge_refs::record_in(conn, &line.id, name, &message.id).await?;
+            db::bridge_refs::record_in(&mut *conn, &line.id, name, &message.id).await?;
         }
         trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), rules.agent_runs_per_minute).await?;
         return Ok(());
@@ -311,7 +311,7 @@ async fn inbound(
     let message =
         db::messages::insert(conn, text(Direction::Inbound, MessageStatus::Received, body.to_string())).await?;
     if let Some(name) = arrived.line_name {
-        db::bridge_refs::record_in(conn, &line.id, name, &message.id).await?;
+        db::bridge_refs::record_in(&mut *conn, &line.id, name, &message.id).await?;
     }
     trigger_agent(conn, &org_id, line, &from, &message, chat.is_some(), rules.agent_runs_per_minute).await?;
     Ok(())
@@ -341,7 +341,7 @@ async fn store_reaction(
     row.created_at = message.created_at;
     db::reactions::insert(conn, &row).await?;
     if let Some(name) = line_name {
-        db::bridge_refs::record_in(conn, &line.id, name, &message.id).await?;
+        db::bridge_refs::record_in(&mut *conn, &line.id, name, &message.id).await?;
     }
     Ok(())
 }
@@ -373,7 +373,7 @@ async fn tapback(
     let local = if target.starts_with("msg_") {
         Some(target.to_string())
     } else {
-        db::bridge_refs::local_for_in(conn, &line.id, target).await?
+        db::bridge_refs::local_for_in(&mut *conn, &line.id, target).await?
     };
     let reacted = match local {
         Some(id) => {
@@ -415,7 +415,7 @@ async fn typing_shown(
         Some(chat) => db::conversations::get_group_on_line(conn, &org_id, &line.id, chat).await?.map(|g| g.id),
         None => None,
     };
-    let (contact_id, direct) = db::conversations::find_direct_in(conn, &org_id, &line.id, &from).await?;
+    let (contact_id, direct) = db::conversations::find_direct_in(&mut *conn, true, &org_id, &line.id, &from).await?;
     let conversation_id = conversation_id.or(direct);
     let data = json!({
         "line_id": line.id,

@@ -9,6 +9,15 @@ use crate::clock;
 /// Records that the device calls `local_id` `remote_id` on this line; a second record of the
 /// same remote id keeps the first.
 pub async fn record(db: &Db, line_id: &str, remote_id: &str, local_id: &str) -> sqlx::Result<()> {
+    record_in(db.writer(), line_id, remote_id, local_id).await
+}
+
+/// [`record`] through any connection: inside a transaction, an inbound message's name is written
+/// with the message.
+pub async fn record_in<'c, E>(executor: E, line_id: &str, remote_id: &str, local_id: &str) -> sqlx::Result<()>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
     sqlx::query(
         "INSERT INTO bridge_refs (line_id, remote_id, local_id, created_at) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (line_id, remote_id) DO NOTHING",
@@ -17,51 +26,25 @@ pub async fn record(db: &Db, line_id: &str, remote_id: &str, local_id: &str) -> 
     .bind(remote_id)
     .bind(local_id)
     .bind(clock::now_ms())
-    .execute(db.writer())
+    .execute(executor)
     .await?;
     Ok(())
-}
-
-/// [`record`] inside a transaction (an inbound message's name, with the message).
-pub async fn record_in(
-    conn: &mut sqlx::AnyConnection,
-    line_id: &str,
-    remote_id: &str,
-    local_id: &str,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO bridge_refs (line_id, remote_id, local_id, created_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (line_id, remote_id) DO NOTHING",
-    )
-    .bind(line_id)
-    .bind(remote_id)
-    .bind(local_id)
-    .bind(clock::now_ms())
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-/// [`local_for`] inside a transaction.
-pub async fn local_for_in(
-    conn: &mut sqlx::AnyConnection,
-    line_id: &str,
-    remote_id: &str,
-) -> sqlx::Result<Option<String>> {
-    let row = sqlx::query("SELECT local_id FROM bridge_refs WHERE line_id = $1 AND remote_id = $2")
-        .bind(line_id)
-        .bind(remote_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    row.map(|r| r.try_get(0)).transpose()
 }
 
 /// msgline's id for what the device calls `remote_id`.
 pub async fn local_for(db: &Db, line_id: &str, remote_id: &str) -> sqlx::Result<Option<String>> {
+    local_for_in(db.writer(), line_id, remote_id).await
+}
+
+/// [`local_for`] through any connection (inside a transaction).
+pub async fn local_for_in<'c, E>(executor: E, line_id: &str, remote_id: &str) -> sqlx::Result<Option<String>>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
     let row = sqlx::query("SELECT local_id FROM bridge_refs WHERE line_id = $1 AND remote_id = $2")
         .bind(line_id)
         .bind(remote_id)
-        .fetch_optional(db.writer())
+        .fetch_optional(executor)
         .await?;
     row.map(|r| r.try_get(0)).transpose()
 }

@@ -53,6 +53,23 @@ pub async fn find_direct(
     line_id: &str,
     phone: &str,
 ) -> sqlx::Result<(Option<String>, Option<String>)> {
+    // Planned afresh on PostgreSQL: a plan kept from when the tables were small scans every
+    // contact of the organisation (the index on org_id alone looks as good then).
+    find_direct_in(db.reader(), db.backend() == super::Backend::Sqlite, org_id, line_id, phone).await
+}
+
+/// [`find_direct`] through any connection (inside a transaction), its statement kept prepared
+/// when `persistent`.
+pub async fn find_direct_in<'c, E>(
+    executor: E,
+    persistent: bool,
+    org_id: &str,
+    line_id: &str,
+    phone: &str,
+) -> sqlx::Result<(Option<String>, Option<String>)>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Any>,
+{
     let row = sqlx::query(
         // The conversation is looked up by all three columns of its unique index, whatever the
         // planner knows of the tables.
@@ -62,32 +79,8 @@ pub async fn find_direct(
     .bind(org_id)
     .bind(line_id)
     .bind(phone)
-    // Planned afresh on PostgreSQL: a plan kept from when the tables were small scans every
-    // contact of the organisation (the index on org_id alone looks as good then).
-    .persistent(db.backend() == super::Backend::Sqlite)
-    .fetch_optional(db.reader())
-    .await?;
-    match row {
-        Some(row) => Ok((row.try_get(0)?, row.try_get(1)?)),
-        None => Ok((None, None)),
-    }
-}
-
-/// [`find_direct`] inside a transaction.
-pub async fn find_direct_in(
-    conn: &mut sqlx::AnyConnection,
-    org_id: &str,
-    line_id: &str,
-    phone: &str,
-) -> sqlx::Result<(Option<String>, Option<String>)> {
-    let row = sqlx::query(
-        "SELECT ct.id, (SELECT c.id FROM conversations c WHERE c.org_id = $1 AND c.line_id = $2 \
-         AND c.contact_id = ct.id AND c.kind = 'direct') FROM contacts ct WHERE ct.org_id = $1 AND ct.phone = $3",
-    )
-    .bind(org_id)
-    .bind(line_id)
-    .bind(phone)
-    .fetch_optional(&mut *conn)
+    .persistent(persistent)
+    .fetch_optional(executor)
     .await?;
     match row {
         Some(row) => Ok((row.try_get(0)?, row.try_get(1)?)),
