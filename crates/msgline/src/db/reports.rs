@@ -108,6 +108,20 @@ pub(super) async fn plan(
 const RECORD_CALLBACK: &str = "INSERT INTO bridge_events (line_id, event_id, received_at) VALUES ($1, $2, $3) \
      ON CONFLICT (line_id, event_id) DO NOTHING";
 
+/// Up to `$2` callback ids recorded before `$1`, found through `bridge_events_by_age`.
+pub const CALLBACKS_BEFORE: &str = "SELECT line_id, event_id FROM bridge_events WHERE received_at < $1 LIMIT $2";
+
+/// Deletes up to `limit` callback ids recorded before `before`; returns how many. In batches, so
+/// that on SQLite no pass holds the write lock for long.
+pub async fn delete_callbacks_before(db: &super::Db, before: i64, limit: i64) -> sqlx::Result<u64> {
+    Ok(sqlx::query(&format!("DELETE FROM bridge_events WHERE (line_id, event_id) IN ({CALLBACKS_BEFORE})"))
+        .bind(before)
+        .bind(limit)
+        .execute(db.writer())
+        .await?
+        .rows_affected())
+}
+
 /// The moves that reports make, from the messages as read: a batch per message, ending its
 /// outbox job and moving it once through every status its reports pass, in the order they
 /// came (a line that reports `sent` and `delivered` in one callback writes one row version, not

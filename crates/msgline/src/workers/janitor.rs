@@ -49,20 +49,26 @@ pub async fn orphaned_files(state: &AppState) -> anyhow::Result<u64> {
     Ok(removed)
 }
 
+/// Rows one statement of the janitor deletes at most: a short hold of SQLite's write lock.
+const BATCH: i64 = 500;
+
+/// Deletes expired idempotency records and callback ids older than a week; returns how many.
 pub async fn step(state: &AppState) -> sqlx::Result<u64> {
     let now = clock::now_ms();
     let mut removed = 0;
     loop {
-        let n = db::idempotency::delete_expired(&state.db, now, 500).await?;
+        let n = db::idempotency::delete_expired(&state.db, now, BATCH).await?;
         removed += n;
-        if n < 500 {
+        if n < BATCH as u64 {
             break;
         }
     }
-    removed += sqlx::query("DELETE FROM bridge_events WHERE received_at < $1")
-        .bind(now - BRIDGE_EVENT_RETENTION_MS)
-        .execute(state.db.writer())
-        .await?
-        .rows_affected();
+    loop {
+        let n = db::reports::delete_callbacks_before(&state.db, now - BRIDGE_EVENT_RETENTION_MS, BATCH).await?;
+        removed += n;
+        if n < BATCH as u64 {
+            break;
+        }
+    }
     Ok(removed)
 }

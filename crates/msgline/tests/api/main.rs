@@ -28,6 +28,7 @@ mod idempotency;
 mod inbound;
 mod instances;
 mod isolation;
+mod janitor;
 mod keys;
 mod lines;
 mod locks;
