@@ -44,7 +44,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(18, "0018_webhook_children_unlinked"),
     migration!(19, "0019_reactions"),
     migration!(20, "0020_attachments"),
-    migration!(21, "0021_bridge_events_by_age"),
+    migration!(21, "0021_indexes_for_clean_up"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances
