@@ -76,38 +76,70 @@ const COMMITTER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1
 /// [`WRITER_PRAGMAS`]) cuts it back when a burst left it longer than twice the limit.
 #[derive(Default)]
 struct Checkpoints {
-    /// When the checkpointer asked for a start-over that has not happened yet.
-    asked: std::sync::Mutex<Option<std::time::Instant>>,
+    state: std::sync::Mutex<Asking>,
 }
 
+#[derive(Default)]
+struct Asking {
+    /// When the checkpointer asked for a start-over that has not happened yet.
+    asked: Option<std::time::Instant>,
+    /// Start-overs in a row that readers kept from finishing; after each, the checkpointer waits
+    /// twice as long (from a turn up to [`MOST_TURNS_APART`] turns) before it asks again, so that
+    /// a long read (a big list, a report) does not cost writers a wait on every turn.
+    failed: u32,
+    not_before: Option<std::time::Instant>,
+}
+
+/// Most turns between two asks after failed start-overs (8 s).
+const MOST_TURNS_APART: u32 = 32;
+
+/// Past this many times the limit, the checkpointer asks on every turn whatever failed before.
+const HARD_LIMIT_FACTOR: i64 = 4;
+
 impl Checkpoints {
-    /// One turn of the checkpointer.
+    fn state(&self) -> std::sync::MutexGuard<'_, Asking> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One turn of the checkpointer. It leaves a start-over to the committer for `patience`
+    /// (zero: there is no committer to ask).
     fn turn(&self, conn: &Connection, limit_pages: i64, patience: std::time::Duration) -> rusqlite::Result<()> {
-        let asked = *self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        let asked = self.state().asked;
         match asked {
             // The committer starts the log over after its next commit; a copy now would only
             // make it wait for the checkpoint lock.
             Some(at) if at.elapsed() < patience => Ok(()),
             Some(_) => {
-                let started = std::time::Instant::now();
-                let (busy, log_pages, _) = wal_checkpoint(conn, "TRUNCATE")?;
-                self.done();
-                report_restart("checkpointer", busy, log_pages, started.elapsed());
+                self.state().asked = None;
+                // Another process's committer (the server's, when this is a command or the
+                // bench on the same file) may have started the log over meanwhile.
+                let (_, log_pages, _) = wal_checkpoint(conn, "PASSIVE")?;
+                if log_pages > limit_pages {
+                    truncate(conn)?;
+                }
                 Ok(())
             }
             None => {
                 let (_, mut log_pages, _) = wal_checkpoint(conn, "PASSIVE")?;
-                if log_pages > limit_pages {
+                if log_pages > limit_pages && patience.is_zero() {
+                    // No committer to ask.
+                    truncate(conn)?;
+                } else if log_pages > limit_pages {
                     // Copy what was committed meanwhile, again while that is much: the writer
                     // copies the rest while writers wait.
-                    for _ in 0..8 {
+                    for _ in 0..4 {
                         let before = log_pages;
                         (_, log_pages, _) = wal_checkpoint(conn, "PASSIVE")?;
                         if log_pages - before < FEW_PAGES {
                             break;
                         }
                     }
-                    *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+                    let now = std::time::Instant::now();
+                    let mut state = self.state();
+                    let backing_off = state.not_before.is_some_and(|at| now < at);
+                    if !backing_off || log_pages > HARD_LIMIT_FACTOR * limit_pages {
+                        state.asked = Some(now);
+                    }
                 }
                 Ok(())
             }
@@ -117,7 +149,7 @@ impl Checkpoints {
     /// Called by the writer after a commit, holding the write lock: starts the log over if the
     /// checkpointer asked for it.
     fn after_commit(&self, conn: &Connection) {
-        if self.asked.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+        if self.state().asked.is_none() {
             return;
         }
         let started = std::time::Instant::now();
@@ -126,16 +158,33 @@ impl Checkpoints {
             tracing::warn!(error = %error, "could not restore the committer's busy timeout");
         }
         // Asked once, tried once: if readers kept it from finishing, the checkpointer asks again.
-        self.done();
+        let finished = matches!(outcome, Ok((0, _, _)));
+        {
+            let mut state = self.state();
+            state.asked = None;
+            if finished {
+                state.failed = 0;
+                state.not_before = None;
+            } else {
+                state.failed += 1;
+                let turns = 1u32 << state.failed.min(MOST_TURNS_APART.trailing_zeros());
+                state.not_before = Some(std::time::Instant::now() + CHECKPOINT_EVERY * turns);
+            }
+        }
         match outcome {
             Ok((busy, log_pages, _)) => report_restart("committer", busy, log_pages, started.elapsed()),
             Err(error) => tracing::warn!(error = %error, "WAL checkpoint failed"),
         }
     }
+}
 
-    fn done(&self) {
-        *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
+/// The checkpointer starting the log over itself: waits for the write lock and the log's
+/// readers up to its busy timeout, and cuts the file.
+fn truncate(conn: &Connection) -> rusqlite::Result<()> {
+    let started = std::time::Instant::now();
+    let (busy, log_pages, _) = wal_checkpoint(conn, "TRUNCATE")?;
+    report_restart("checkpointer", busy, log_pages, started.elapsed());
+    Ok(())
 }
 
 /// The committer's busy handler while it starts the log over: polls every half millisecond,
@@ -562,6 +611,10 @@ mod tests {
     /// log's length once the writer stops. With `committer_helps`, the writer starts the
     /// log over when asked, as the committer does; without, the checkpointer must do it alone.
     fn log_sizes(committer_helps: bool) -> (u64, u64) {
+        // One at a time: each keeps four threads busy, and two at once on a 2-core machine
+        // measure the machine, not the checkpointer.
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         use std::sync::{
             Arc,
             atomic::{AtomicBool, Ordering},
@@ -638,6 +691,58 @@ mod tests {
         let (largest, log) = log_sizes(true);
         assert!(largest < 16 << 20, "the log reached {largest} bytes");
         assert!(log < 16 << 20, "the log holds {log} bytes");
+    }
+
+    /// A reader that keeps the log in use makes the committer's start-over fail after a short
+    /// wait; the checkpointer then waits a while before asking again, unless the log grows past
+    /// four times its limit.
+    #[test]
+    fn after_a_start_over_a_reader_kept_from_finishing_the_checkpointer_waits_before_asking_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.db");
+        let writer = rusqlite::Connection::open(&file).unwrap();
+        writer
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; PRAGMA synchronous = OFF; \
+                 CREATE TABLE t (v BLOB)",
+            )
+            .unwrap();
+        let write_pages = |pages: usize| {
+            for _ in 0..pages {
+                writer.execute("INSERT INTO t (v) VALUES (?1)", [&vec![7u8; 4000]]).unwrap();
+            }
+        };
+        let checkpointer = rusqlite::Connection::open(&file).unwrap();
+        checkpointer.execute_batch(CHECKPOINTER_PRAGMAS).unwrap();
+        let reader = rusqlite::Connection::open(&file).unwrap();
+        let shared = Checkpoints::default();
+        let patience = std::time::Duration::from_secs(60);
+
+        write_pages(300);
+        // The reader's snapshot predates what comes next: the log cannot be copied past it.
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0)).unwrap();
+        write_pages(10);
+        shared.turn(&checkpointer, 256, patience).unwrap();
+        assert!(shared.state().asked.is_some(), "past its limit, the log is to be started over");
+        let started = std::time::Instant::now();
+        shared.after_commit(&writer);
+        assert!(started.elapsed() < std::time::Duration::from_millis(500), "waited {:?}", started.elapsed());
+        assert_eq!(shared.state().failed, 1);
+
+        // Still past the limit, but within four times it: not asked again yet.
+        shared.turn(&checkpointer, 256, patience).unwrap();
+        assert!(shared.state().asked.is_none());
+        // Past four times the limit: asked whatever failed before.
+        write_pages(800);
+        shared.turn(&checkpointer, 256, patience).unwrap();
+        assert!(shared.state().asked.is_some());
+
+        // With the reader gone, the start-over finishes and the count starts again.
+        reader.execute_batch("COMMIT").unwrap();
+        shared.after_commit(&writer);
+        assert_eq!(shared.state().failed, 0);
+        assert!(shared.state().not_before.is_none());
     }
 
     /// With no shared commit to ask (writes through sqlx only), the checkpointer does it itself.
