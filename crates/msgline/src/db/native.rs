@@ -105,45 +105,40 @@ impl Checkpoints {
     /// (zero: there is no committer to ask).
     fn turn(&self, conn: &Connection, limit_pages: i64, patience: std::time::Duration) -> rusqlite::Result<()> {
         let asked = self.state().asked;
-        match asked {
-            // The committer starts the log over after its next commit; a copy now would only
-            // make it wait for the checkpoint lock.
-            Some(at) if at.elapsed() < patience => Ok(()),
-            Some(_) => {
-                self.state().asked = None;
-                // Another process's committer (the server's, when this is a command or the
-                // bench on the same file) may have started the log over meanwhile.
-                let (_, log_pages, _) = wal_checkpoint(conn, "PASSIVE")?;
-                if log_pages > limit_pages {
-                    truncate(conn)?;
-                }
-                Ok(())
-            }
-            None => {
-                let (_, mut log_pages, _) = wal_checkpoint(conn, "PASSIVE")?;
-                if log_pages > limit_pages && patience.is_zero() {
-                    // No committer to ask.
-                    truncate(conn)?;
-                } else if log_pages > limit_pages {
-                    // Copy what was committed meanwhile, again while that is much: the writer
-                    // copies the rest while writers wait.
-                    for _ in 0..4 {
-                        let before = log_pages;
-                        (_, log_pages, _) = wal_checkpoint(conn, "PASSIVE")?;
-                        if log_pages - before < FEW_PAGES {
-                            break;
-                        }
-                    }
-                    let now = std::time::Instant::now();
-                    let mut state = self.state();
-                    let backing_off = state.not_before.is_some_and(|at| now < at);
-                    if !backing_off || log_pages > HARD_LIMIT_FACTOR * limit_pages {
-                        state.asked = Some(now);
-                    }
-                }
-                Ok(())
+        // The committer starts the log over after its next commit; a copy now would only make
+        // it wait for the checkpoint lock.
+        if asked.is_some_and(|at| at.elapsed() < patience) {
+            return Ok(());
+        }
+        if asked.is_some() {
+            self.state().asked = None;
+        }
+        // Another process's committer (the server's, when this is a command or the bench on the
+        // same file) may have started the log over meanwhile.
+        let (_, mut log_pages, _) = wal_checkpoint(conn, "PASSIVE")?;
+        if log_pages <= limit_pages {
+            return Ok(());
+        }
+        // Left to the committer long enough, or no committer to ask: the checkpointer does it.
+        if asked.is_some() || patience.is_zero() {
+            return truncate(conn);
+        }
+        // Copy what was committed meanwhile, again while that is much: the writer copies the
+        // rest while writers wait.
+        for _ in 0..4 {
+            let before = log_pages;
+            (_, log_pages, _) = wal_checkpoint(conn, "PASSIVE")?;
+            if log_pages - before < FEW_PAGES {
+                break;
             }
         }
+        let now = std::time::Instant::now();
+        let mut state = self.state();
+        let backing_off = state.not_before.is_some_and(|at| now < at);
+        if !backing_off || log_pages > HARD_LIMIT_FACTOR * limit_pages {
+            state.asked = Some(now);
+        }
+        Ok(())
     }
 
     /// Called by the writer after a commit, holding the write lock: starts the log over if the

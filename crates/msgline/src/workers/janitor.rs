@@ -55,20 +55,23 @@ const BATCH: i64 = 500;
 /// Deletes expired idempotency records and callback ids older than a week; returns how many.
 pub async fn step(state: &AppState) -> sqlx::Result<u64> {
     let now = clock::now_ms();
+    let expired = in_batches(|| db::idempotency::delete_expired(&state.db, now, BATCH)).await?;
+    let old_callbacks =
+        in_batches(|| db::reports::delete_callbacks_before(&state.db, now - BRIDGE_EVENT_RETENTION_MS, BATCH)).await?;
+    Ok(expired + old_callbacks)
+}
+
+/// Runs `delete` (which deletes at most [`BATCH`] rows) until it deletes fewer; returns how many
+/// rows went in all.
+async fn in_batches<F: std::future::Future<Output = sqlx::Result<u64>>>(
+    mut delete: impl FnMut() -> F,
+) -> sqlx::Result<u64> {
     let mut removed = 0;
     loop {
-        let n = db::idempotency::delete_expired(&state.db, now, BATCH).await?;
+        let n = delete().await?;
         removed += n;
         if n < BATCH as u64 {
-            break;
+            return Ok(removed);
         }
     }
-    loop {
-        let n = db::reports::delete_callbacks_before(&state.db, now - BRIDGE_EVENT_RETENTION_MS, BATCH).await?;
-        removed += n;
-        if n < BATCH as u64 {
-            break;
-        }
-    }
-    Ok(removed)
 }
