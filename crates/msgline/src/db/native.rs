@@ -601,6 +601,13 @@ fn into_sqlx(error: rusqlite::Error) -> sqlx::Error {
 mod tests {
     use super::{CHECKPOINTER_PRAGMAS, Checkpoints, commit_group, file_of, unit, wal_checkpoint};
 
+    /// The log tests run one at a time: each keeps several threads busy or times a wait, and two
+    /// at once on a 2-core machine measure the machine, not the checkpointer.
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// A database in WAL mode with one table `t (v BLOB)`, and its writer, which checkpoints
     /// nothing by itself; the directory goes with the first value.
     fn log_file() -> (tempfile::TempDir, std::path::PathBuf, rusqlite::Connection) {
@@ -621,10 +628,7 @@ mod tests {
     /// log's length once the writer stops. With `committer_helps`, the writer starts the
     /// log over when asked, as the committer does; without, the checkpointer must do it alone.
     fn log_sizes(committer_helps: bool) -> (u64, u64) {
-        // One at a time: each keeps four threads busy, and two at once on a 2-core machine
-        // measure the machine, not the checkpointer.
-        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let _turn = one_at_a_time();
         use std::sync::{
             Arc,
             atomic::{AtomicBool, Ordering},
@@ -708,6 +712,7 @@ mod tests {
     /// four times its limit.
     #[test]
     fn after_a_start_over_a_reader_kept_from_finishing_the_checkpointer_waits_before_asking_again() {
+        let _turn = one_at_a_time();
         let (_dir, file, writer) = log_file();
         let write_pages = |pages: usize| {
             for _ in 0..pages {
