@@ -24,6 +24,9 @@
 //! send's answer, or a send whose answer never came — is matched to it. A message the Mac has no
 //! record of once its own send wait is over is `failed`, not sent again.
 
+mod groups;
+mod hooks;
+mod media;
 mod wire;
 
 use std::{
@@ -92,29 +95,6 @@ impl BlueBubbles {
         Self { http, timeout, db, hooks, matching: Arc::default(), media }
     }
 
-    /// Sends one file into a chat through the server's attachment route, with `temp_guid`.
-    async fn send_file(
-        &self,
-        line: &Line,
-        chat: &str,
-        temp_guid: &str,
-        name: String,
-        content_type: &str,
-        bytes: Vec<u8>,
-    ) -> Result<(StatusCode, Envelope), reqwest::Error> {
-        let part = reqwest::multipart::Part::bytes(bytes)
-            .file_name(name.clone())
-            .mime_str(content_type)
-            .unwrap_or_else(|_| reqwest::multipart::Part::bytes(Vec::new()));
-        let form = reqwest::multipart::Form::new()
-            .part("attachment", part)
-            .text("name", name)
-            .text("chatGuid", chat.to_string())
-            .text("tempGuid", temp_guid.to_string())
-            .text("method", "apple-script");
-        self.call(self.request(reqwest::Method::POST, line, "/message/attachment").multipart(form)).await
-    }
-
     fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
         let password = line.bridge_settings.password.as_deref().unwrap_or_default();
         self.http
@@ -175,45 +155,6 @@ impl BlueBubbles {
             }
         };
         CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 }
-    }
-
-    /// A group changed on the Mac: its name (`groupTitle`) or its participants as the event's
-    /// chat lists them, for the group msgline knows by that chat.
-    async fn group_changed(
-        &self,
-        line: &Line,
-        kind: &str,
-        message: &MacMessage<'_>,
-        guid: &str,
-    ) -> sqlx::Result<Vec<BridgeEvent>> {
-        let Some(chat) = message.chat() else { return Ok(Vec::new()) };
-        let Some(group_id) = bridge_refs::local_for(&self.db, &line.id, chat).await? else { return Ok(Vec::new()) };
-        let (name, participants) = if kind == "group-name-change" {
-            (Some(message.str("groupTitle").unwrap_or_default().to_string()), None)
-        } else {
-            let listed = message.0["chats"][0]["participants"].as_array();
-            let phones: Vec<String> = listed
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p.get("address").and_then(Value::as_str))
-                .filter(|address| *address != line.e164)
-                .map(str::to_string)
-                .collect();
-            if phones.is_empty() {
-                return Ok(Vec::new());
-            }
-            (None, Some(phones))
-        };
-        Ok(vec![BridgeEvent {
-            id: format!("bluebubbles:group:{guid}"),
-            payload: BridgeEventPayload::GroupUpdated { group_id, name, participants },
-        }])
-    }
-
-    /// The chat guid msgline knows for a group conversation.
-    async fn group_chat(&self, line: &Line, conversation_id: &str) -> sqlx::Result<Option<String>> {
-        let refs = bridge_refs::remotes_for(&self.db, &line.id, conversation_id).await?;
-        Ok(real_guid(&refs).map(str::to_string))
     }
 
     /// Looks on the Mac for the message msgline expected under `prefix` (recorded at `since`):
@@ -333,62 +274,6 @@ impl BlueBubbles {
             })),
             None => Err("the Mac has not reported the message yet".into()),
         }
-    }
-
-    /// A media send: each file through the attachment route (the first with msgline's id as its
-    /// temp guid, the next with `<id>-2`, ...), then the caption as a text of its own. The message
-    /// stands or falls with its first file, which is what msgline matches and tracks; a later
-    /// file or the caption that fails is logged.
-    async fn send_media(&self, line: &Line, chat: &str, message: &SendRequest) -> CallResult<SendOutcome> {
-        let failed = |outcome| CallResult { outcome, http_status: None, latency_ms: 0 };
-        let mut files = Vec::with_capacity(message.attachments.len());
-        for (n, file) in message.attachments.iter().enumerate() {
-            let found = match crate::db::attachments::get_on_line(&self.db, &line.id, &file.id).await {
-                Ok(found) => found,
-                Err(error) => return failed(SendOutcome::Unreachable(error.to_string())),
-            };
-            let Some(found) = found else { return failed(SendOutcome::Rejected(format!("no file {}", file.id))) };
-            let bytes = match self.media.get(&found.storage_key).await {
-                Ok(Some(bytes)) => bytes,
-                Ok(None) => return failed(SendOutcome::Rejected(format!("the file {} is no longer kept", file.id))),
-                Err(error) => return failed(SendOutcome::Unreachable(error.to_string())),
-            };
-            // The name the Mac matches the sent message by: unique to this message.
-            let name = match &file.filename {
-                Some(name) => format!("{}-{n}-{name}", message.id),
-                None => format!("{}-{n}", message.id),
-            };
-            files.push((name, file.content_type.clone(), bytes));
-        }
-        let Some((first_name, _, _)) = files.first() else { return failed(SendOutcome::Rejected("no files".into())) };
-        let expected = expectation(chat, first_name);
-        if let Err(error) =
-            bridge_refs::record(&self.db, &line.id, &format!("{expected}{}", message.id), &message.id).await
-        {
-            return failed(SendOutcome::Unreachable(error.to_string()));
-        }
-        let started = Instant::now();
-        let mut sent = None;
-        for (n, (name, content_type, bytes)) in files.into_iter().enumerate() {
-            let temp_guid = if n == 0 { message.id.clone() } else { format!("{}-{}", message.id, n + 1) };
-            let result = self.send_file(line, chat, &temp_guid, name, &content_type, bytes).await;
-            if n == 0 {
-                let outcome = self.outcome(line, &message.id, started, result).await;
-                if outcome.outcome != SendOutcome::Accepted {
-                    return outcome;
-                }
-                sent = Some(outcome);
-            } else if !matches!(&result, Ok((status, _)) if status.is_success()) {
-                tracing::warn!(message = %message.id, file = n + 1, "a later file of the message did not go out");
-            }
-        }
-        if !message.body.trim().is_empty() {
-            let caption = self.send_text(line, chat, &format!("{}-caption", message.id), &message.body).await;
-            if !matches!(&caption, Ok((status, _)) if status.is_success()) {
-                tracing::warn!(message = %message.id, "the files went out but their caption did not");
-            }
-        }
-        sent.unwrap_or_else(|| failed(SendOutcome::Rejected("no files".into())))
     }
 
     /// A call about a whole chat (`/chat/:guid/<what>`), answered like a send.
@@ -578,53 +463,8 @@ impl LineAdapter for BlueBubbles {
         sent
     }
 
-    /// A new chat with its opening message, through the Private API (as the server requires).
     async fn create_group(&self, line: &Line, group: &GroupRequest) -> CallResult<SendOutcome> {
-        let notes = [
-            (format!("{}{}", expectation(NEW_CHAT, &group.body), group.message_id), group.message_id.as_str()),
-            (format!("group:{}", group.message_id), group.id.as_str()),
-        ];
-        for (remote, local) in &notes {
-            if let Err(error) = bridge_refs::record(&self.db, &line.id, remote, local).await {
-                return CallResult {
-                    outcome: SendOutcome::Unreachable(error.to_string()),
-                    http_status: None,
-                    latency_ms: 0,
-                };
-            }
-        }
-        let body = json!({
-            "addresses": group.participants,
-            "message": group.body,
-            "method": "private-api",
-            "service": "iMessage",
-            "tempGuid": group.message_id,
-        });
-        let started = Instant::now();
-        let result = self.call(self.request(reqwest::Method::POST, line, "/chat/new").json(&body)).await;
-        if let Ok((status, envelope)) = &result
-            && status.is_success()
-            && let Some(chat) = envelope.data.get("guid").and_then(Value::as_str)
-        {
-            let opening = envelope.data.get("messages").and_then(Value::as_array).and_then(|m| m.first());
-            let opening = opening.and_then(|m| MacMessage(m).guid().map(str::to_string));
-            let recorded = async {
-                bridge_refs::record(&self.db, &line.id, chat, &group.id).await?;
-                if let Some(guid) = &opening {
-                    bridge_refs::record(&self.db, &line.id, guid, &group.message_id).await?;
-                }
-                Ok::<(), sqlx::Error>(())
-            };
-            if let Err(error) = recorded.await {
-                tracing::warn!(group = %group.id, error = %error, "could not record the group's chat guid");
-            }
-            return CallResult {
-                outcome: SendOutcome::Accepted,
-                http_status: Some(status.as_u16()),
-                latency_ms: started.elapsed().as_millis() as i64,
-            };
-        }
-        self.outcome(line, &group.message_id, started, result).await
+        self.create_group_chat(line, group).await
     }
 
     /// `POST /chat/:guid/typing` to show the indicator, `DELETE` to hide it (Private API). The
@@ -658,97 +498,12 @@ impl LineAdapter for BlueBubbles {
         }
     }
 
-    /// A group is created once its chat guid is known; its opening message tells.
     async fn group_status(&self, line: &Line, id: &str) -> StatusLookup {
-        let refs = match bridge_refs::remotes_for(&self.db, &line.id, id).await {
-            Ok(refs) => refs,
-            Err(error) => return StatusLookup::Failed(error.to_string()),
-        };
-        if real_guid(&refs).is_some() {
-            return StatusLookup::Known(StatusAnswer { id: id.to_string(), status: "created".into(), reason: None });
-        }
-        let Some(opening) = refs.iter().find_map(|(remote, _)| remote.strip_prefix("group:")) else {
-            return StatusLookup::NotFound;
-        };
-        match self.lookup(line, opening).await {
-            Ok(Some(answer)) if answer.status != "failed" => {
-                StatusLookup::Known(StatusAnswer { id: id.to_string(), status: "created".into(), reason: None })
-            }
-            Ok(Some(answer)) => StatusLookup::Known(StatusAnswer { id: id.to_string(), ..answer }),
-            Ok(None) => StatusLookup::NotFound,
-            Err(error) => StatusLookup::Failed(error),
-        }
+        self.group_created(line, id).await
     }
 
-    /// Renames the group (`PUT /chat/:guid {displayName}`) and adds and removes participants
-    /// (`POST /chat/:guid/participant/add|remove {address}`), one call each, through the Private
-    /// API. The server waits up to 30 s for each step to show in the Mac's database and answers
-    /// 500 if it has not: the step may still happen, so that is `unknown`, as is any failure after
-    /// a step went through; the lookup then compares the chat with the change.
     async fn change_group(&self, line: &Line, change: &GroupChangeRequest) -> CallResult<SendOutcome> {
-        let started = Instant::now();
-        let done = |outcome: SendOutcome, http_status: Option<u16>| CallResult {
-            outcome,
-            http_status,
-            latency_ms: started.elapsed().as_millis() as i64,
-        };
-        if change.name.as_deref() == Some("") {
-            return done(
-                SendOutcome::Rejected("a BlueBubbles line cannot remove a group's name, only change it".into()),
-                None,
-            );
-        }
-        let chat = match self.group_chat(line, &change.group_id).await {
-            Ok(Some(chat)) => chat,
-            Ok(None) => return done(SendOutcome::Rejected("the Mac has no chat for this group".into()), None),
-            Err(error) => return done(SendOutcome::Unreachable(error.to_string()), None),
-        };
-        let segment = path_segment(&chat);
-        let mut steps: Vec<(reqwest::Method, String, Value)> = Vec::new();
-        if change.leave {
-            steps.push((reqwest::Method::POST, format!("/chat/{segment}/leave"), json!({})));
-        }
-        if let Some(name) = &change.name {
-            steps.push((reqwest::Method::PUT, format!("/chat/{segment}"), json!({"displayName": name})));
-        }
-        for (verb, phones) in [("add", &change.add), ("remove", &change.remove)] {
-            for phone in phones {
-                steps.push((
-                    reqwest::Method::POST,
-                    format!("/chat/{segment}/participant/{verb}"),
-                    json!({"address": phone}),
-                ));
-            }
-        }
-        let mut applied = false;
-        let mut last_status = None;
-        for (method, path, body) in steps {
-            let (status, envelope) = match self.call(self.request(method, line, &path).json(&body)).await {
-                Ok(answer) => answer,
-                Err(error) => {
-                    let outcome = match classify_error(&error) {
-                        SendOutcome::Unreachable(_) | SendOutcome::RetryLater if applied => SendOutcome::Unknown(
-                            "part of the change went through before the Mac stopped answering".into(),
-                        ),
-                        outcome => outcome,
-                    };
-                    return done(outcome, last_status);
-                }
-            };
-            last_status = Some(status.as_u16());
-            if status.is_success() {
-                applied = true;
-                continue;
-            }
-            let reason = envelope.reason();
-            let outcome = if (status.is_server_error() && !reason.contains("Private API")) || applied {
-                SendOutcome::Unknown(format!("the BlueBubbles Server answered {status}: {reason}"))
-            } else {
-                SendOutcome::Rejected(format!("the BlueBubbles Server refused it: {reason}"))
-            };
-            return done(outcome, last_status);
-        }
-        done(SendOutcome::Accepted, last_status)
+        self.apply_group_change(line, change).await
     }
 
     /// Whether the chat now shows the change (`GET /chat/:guid?with=participants`). A change not
@@ -761,59 +516,7 @@ impl LineAdapter for BlueBubbles {
     }
 
     async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
-        let change = match crate::db::group_changes::get(&self.db, change_id).await {
-            Ok(Some(change)) => change,
-            Ok(None) => return StatusLookup::NotFound,
-            Err(error) => return StatusLookup::Failed(error.to_string()),
-        };
-        let chat = match self.group_chat(line, group_id).await {
-            Ok(Some(chat)) => chat,
-            Ok(None) => return StatusLookup::NotFound,
-            Err(error) => return StatusLookup::Failed(error.to_string()),
-        };
-        if change.leave {
-            // The server answers a leave at once and keeps no trace of it that can be read back.
-            if clock::now_ms() - change.created_at < self.grace() {
-                return StatusLookup::Failed("a leave cannot be checked on the Mac yet".into());
-            }
-            let reason = "the Mac's answer was lost and a BlueBubbles Server cannot be asked whether the line left: \
-                          leave again (leaving twice does no harm)";
-            return StatusLookup::Known(StatusAnswer {
-                id: change_id.to_string(),
-                status: "failed".into(),
-                reason: Some(reason.into()),
-            });
-        }
-        let request = self
-            .request(reqwest::Method::GET, line, &format!("/chat/{}", path_segment(&chat)))
-            .query(&[("with", "participants")]);
-        let (status, envelope) = match self.call(request).await {
-            Ok(answer) => answer,
-            Err(error) => return StatusLookup::Failed(describe(&error)),
-        };
-        if !status.is_success() {
-            return StatusLookup::Failed(format!("the BlueBubbles Server answered {status}: {}", envelope.reason()));
-        }
-        let members: Vec<&str> = envelope.data["participants"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p.get("address").and_then(Value::as_str))
-            .collect();
-        let named = change.name.as_deref().is_none_or(|name| envelope.data["displayName"].as_str() == Some(name));
-        let shown = named
-            && change.add.iter().all(|p| members.contains(&p.as_str()))
-            && !change.remove.iter().any(|p| members.contains(&p.as_str()));
-        let answer = |status: &str, reason: Option<String>| {
-            StatusLookup::Known(StatusAnswer { id: change_id.to_string(), status: status.into(), reason })
-        };
-        if shown {
-            answer("applied", None)
-        } else if clock::now_ms() - change.created_at < self.grace() {
-            StatusLookup::Failed("the Mac does not show the change yet".into())
-        } else {
-            answer("failed", Some("the Mac did not apply the change".into()))
-        }
+        self.group_change_shown(line, group_id, change_id).await
     }
 
     /// Registers msgline's webhook unless the server has it already.
@@ -851,113 +554,7 @@ impl LineAdapter for BlueBubbles {
     }
 
     async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
-        let delivery: Value = serde_json::from_slice(hook.body)
-            .map_err(|e| HookError::Malformed(format!("not a BlueBubbles webhook: {e}")))?;
-        let kind = delivery.get("type").and_then(Value::as_str).unwrap_or_default();
-        let data = delivery.get("data").cloned().unwrap_or(Value::Null);
-        let message = MacMessage(&data);
-        if kind == "typing-indicator" {
-            // `{display, guid}`: the chat's guid; the server reports 1:1 chats only.
-            let chat = data.get("guid").and_then(Value::as_str).unwrap_or_default();
-            let Some((_, from)) = chat.split_once(";-;") else { return Ok(Vec::new()) };
-            let typing = data.get("display").and_then(Value::as_bool).unwrap_or(false);
-            return Ok(vec![BridgeEvent {
-                id: format!("bluebubbles:typing:{chat}:{typing}:{}", clock::now_ms()),
-                payload: BridgeEventPayload::Typing { from: from.to_string(), chat: None, typing },
-            }]);
-        }
-        let Some(guid) = message.guid() else {
-            // Read-state changes carry no message: nothing msgline shows.
-            return Ok(Vec::new());
-        };
-        let storage = |e: sqlx::Error| HookError::Malformed(format!("could not read the line's records: {e}"));
-        // A group's rename or membership change is a message row of its own (`itemType` 1, 2 or
-        // 3, no text): reported as its own event, never as a text.
-        let group_event = message.0.get("itemType").and_then(Value::as_i64).unwrap_or(0) != 0;
-        if matches!(kind, "participant-added" | "participant-removed" | "participant-left" | "group-name-change") {
-            return self.group_changed(line, kind, &message, guid).await.map_err(storage);
-        }
-        if group_event {
-            return Ok(Vec::new());
-        }
-        match kind {
-            "new-message" if !message.is_from_me() => {
-                let Some(from) = message.0.get("handle").and_then(|h| h.get("address")).and_then(Value::as_str) else {
-                    return Err(HookError::Malformed("new-message without handle.address".into()));
-                };
-                if let Some(associated) = message.str("associatedMessageGuid").filter(|g| !g.is_empty()) {
-                    // A tapback: `associatedMessageType` names it (`love`, `-love` to take it back);
-                    // other associated messages (stickers, edits) are not carried.
-                    let kind = message.str("associatedMessageType").unwrap_or_default();
-                    let (removed, tapback) = match kind.strip_prefix('-') {
-                        Some(rest) => (true, rest),
-                        None => (false, kind),
-                    };
-                    if tapback.parse::<crate::domain::lifecycle::Tapback>().is_err() {
-                        return Ok(Vec::new());
-                    }
-                    let chat = match message.chat().filter(|c| is_group_chat(c)) {
-                        Some(chat) => bridge_refs::local_for(&self.db, &line.id, chat).await.map_err(storage)?,
-                        None => None,
-                    };
-                    return Ok(vec![BridgeEvent {
-                        id: format!("bluebubbles:in:{guid}"),
-                        payload: BridgeEventPayload::Reaction {
-                            from: from.to_string(),
-                            target: target_guid(associated).to_string(),
-                            reaction: tapback.to_string(),
-                            removed,
-                            chat,
-                            message_id: Some(guid.to_string()),
-                        },
-                    }]);
-                }
-                let chat_guid = message.chat();
-                let chat = match chat_guid.filter(|c| is_group_chat(c)) {
-                    Some(chat) => bridge_refs::local_for(&self.db, &line.id, chat).await.map_err(storage)?,
-                    None => None,
-                };
-                let sms = message.0.get("handle").and_then(|h| h.get("service")).and_then(Value::as_str) == Some("SMS")
-                    || chat_guid.is_some_and(|c| c.starts_with("SMS;"));
-                let body = message.str("text").unwrap_or_default().replace('\u{fffc}', "").trim().to_string();
-                // Its files, fetched by their guid from the server's download route.
-                let attachments: Vec<crate::bridge::InboundFile> = message
-                    .0
-                    .get("attachments")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|a| {
-                        let guid = a.get("guid").and_then(Value::as_str)?;
-                        let filename = a.get("transferName").and_then(Value::as_str).map(str::to_string);
-                        Some(crate::bridge::InboundFile { url: guid.to_string(), filename, stored: None })
-                    })
-                    .collect();
-                Ok(vec![BridgeEvent {
-                    id: format!("bluebubbles:in:{guid}"),
-                    payload: BridgeEventPayload::Inbound {
-                        from: from.to_string(),
-                        body,
-                        chat,
-                        channel: if sms { "sms".into() } else { "imessage".into() },
-                        message_id: Some(guid.to_string()),
-                        attachments,
-                    },
-                }])
-            }
-            "new-message" | "updated-message" | "message-send-error" => {
-                let Some(id) = self.our_id(line, &message).await.map_err(storage)? else {
-                    // A message sent from the Mac itself, not through msgline.
-                    return Ok(Vec::new());
-                };
-                let (status, reason) = message.status();
-                Ok(vec![BridgeEvent {
-                    id: format!("bluebubbles:{status}:{guid}"),
-                    payload: BridgeEventPayload::MessageStatus { message_id: id, status: status.into(), reason },
-                }])
-            }
-            _ => Ok(Vec::new()),
-        }
+        self.read_webhook(line, hook).await
     }
 }
 

@@ -1,0 +1,424 @@
+//! Shared commits on SQLite, run on a thread of their own with a direct connection to the file.
+//!
+//! Through sqlx every statement is a hand-off between the async task and the connection's
+//! worker thread, and with a single writer those hand-offs, not the statements, set how many
+//! messages a second the file can take. Here a whole group of requests' batches is one
+//! hand-off: the committer thread runs every statement from its cache of prepared statements
+//! and commits once.
+//!
+//! SQLite takes one writer at a time. The committer keeps to that by holding the pool's only
+//! writer connection while its thread writes, so sqlx writes and shared commits queue for the
+//! same connection and never meet in SQLite's busy handler.
+//!
+//! A third connection, on a thread of its own, checkpoints the log four times a second without
+//! taking the write lock, so no request waits for a checkpoint's fsync; and keeps the log's size
+//! bounded, with the committer's help (see [`checkpoint::Checkpoints`]).
+
+use std::{borrow::Cow, path::PathBuf};
+
+use rusqlite::{Connection, ffi};
+use sqlx::AnyPool;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Arg, group_commit::MAX_GROUP};
+
+mod checkpoint;
+use checkpoint::{CHECKPOINT_EVERY, CHECKPOINTER_PRAGMAS, COMMITTER_PATIENCE, Checkpoints, LOG_LIMIT_PAGES};
+
+/// What every connection that writes to the file sets. A writer waits up to 30 s for another
+/// process that holds the file's write lock (a bench's seeder, an operator's `sqlite3`) instead
+/// of failing with `database is locked`. Checkpoints (copying the write-ahead
+/// log back into the database file, with an fsync) run on a thread of their own instead of
+/// inside whichever commit crosses the log's size limit. A log file left longer than 128 MiB
+/// (twice [`checkpoint::LOG_LIMIT_PAGES`]) is cut back to that when the log starts over.
+pub const WRITER_PRAGMAS: &str = "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+     PRAGMA busy_timeout = 30000; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 134217728;";
+
+/// Each connection here is used by one thread at a time, so SQLite's own per-call mutex is
+/// left out.
+fn open_flags() -> rusqlite::OpenFlags {
+    rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+}
+
+/// The file behind a `sqlite://` URL, or `None` for an in-memory database (which a second
+/// connection could not see).
+pub fn file_of(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or_default();
+    (!path.is_empty() && !path.contains(":memory:")).then(|| PathBuf::from(path))
+}
+
+/// One request's work in a shared commit: it runs on the committer thread, and is answered
+/// once the commit is durable (or has failed). A unit may run more than once: when another
+/// unit of its group fails, the group is rolled back and run again (see [`commit_group`]).
+pub trait Unit: Send {
+    fn run(&mut self, conn: &Connection) -> rusqlite::Result<()>;
+    fn answer(self: Box<Self>, result: sqlx::Result<()>);
+}
+
+struct Typed<F, T> {
+    work: F,
+    output: Option<T>,
+    done: oneshot::Sender<sqlx::Result<T>>,
+}
+
+impl<F, T> Unit for Typed<F, T>
+where
+    F: FnMut(&Connection) -> rusqlite::Result<T> + Send,
+    T: Send,
+{
+    fn run(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        self.output = Some((self.work)(conn)?);
+        Ok(())
+    }
+
+    fn answer(self: Box<Self>, result: sqlx::Result<()>) {
+        let Typed { output, done, .. } = *self;
+        let _ = done.send(result.and_then(|()| output.ok_or(sqlx::Error::WorkerCrashed)));
+    }
+}
+
+/// The units one commit carries, and the signal that the commit is over.
+type Group = (Vec<Box<dyn Unit>>, oneshot::Sender<()>);
+
+/// A unit of work and where its answer arrives.
+pub fn unit<T: Send + 'static>(
+    work: impl FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
+) -> (Box<dyn Unit>, oneshot::Receiver<sqlx::Result<T>>) {
+    let (done, answer) = oneshot::channel();
+    (Box::new(Typed { work, output: None, done }), answer)
+}
+
+/// Opens the committer's connection and starts its thread; returns the lane's queue.
+pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::Result<mpsc::Sender<Box<dyn Unit>>> {
+    let conn = Connection::open_with_flags(file, open_flags())
+        .map_err(|e| anyhow::anyhow!("cannot open the SQLite database for shared commits: {e}"))?;
+    conn.execute_batch(WRITER_PRAGMAS)?;
+    // Savepoints keep their undo pages in memory, not in a temporary file written page by page.
+    conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -4000;")?;
+    conn.set_prepared_statement_cache_capacity(128);
+    let checkpoints = Connection::open_with_flags(file, open_flags())?;
+    checkpoints.execute_batch(CHECKPOINTER_PRAGMAS)?;
+    let shared = std::sync::Arc::new(Checkpoints::default());
+    let watched = std::sync::Arc::downgrade(&shared);
+    let (work, groups) = std::sync::mpsc::channel::<Group>();
+    std::thread::Builder::new().name("msgline-commit".into()).spawn(move || {
+        while let Ok((units, finished)) = groups.recv() {
+            commit_group(&conn, units);
+            // The lane still holds the writer: no sqlx write runs meanwhile.
+            shared.after_commit(&conn);
+            let _ = finished.send(());
+        }
+    })?;
+    std::thread::Builder::new().name("msgline-checkpoint".into()).spawn(move || {
+        loop {
+            std::thread::sleep(CHECKPOINT_EVERY);
+            let Some(shared) = watched.upgrade() else { break };
+            if let Err(error) = shared.turn(&checkpoints, LOG_LIMIT_PAGES, COMMITTER_PATIENCE) {
+                tracing::warn!(error = %error, "WAL checkpoint failed");
+            }
+        }
+    })?;
+    let (units, rx) = mpsc::channel(depth);
+    tokio::spawn(lane(writer, rx, work));
+    Ok(units)
+}
+
+async fn lane(writer: AnyPool, mut rx: mpsc::Receiver<Box<dyn Unit>>, work: std::sync::mpsc::Sender<Group>) {
+    let mut group = Vec::with_capacity(MAX_GROUP);
+    while rx.recv_many(&mut group, MAX_GROUP).await > 0 {
+        let units: Vec<Box<dyn Unit>> = std::mem::take(&mut group);
+        // The write lock: no sqlx write runs while the committer's thread writes.
+        let held = match writer.acquire().await {
+            Ok(conn) => conn,
+            Err(error) => {
+                tracing::error!(error = %error, "group commit could not take the writer");
+                for unit in units {
+                    unit.answer(Err(sqlx::Error::PoolTimedOut));
+                }
+                continue;
+            }
+        };
+        let (finished, wait) = oneshot::channel();
+        if work.send((units, finished)).is_err() {
+            break;
+        }
+        let _ = wait.await;
+        drop(held);
+    }
+}
+
+/// Answers every unit with the same failure.
+fn fail_all(units: impl IntoIterator<Item = Box<dyn Unit>>, error: rusqlite::Error) {
+    let error = into_sqlx(error).to_string();
+    for unit in units {
+        unit.answer(Err(sqlx::Error::Protocol(error.clone())));
+    }
+}
+
+/// Runs every unit in one transaction and answers each once the commit is durable.
+///
+/// The units first run one after another with nothing in between: almost every group commits
+/// whole. If one fails, the transaction is rolled back and the group runs again with each unit
+/// inside a savepoint, so that a failing unit is rolled back alone and every unit gets its own
+/// answer. (A savepoint copies each page its unit changes; paying that only for a group with a
+/// failure leaves the committer's time to the statements themselves.)
+fn commit_group(conn: &Connection, mut units: Vec<Box<dyn Unit>>) {
+    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+        return fail_all(units, error);
+    }
+    match units.iter_mut().try_for_each(|unit| unit.run(conn)) {
+        Ok(()) => match conn.execute_batch("COMMIT") {
+            Ok(()) => units.into_iter().for_each(|unit| unit.answer(Ok(()))),
+            Err(error) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                fail_all(units, error);
+            }
+        },
+        Err(error) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            match <[_; 1]>::try_from(units) {
+                Ok([unit]) => unit.answer(Err(into_sqlx(error))),
+                Err(units) => commit_each_in_savepoint(conn, units),
+            }
+        }
+    }
+}
+
+/// Runs every unit in one transaction, each within a savepoint so that a failing unit is rolled
+/// back alone; answers each once the commit is durable.
+fn commit_each_in_savepoint(conn: &Connection, units: Vec<Box<dyn Unit>>) {
+    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+        return fail_all(units, error);
+    }
+    let mut outcomes = Vec::with_capacity(units.len());
+    for mut unit in units {
+        let outcome = conn.execute_batch("SAVEPOINT unit").and_then(|()| match unit.run(conn) {
+            Ok(()) => conn.execute_batch("RELEASE unit").map(|()| Ok(())),
+            Err(error) => conn.execute_batch("ROLLBACK TO unit; RELEASE unit").map(|()| Err(into_sqlx(error))),
+        });
+        match outcome {
+            Ok(result) => outcomes.push((unit, result)),
+            Err(error) => {
+                // The transaction itself is broken: nothing of it is kept.
+                let _ = conn.execute_batch("ROLLBACK");
+                return fail_all(outcomes.into_iter().map(|(unit, _)| unit).chain([unit]), error);
+            }
+        }
+    }
+    match conn.execute_batch("COMMIT") {
+        Ok(()) => {
+            for (unit, result) in outcomes {
+                unit.answer(result);
+            }
+        }
+        Err(error) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            fail_all(outcomes.into_iter().map(|(unit, _)| unit), error);
+        }
+    }
+}
+
+/// Most arguments a statement may have and still be kept prepared on its connection. Longer ones
+/// are built for a list of rows or ids (a webhook fan-out writes up to 400 rows in one), a text
+/// for each length: kept, they filled the statement cache with megabytes of one-off programs and
+/// pushed out the few statements every send and status move runs, which were then prepared
+/// again each time.
+const MOST_CACHED_ARGS: usize = 32;
+
+/// A prepared statement: kept on the connection for the next use, or for this one only.
+pub enum Prepared<'c> {
+    Cached(rusqlite::CachedStatement<'c>),
+    Once(rusqlite::Statement<'c>),
+}
+
+impl<'c> std::ops::Deref for Prepared<'c> {
+    type Target = rusqlite::Statement<'c>;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Prepared::Cached(statement) => statement,
+            Prepared::Once(statement) => statement,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Prepared<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Prepared::Cached(statement) => statement,
+            Prepared::Once(statement) => statement,
+        }
+    }
+}
+
+/// A prepared statement with `$N` bound to the N-th argument.
+pub fn bound<'c>(conn: &'c Connection, sql: &str, args: &[Arg]) -> rusqlite::Result<Prepared<'c>> {
+    /// `$1`, `$2`, …: the names of the parameters most statements have, made once.
+    static NAMES: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| (1..=MOST_CACHED_ARGS).map(|n| format!("${n}")).collect());
+    let mut statement = if args.len() <= MOST_CACHED_ARGS {
+        Prepared::Cached(conn.prepare_cached(sql)?)
+    } else {
+        Prepared::Once(conn.prepare(sql)?)
+    };
+    for (n, arg) in args.iter().enumerate() {
+        let index = match NAMES.get(n) {
+            Some(name) => statement.parameter_index(name)?,
+            None => statement.parameter_index(&format!("${}", n + 1))?,
+        };
+        let Some(index) = index else { continue };
+        match arg {
+            Arg::Text(value) => statement.raw_bind_parameter(index, value.as_deref())?,
+            Arg::Int(value) => statement.raw_bind_parameter(index, *value)?,
+        }
+    }
+    Ok(statement)
+}
+
+/// The rows of a query, each read through `map`.
+pub fn rows<T>(
+    conn: &Connection,
+    sql: &str,
+    args: &[Arg],
+    map: impl Fn(&rusqlite::Row<'_>) -> sqlx::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut statement = bound(conn, sql, args)?;
+    let mut rows = statement.raw_query();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(map(row).map_err(decode_error)?);
+    }
+    Ok(out)
+}
+
+/// Runs a batch's statements in order.
+pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()> {
+    // Rows the previous statement changed: what `changes()` would answer.
+    let mut changed = 0;
+    for statement in batch.statements() {
+        changed = match &statement.if_changed {
+            // An insert that waits for its update: the count is at hand.
+            Some(insert) if changed > 0 => bound(conn, insert, &statement.args)?.raw_execute()?,
+            Some(_) => 0,
+            None => bound(conn, &statement.sql, &statement.args)?.raw_execute()?,
+        };
+    }
+    Ok(())
+}
+
+/// Reads on connections of their own, each query on a blocking thread: one hand-off per query
+/// where sqlx makes one per row, and rows read straight into the caller's type.
+pub struct Readers {
+    file: PathBuf,
+    idle: std::sync::Mutex<Vec<Connection>>,
+    /// Queries running at once: as many as there are connections, so memory stays bounded.
+    running: tokio::sync::Semaphore,
+}
+
+/// Reader connections, and queries at once.
+const READERS: usize = 4;
+
+impl Readers {
+    pub fn new(file: PathBuf) -> Self {
+        Self { file, idle: Default::default(), running: tokio::sync::Semaphore::new(READERS) }
+    }
+
+    fn open(&self) -> rusqlite::Result<Connection> {
+        let conn = Connection::open_with_flags(&self.file, open_flags())?;
+        conn.execute_batch(super::SQLITE_READER_PRAGMAS)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    }
+
+    /// The rows of one query, each read through `map`.
+    pub async fn query<T: Send + 'static>(
+        self: &std::sync::Arc<Self>,
+        sql: String,
+        args: Vec<Arg>,
+        map: fn(&dyn super::Columns) -> sqlx::Result<T>,
+    ) -> sqlx::Result<Vec<T>> {
+        let readers = self.clone();
+        let _running = self.running.acquire().await.map_err(|_| sqlx::Error::PoolClosed)?;
+        tokio::task::spawn_blocking(move || {
+            let idle = readers.idle.lock().expect("reader pool lock").pop();
+            let conn = match idle {
+                Some(conn) => conn,
+                None => readers.open().map_err(into_sqlx)?,
+            };
+            let result = rows(&conn, &sql, &args, |row| map(row)).map_err(into_sqlx);
+            let mut idle = readers.idle.lock().expect("reader pool lock");
+            if idle.len() < READERS {
+                idle.push(conn);
+            }
+            result
+        })
+        .await
+        .map_err(|_| sqlx::Error::WorkerCrashed)?
+    }
+}
+
+/// A row that could not be read, as the committer thread reports it.
+fn decode_error(error: sqlx::Error) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Null, Box::new(error))
+}
+
+/// A failed statement, in the form the rest of the storage layer reads errors in.
+#[derive(Debug)]
+struct Failure {
+    message: String,
+    /// SQLite's extended result code.
+    code: Option<i32>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl sqlx::error::DatabaseError for Failure {
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn code(&self) -> Option<Cow<'_, str>> {
+        self.code.map(|code| Cow::Owned(code.to_string()))
+    }
+
+    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> sqlx::error::ErrorKind {
+        match self.code {
+            Some(ffi::SQLITE_CONSTRAINT_UNIQUE | ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => {
+                sqlx::error::ErrorKind::UniqueViolation
+            }
+            Some(ffi::SQLITE_CONSTRAINT_FOREIGNKEY) => sqlx::error::ErrorKind::ForeignKeyViolation,
+            Some(ffi::SQLITE_CONSTRAINT_NOTNULL) => sqlx::error::ErrorKind::NotNullViolation,
+            Some(ffi::SQLITE_CONSTRAINT_CHECK) => sqlx::error::ErrorKind::CheckViolation,
+            _ => sqlx::error::ErrorKind::Other,
+        }
+    }
+}
+
+fn into_sqlx(error: rusqlite::Error) -> sqlx::Error {
+    let code = match &error {
+        rusqlite::Error::SqliteFailure(failure, _) => Some(failure.extended_code),
+        _ => None,
+    };
+    sqlx::Error::Database(Box::new(Failure { message: error.to_string(), code }))
+}
+
+#[cfg(test)]
+mod tests;
