@@ -45,6 +45,44 @@ fn from_row(row: &AnyRow) -> sqlx::Result<Conversation> {
     })
 }
 
+/// What a send to one phone on a line needs to know of its recipient before it writes, as the
+/// tables stand.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recipient {
+    /// The number texted STOP to the line (the organisation's opt-out).
+    pub opted_out: bool,
+    pub contact_id: Option<String>,
+    /// The contact's iMessage reachability, if it was ever learned.
+    pub reachable: Option<bool>,
+    /// The contact's direct conversation on the line.
+    pub conversation_id: Option<String>,
+}
+
+/// [`Recipient`] in one read, through the readers of their own: a first send to a number
+/// otherwise reads the opt-outs, the contact's reachability and the thread one after another.
+pub async fn recipient(db: &Db, org_id: &str, line_id: &str, phone: &str) -> sqlx::Result<Recipient> {
+    let rows = db
+        .read_rows(
+            "SELECT (SELECT COUNT(*) FROM opt_outs o WHERE o.org_id = $1 AND o.line_id = $2 AND o.phone = $3) \
+             AS opted_out, ct.id AS contact_id, ct.imessage_reachable AS reachable, \
+             (SELECT c.id FROM conversations c WHERE c.org_id = $1 AND c.line_id = $2 AND c.contact_id = ct.id \
+             AND c.kind = 'direct') AS conversation_id \
+             FROM (SELECT 1 AS one) AS one LEFT JOIN contacts ct ON ct.org_id = $1 AND ct.phone = $3"
+                .into(),
+            vec![org_id.into(), line_id.into(), phone.into()],
+            |row| {
+                Ok(Recipient {
+                    opted_out: row.int("opted_out")? > 0,
+                    contact_id: row.opt_text("contact_id")?,
+                    reachable: row.opt_int("reachable")?.map(|v| v != 0),
+                    conversation_id: row.opt_text("conversation_id")?,
+                })
+            },
+        )
+        .await?;
+    Ok(rows.into_iter().next().unwrap_or_default())
+}
+
 /// The organisation's contact with this phone and its direct conversation on the line, each
 /// if it exists (contact id, conversation id); read without the writer.
 pub async fn find_direct(

@@ -55,11 +55,11 @@ pub async fn first_opted_out(db: &Db, org_id: &str, line_id: &str, phones: &[&st
     }
     let marks = (0..phones.len()).map(|i| format!("${}", i + 3)).collect::<Vec<_>>().join(", ");
     let sql = format!("SELECT phone FROM opt_outs WHERE org_id = $1 AND line_id = $2 AND phone IN ({marks}) LIMIT 1");
-    let mut query = sqlx::query(&sql).bind(org_id).bind(line_id);
-    for phone in phones {
-        query = query.bind(*phone);
-    }
-    query.fetch_optional(db.reader()).await?.map(|row| row.try_get(0)).transpose()
+    let mut args: Vec<super::Arg> = vec![org_id.into(), line_id.into()];
+    args.extend(phones.iter().map(|phone| (*phone).into()));
+    // Read on every send: through the readers of their own.
+    let rows = db.read_rows(sql, args, |row| row.text("phone")).await?;
+    Ok(rows.into_iter().next())
 }
 
 /// Whether the number is opted out on the line, read inside a transaction.

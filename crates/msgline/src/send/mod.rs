@@ -183,7 +183,7 @@ pub async fn submit(
     // A key's earlier send is not looked for first: the message's unique key refuses a second
     // one, and the refusal looks. A request that would be refused now looks before answering,
     // so that a replay answers what the first request got whatever has changed since.
-    let target = match resolve::resolve(state, principal, &input).await {
+    let mut target = match resolve::resolve(state, principal, &input).await {
         Ok(target) => target,
         Err(error) => {
             return match prior(state, principal, idempotency.as_ref()).await? {
@@ -282,6 +282,7 @@ pub async fn submit(
                     return Err(error.into());
                 }
                 retried = true;
+                target.read_again();
             }
             Err(error) => return Err(error.into()),
         }

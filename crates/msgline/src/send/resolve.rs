@@ -31,8 +31,9 @@ pub struct Target {
 
 #[derive(Debug, Clone)]
 pub enum Destination {
-    /// One phone; the contact and the conversation are found or created when written.
-    Direct { phone: E164, contact_id: Option<String>, conversation_id: Option<String> },
+    /// One phone; the contact and the conversation are found or created when written. `read`:
+    /// both were looked for while resolving, so what is missing does not exist yet.
+    Direct { phone: E164, contact_id: Option<String>, conversation_id: Option<String>, read: bool },
     /// An existing group conversation.
     Group { conversation: Conversation },
 }
@@ -74,6 +75,12 @@ impl ThreadCache {
         known.insert((org_id.to_string(), phone.to_string()), (reachable, std::time::Instant::now()));
     }
 
+    /// Whether the direct thread with `phone` on the line is known here.
+    fn knows(&self, org_id: &str, line_id: &str, phone: &str) -> bool {
+        let key = (org_id.to_string(), line_id.to_string(), phone.to_string());
+        self.entries.read().expect("thread cache lock").contains_key(&key)
+    }
+
     pub fn get(&self, org_id: &str, target: &Target) -> Option<(String, Option<String>)> {
         let Destination::Direct { phone, .. } = &target.destination else { return None };
         if target.learned_reachability.is_some() {
@@ -100,6 +107,14 @@ impl ThreadCache {
 }
 
 impl Target {
+    /// After a commit that another request's contact or conversation broke: what was read while
+    /// resolving is read again when the thread is staged.
+    pub fn read_again(&mut self) {
+        if let Destination::Direct { read, .. } = &mut self.destination {
+            *read = false;
+        }
+    }
+
     /// The thread of a send that shares a commit: (conversation id, contact id) as they stand,
     /// read without the writer, with whichever of the two is missing staged into `batch`. If
     /// another request creates the same contact or conversation first, the commit fails with a
@@ -111,12 +126,15 @@ impl Target {
         org_id: &str,
         now: i64,
     ) -> ApiResult<(String, Option<String>)> {
-        let (phone, contact_id, conversation_id) = match &self.destination {
+        let (phone, contact_id, conversation_id, read) = match &self.destination {
             Destination::Group { conversation } => return Ok((conversation.id.clone(), None)),
-            Destination::Direct { phone, contact_id, conversation_id } => (phone, contact_id, conversation_id),
+            Destination::Direct { phone, contact_id, conversation_id, read } => {
+                (phone, contact_id, conversation_id, read)
+            }
         };
         let (found_contact, found_conversation) = match (contact_id, conversation_id) {
             (Some(contact), Some(conversation)) => (Some(contact.clone()), Some(conversation.clone())),
+            _ if *read => (contact_id.clone(), conversation_id.clone()),
             _ => {
                 let (found_contact, found_conversation) =
                     db::conversations::find_direct(db, org_id, &self.line.id, phone.as_str()).await?;
@@ -198,12 +216,16 @@ pub async fn resolve_line(
 pub async fn refuse_opted_out(state: &AppState, org_id: &str, line_id: &str, phones: &[&str]) -> ApiResult<()> {
     match db::opt_outs::first_opted_out(&state.db, org_id, line_id, phones).await? {
         None => Ok(()),
-        Some(phone) => Err(ApiError::conflict(
-            "recipient_opted_out",
-            format!("{phone} opted out of messages from this line (it texted STOP); it must text START first"),
-        )
-        .with("phone", phone)),
+        Some(phone) => Err(opted_out(&phone)),
     }
+}
+
+fn opted_out(phone: &str) -> ApiError {
+    ApiError::conflict(
+        "recipient_opted_out",
+        format!("{phone} opted out of messages from this line (it texted STOP); it must text START first"),
+    )
+    .with("phone", phone)
 }
 
 /// Resolves line, destination and channel for a send.
@@ -258,7 +280,7 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
     if let Some(contact) = &contact {
         agree("contact_id", &contact.phone)?;
     }
-    let destination = match conversation {
+    let mut destination = match conversation {
         Some(conversation) if conversation.kind == ConversationKind::Group => {
             if phone.is_some() {
                 return Err(ApiError::invalid("conversation_id", "a group conversation takes no to or contact_id"));
@@ -280,6 +302,7 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
                 phone: phone.clone().expect("a direct conversation has its participant"),
                 contact_id: conversation.contact_id.clone(),
                 conversation_id: Some(conversation.id.clone()),
+                read: false,
             }
         }
         None => {
@@ -289,16 +312,40 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
             if phone.as_str() == line.e164 {
                 return Err(ApiError::invalid("to", "a line cannot send to its own number"));
             }
-            Destination::Direct { phone, contact_id: contact.as_ref().map(|c| c.id.clone()), conversation_id: None }
+            Destination::Direct {
+                phone,
+                contact_id: contact.as_ref().map(|c| c.id.clone()),
+                conversation_id: None,
+                read: false,
+            }
         }
     };
 
-    let phones: Vec<&str> = match &destination {
-        Destination::Direct { phone, .. } => vec![phone.as_str()],
-        Destination::Group { conversation } => conversation.participants.iter().map(String::as_str).collect(),
-    };
-    refuse_opted_out(state, org, &line.id, &phones).await?;
-    let (channel, learned_reachability) = choose_channel(state, org, &line, &destination, input).await?;
+    // What the tables say of the contact's reachability, when it was read here.
+    let mut stored_reachability = None;
+    match &mut destination {
+        // A first send to the number (on this server): one read for everything it needs.
+        Destination::Direct { phone, contact_id, conversation_id, read }
+            if conversation_id.is_none() && !state.threads.knows(org, &line.id, phone.as_str()) =>
+        {
+            let found = db::conversations::recipient(&state.db, org, &line.id, phone.as_str()).await?;
+            if found.opted_out {
+                return Err(opted_out(phone.as_str()));
+            }
+            // The contact the request named is the one with its phone.
+            *contact_id = contact_id.take().or(found.contact_id);
+            *conversation_id = found.conversation_id;
+            *read = true;
+            stored_reachability = Some(found.reachable);
+        }
+        Destination::Direct { phone, .. } => refuse_opted_out(state, org, &line.id, &[phone.as_str()]).await?,
+        Destination::Group { conversation } => {
+            let phones: Vec<&str> = conversation.participants.iter().map(String::as_str).collect();
+            refuse_opted_out(state, org, &line.id, &phones).await?;
+        }
+    }
+    let (channel, learned_reachability) =
+        choose_channel(state, org, &line, &destination, input, stored_reachability).await?;
     if !input.attachments.is_empty() {
         let capabilities = state.lines.capabilities(&line).await;
         if capabilities.is_some_and(|c| !c.media) {
@@ -320,6 +367,7 @@ async fn choose_channel(
     line: &Line,
     destination: &Destination,
     input: &SendInput,
+    stored: Option<Option<bool>>,
 ) -> ApiResult<(Channel, Option<bool>)> {
     let capabilities = state.lines.capabilities(line).await;
     let poll_refusal = || {
@@ -359,7 +407,7 @@ async fn choose_channel(
     if !line_has_imessage {
         return if input.imessage_only { Err(poll_refusal()) } else { Ok((Channel::Sms, None)) };
     }
-    let (reachable, learned) = reachability(state, org_id, line, phone).await?;
+    let (reachable, learned) = reachability(state, org_id, line, phone, stored).await?;
     match reachable {
         Some(true) => Ok((Channel::Imessage, learned)),
         Some(false) if input.imessage_only => Err(poll_refusal()),
@@ -371,17 +419,23 @@ async fn choose_channel(
 }
 
 /// Whether `phone` is reachable over iMessage: remembered on the contact, else asked of the
-/// bridge. Returns the answer and, when the bridge was asked, what to remember.
+/// bridge. Returns the answer and, when the bridge was asked, what to remember. `stored`: what
+/// the contact row said, if it was read already.
 async fn reachability(
     state: &AppState,
     org_id: &str,
     line: &Line,
     phone: &E164,
+    stored: Option<Option<bool>>,
 ) -> ApiResult<(Option<bool>, Option<bool>)> {
     if let Some(known) = state.threads.reachable(org_id, phone.as_str()) {
         return Ok((Some(known), None));
     }
-    if let Some(known) = db::contacts::reachability_by_phone(&state.db, org_id, phone.as_str()).await? {
+    let stored = match stored {
+        Some(stored) => stored,
+        None => db::contacts::reachability_by_phone(&state.db, org_id, phone.as_str()).await?,
+    };
+    if let Some(known) = stored {
         state.threads.note_reachable(org_id, phone.as_str(), known);
         return Ok((Some(known), None));
     }

@@ -108,6 +108,40 @@ async fn stop_opts_the_number_out_with_a_reply_and_every_kind_of_send_is_refused
 }
 
 #[tokio::test]
+async fn a_number_that_texted_stop_before_any_send_is_refused_on_the_first_and_others_are_written_once() {
+    let app = spawn_app().await;
+    let line = app.default_line().await;
+    let key = &app.org.key;
+    // The first send to a number reads its opt-out, contact and thread together: this number
+    // never had a send, only its STOP, which made its contact and conversation.
+    line.inbound(FRIEND, "STOP").await;
+    replied(&line, FRIEND, "unsubscribed").await;
+    let before = (count(&app, "messages").await, count(&app, "conversations").await, count(&app, "contacts").await);
+    let answer = app.post("/messages", key, json!({"to": FRIEND, "body": "hello"})).await.expect_error(
+        409,
+        "recipient_opted_out",
+        None,
+    );
+    assert_eq!(answer["phone"], FRIEND);
+    let after = (count(&app, "messages").await, count(&app, "conversations").await, count(&app, "contacts").await);
+    assert_eq!(before, after);
+
+    // A contact made through the API, with no conversation yet: the send uses it and makes one
+    // conversation, which the next send (through the cache) uses too.
+    let contact = app.post("/contacts", key, json!({"phone": OTHER, "name": "Bo"})).await.expect(201);
+    let first = app.post("/messages", key, json!({"to": OTHER, "body": "one"})).await.expect(202);
+    let second = app.post("/messages", key, json!({"to": OTHER, "body": "two"})).await.expect(202);
+    assert_eq!(first["message"]["contact_id"], contact["id"]);
+    assert_eq!(first["message"]["conversation_id"], second["message"]["conversation_id"]);
+    let (threads,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM conversations WHERE contact_id = $1")
+        .bind(contact["id"].as_str().unwrap())
+        .fetch_one(app.db().writer())
+        .await
+        .unwrap();
+    assert_eq!(threads, 1);
+}
+
+#[tokio::test]
 async fn help_is_answered_with_the_organisations_text_and_an_opt_in_word_from_a_subscriber_is_a_message() {
     let app = spawn_app().await;
     let line = app.default_line().await;
