@@ -313,12 +313,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Migrate => {
-            let db = Db::connect(&config.database_url).await?;
+            let db = Db::connect_for_command(&config.database_url).await?;
             let applied = db.migrate().await?;
             print_json(&serde_json::json!({"applied": applied}))
         }
         Command::Admin { command } => {
-            let db = Db::connect(&config.database_url).await?;
+            let db = Db::connect_for_command(&config.database_url).await?;
             db.migrate().await?;
             let answer = match command {
                 AdminCommand::Org { command: OrgCommand::Create { name } } => admin::create_org(&db, &name).await?,

@@ -155,7 +155,7 @@ impl Harness {
             let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_string()).unwrap_or(admin_url.clone());
             (format!("{base}/{name}"), None, Some((admin_url, name)))
         };
-        let db = Db::connect(&url).await?;
+        let db = Db::connect_for_command(&url).await?;
         db.migrate().await?;
         let org = admin::create_org(&db, "Bench").await?;
         let org_id = org["org_id"].as_str().unwrap_or_default().to_string();

@@ -54,9 +54,9 @@ pub struct GroupWriter {
 
 impl GroupWriter {
     /// One lane on SQLite's single writer, its statements run by a thread with its own
-    /// connection to `file` (see [`super::native`]).
-    pub fn start_sqlite(writer: AnyPool, file: &std::path::Path) -> anyhow::Result<Self> {
-        let lane = super::native::start(writer, file, 4096)?;
+    /// connection to `file` (see [`super::native`]), with or without a checkpointer.
+    pub fn start_sqlite(writer: AnyPool, file: &std::path::Path, checkpointer: bool) -> anyhow::Result<Self> {
+        let lane = super::native::start(writer, file, 4096, checkpointer)?;
         Ok(Self { lanes: Default::default(), next: Default::default(), native: Some(lane) })
     }
 

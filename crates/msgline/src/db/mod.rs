@@ -83,6 +83,18 @@ const SQLITE_READER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA query_on
 impl Db {
     /// Connects to `sqlite://PATH` (creating the file) or `postgres://...`.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
+        Self::open(url, true).await
+    }
+
+    /// As [`Db::connect`], for a command or the bench's own reads beside a server: on a SQLite
+    /// file it keeps no checkpointer, whose copies would take the checkpoint lock from the
+    /// server's. The server's keeps the log short; with no server, the last connection to close
+    /// copies the log back, as SQLite does.
+    pub async fn connect_for_command(url: &str) -> anyhow::Result<Db> {
+        Self::open(url, false).await
+    }
+
+    async fn open(url: &str, checkpointer: bool) -> anyhow::Result<Db> {
         install_default_drivers();
         if url.starts_with("sqlite:") {
             let file = native::file_of(url);
@@ -124,7 +136,7 @@ impl Db {
                 })
                 .connect_lazy(&with_mode(url, "rw"))?;
             let group = Some(match &file {
-                Some(file) => GroupWriter::start_sqlite(writer.clone(), file)?,
+                Some(file) => GroupWriter::start_sqlite(writer.clone(), file, checkpointer)?,
                 None => GroupWriter::start_in_memory(writer.clone()),
             });
             let native_readers = file.map(|file| std::sync::Arc::new(native::Readers::new(file)));

@@ -89,16 +89,28 @@ pub fn unit<T: Send + 'static>(
     (Box::new(Typed { work, output: None, done }), answer)
 }
 
-/// Opens the committer's connection and starts its thread; returns the lane's queue.
-pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::Result<mpsc::Sender<Box<dyn Unit>>> {
+/// Opens the committer's connection and starts its thread, and with `checkpointer` the thread
+/// that keeps the log short; returns the lane's queue.
+pub fn start(
+    writer: AnyPool,
+    file: &std::path::Path,
+    depth: usize,
+    checkpointer: bool,
+) -> anyhow::Result<mpsc::Sender<Box<dyn Unit>>> {
     let conn = Connection::open_with_flags(file, open_flags())
         .map_err(|e| anyhow::anyhow!("cannot open the SQLite database for shared commits: {e}"))?;
     conn.execute_batch(WRITER_PRAGMAS)?;
     // Savepoints keep their undo pages in memory, not in a temporary file written page by page.
     conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -4000;")?;
     conn.set_prepared_statement_cache_capacity(128);
-    let checkpoints = Connection::open_with_flags(file, open_flags())?;
-    checkpoints.execute_batch(CHECKPOINTER_PRAGMAS)?;
+    let checkpoints = match checkpointer {
+        true => {
+            let checkpoints = Connection::open_with_flags(file, open_flags())?;
+            checkpoints.execute_batch(CHECKPOINTER_PRAGMAS)?;
+            Some(checkpoints)
+        }
+        false => None,
+    };
     let shared = std::sync::Arc::new(Checkpoints::default());
     let watched = std::sync::Arc::downgrade(&shared);
     let (work, groups) = std::sync::mpsc::channel::<Group>();
@@ -110,15 +122,17 @@ pub fn start(writer: AnyPool, file: &std::path::Path, depth: usize) -> anyhow::R
             let _ = finished.send(());
         }
     })?;
-    std::thread::Builder::new().name("msgline-checkpoint".into()).spawn(move || {
-        loop {
-            std::thread::sleep(CHECKPOINT_EVERY);
-            let Some(shared) = watched.upgrade() else { break };
-            if let Err(error) = shared.turn(&checkpoints, LOG_LIMIT_PAGES, COMMITTER_PATIENCE) {
-                tracing::warn!(error = %error, "WAL checkpoint failed");
+    if let Some(checkpoints) = checkpoints {
+        std::thread::Builder::new().name("msgline-checkpoint".into()).spawn(move || {
+            loop {
+                std::thread::sleep(CHECKPOINT_EVERY);
+                let Some(shared) = watched.upgrade() else { break };
+                if let Err(error) = shared.turn(&checkpoints, LOG_LIMIT_PAGES, COMMITTER_PATIENCE) {
+                    tracing::warn!(error = %error, "WAL checkpoint failed");
+                }
             }
-        }
-    })?;
+        })?;
+    }
     let (units, rx) = mpsc::channel(depth);
     tokio::spawn(lane(writer, rx, work));
     Ok(units)
