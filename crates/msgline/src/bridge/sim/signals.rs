@@ -39,6 +39,17 @@ fn signal_refusal(sim: &Sim, request: &ConversationSignal) -> Option<&'static st
     }
 }
 
+/// The answer to a typing indicator or read receipt the line does not take: 401 without the
+/// line's token, 422 for a conversation it cannot signal in.
+fn refused(sim: &Sim, headers: &HeaderMap, request: &ConversationSignal) -> Option<Response> {
+    if !sim.authorized(headers) {
+        return Some(unauthorized());
+    }
+    let reason = signal_refusal(sim, request)?;
+    let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.into()) };
+    Some((StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response())
+}
+
 /// Shows (or, with `"typing": false`, hides) the typing indicator; it hides by itself after a few
 /// seconds or when a message is sent into the conversation.
 pub(super) async fn typing(
@@ -46,12 +57,8 @@ pub(super) async fn typing(
     headers: HeaderMap,
     Json(request): Json<ConversationSignal>,
 ) -> Response {
-    if !sim.authorized(&headers) {
-        return unauthorized();
-    }
-    if let Some(reason) = signal_refusal(&sim, &request) {
-        let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.into()) };
-        return (StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response();
+    if let Some(refused) = refused(&sim, &headers, &request) {
+        return refused;
     }
     let key = conversation_key(&request.to, request.chat.as_deref());
     if request.typing.unwrap_or(true) {
@@ -70,12 +77,8 @@ pub(super) async fn read(
     headers: HeaderMap,
     Json(request): Json<ConversationSignal>,
 ) -> Response {
-    if !sim.authorized(&headers) {
-        return unauthorized();
-    }
-    if let Some(reason) = signal_refusal(&sim, &request) {
-        let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.into()) };
-        return (StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response();
+    if let Some(refused) = refused(&sim, &headers, &request) {
+        return refused;
     }
     let record = signal_record(&sim, "read", &request);
     sim.sent.lock().expect("sent lock").push(record);
