@@ -195,11 +195,10 @@ pub async fn submit(
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
 
     // One unit of work that reads nothing back, shared with other sends in one commit. Its
-    // contact and conversation come from the cache, else are read and, if missing, created in
-    // the same unit. If another request created them first, or holds the key, the unit breaks
-    // a unique constraint: the answer is then that request's, or the unit is staged again from
-    // what it left.
-    let mut cached = state.threads.get(&principal.org_id, &target);
+    // contact and conversation were found while resolving (from the cache or one read) and, if
+    // missing, are created in the same unit. If another request created them first, or holds
+    // the key, the unit breaks a unique constraint: the answer is then that request's, or the
+    // unit is staged again from what it left.
     let mut retried = false;
     // A free dispatcher slot lets this request call the line itself once its message is
     // committed: the message is written claimed, and no claim has to find it.
@@ -207,10 +206,7 @@ pub async fn submit(
     let claimed_until = slot.as_ref().map(|_| now + crate::workers::dispatcher::lease_ms(&state.config));
     loop {
         let mut batch = db::Batch::new();
-        let (conversation_id, contact_id) = match cached.take() {
-            Some(known) => known,
-            None => target.stage_thread(&state.db, &mut batch, &principal.org_id, now).await?,
-        };
+        let (conversation_id, contact_id) = target.stage_thread(&state.db, &mut batch, &principal.org_id, now).await?;
         let new = outbound(principal, &target, &input, conversation_id, contact_id);
         let key = idempotency.as_ref().map(|idem| db::idempotency::SendKey {
             key: idem.message_key(),

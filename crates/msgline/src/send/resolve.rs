@@ -75,20 +75,11 @@ impl ThreadCache {
         known.insert((org_id.to_string(), phone.to_string()), (reachable, std::time::Instant::now()));
     }
 
-    /// Whether the direct thread with `phone` on the line is known here.
-    fn knows(&self, org_id: &str, line_id: &str, phone: &str) -> bool {
+    /// The direct thread with `phone` on the line, if this server wrote it: (conversation,
+    /// contact).
+    fn thread(&self, org_id: &str, line_id: &str, phone: &str) -> Option<(String, String)> {
         let key = (org_id.to_string(), line_id.to_string(), phone.to_string());
-        self.entries.read().expect("thread cache lock").contains_key(&key)
-    }
-
-    pub fn get(&self, org_id: &str, target: &Target) -> Option<(String, Option<String>)> {
-        let Destination::Direct { phone, .. } = &target.destination else { return None };
-        if target.learned_reachability.is_some() {
-            return None;
-        }
-        let key = (org_id.to_string(), target.line.id.clone(), phone.to_string());
-        let entries = self.entries.read().expect("thread cache lock");
-        entries.get(&key).map(|(conversation, contact)| (conversation.clone(), Some(contact.clone())))
+        self.entries.read().expect("thread cache lock").get(&key).cloned()
     }
 
     pub fn remember(&self, org_id: &str, target: &Target, message: &crate::db::messages::Message) {
@@ -324,19 +315,27 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
     // What the tables say of the contact's reachability, when it was read here.
     let mut stored_reachability = None;
     match &mut destination {
-        // A first send to the number (on this server): one read for everything it needs.
-        Destination::Direct { phone, contact_id, conversation_id, read }
-            if conversation_id.is_none() && !state.threads.knows(org, &line.id, phone.as_str()) =>
-        {
-            let found = db::conversations::recipient(&state.db, org, &line.id, phone.as_str()).await?;
-            if found.opted_out {
-                return Err(opted_out(phone.as_str()));
-            }
+        Destination::Direct { phone, contact_id, conversation_id, read } if conversation_id.is_none() => {
             // The contact the request named is the one with its phone.
-            *contact_id = contact_id.take().or(found.contact_id);
-            *conversation_id = found.conversation_id;
-            *read = true;
-            stored_reachability = Some(found.reachable);
+            match state.threads.thread(org, &line.id, phone.as_str()) {
+                // A thread this server wrote: only the opt-out is read.
+                Some((conversation, contact)) => {
+                    refuse_opted_out(state, org, &line.id, &[phone.as_str()]).await?;
+                    *contact_id = Some(contact_id.take().unwrap_or(contact));
+                    *conversation_id = Some(conversation);
+                }
+                // A first send to the number (on this server): one read for everything it needs.
+                None => {
+                    let found = db::conversations::recipient(&state.db, org, &line.id, phone.as_str()).await?;
+                    if found.opted_out {
+                        return Err(opted_out(phone.as_str()));
+                    }
+                    *contact_id = contact_id.take().or(found.contact_id);
+                    *conversation_id = found.conversation_id;
+                    *read = true;
+                    stored_reachability = Some(found.reachable);
+                }
+            }
         }
         Destination::Direct { phone, .. } => refuse_opted_out(state, org, &line.id, &[phone.as_str()]).await?,
         Destination::Group { conversation } => {
