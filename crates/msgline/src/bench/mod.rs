@@ -57,6 +57,8 @@ struct Samples {
     errors: u64,
     /// Cores the load generator kept busy while it made them (see [`drive`]).
     load_cpu_cores: Option<f64>,
+    /// The whole machine's CPU time per successful request while they were made, in ms.
+    machine_cpu_ms: Option<f64>,
 }
 
 fn percentile(sorted: &[u64], p: f64) -> f64 {
@@ -81,6 +83,7 @@ fn summary(name: &str, mut samples: Samples, elapsed: Duration, unit: &str) -> V
         "p99_ms": percentile(&samples.micros, 99.0),
         "p999_ms": percentile(&samples.micros, 99.9),
         "load_cpu_cores": samples.load_cpu_cores,
+        "machine_cpu_ms_per_request": samples.machine_cpu_ms,
     })
 }
 
@@ -248,6 +251,7 @@ where
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let started = Instant::now();
     let cpu = LoadCpu::start();
+    let machine = report::machine_busy_ticks();
     let mut tasks = tokio::task::JoinSet::new();
     for worker in 0..connections {
         let request = request.clone();
@@ -274,6 +278,8 @@ where
         all.errors += samples.errors;
     }
     all.load_cpu_cores = Some(cpu.cores());
+    all.machine_cpu_ms =
+        report::cpu_ms_per_request(report::machine_busy_ticks().saturating_sub(machine), all.micros.len());
     (all, started.elapsed())
 }
 

@@ -31,6 +31,21 @@ impl LoadCpu {
     }
 }
 
+/// The whole machine's busy CPU (every process: the load generator, the server or Kannel, the
+/// simulated line, the database), in clock ticks from /proc/stat: user, nice, system, irq and
+/// softirq; idle, I/O wait and time stolen by a hypervisor are not counted.
+pub(super) fn machine_busy_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> =
+        stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    [0, 1, 2, 5, 6].iter().filter_map(|&i| fields.get(i)).sum()
+}
+
+/// Milliseconds of the machine's CPU per request, from busy ticks (100 per second) over a run.
+pub(super) fn cpu_ms_per_request(ticks: u64, requests: usize) -> Option<f64> {
+    (requests > 0).then(|| (ticks as f64 * 10.0 / requests as f64 * 1000.0).round() / 1000.0)
+}
+
 pub(super) fn print_table(report: &Value) {
     println!(
         "database: {}   durability: {}   connections: {}   keys: {}",
@@ -41,8 +56,8 @@ pub(super) fn print_table(report: &Value) {
     );
     println!("rate limits: {}", report["rate_limits"].as_str().unwrap_or_default());
     println!(
-        "{:<10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9}",
-        "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms", "load CPU"
+        "{:<10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms", "load CPU", "CPU ms/r"
     );
     for result in report["results"].as_array().into_iter().flatten() {
         if let Some(skipped) = result["skipped"].as_str() {
@@ -50,7 +65,7 @@ pub(super) fn print_table(report: &Value) {
             continue;
         }
         println!(
-            "{:<10} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9} {:>9}",
+            "{:<10} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9} {:>9} {:>9}",
             result["scenario"].as_str().unwrap_or_default(),
             result["count"].as_u64().unwrap_or(0),
             result["errors"].as_u64().unwrap_or(0),
@@ -59,6 +74,7 @@ pub(super) fn print_table(report: &Value) {
             ms(&result["p99_ms"]),
             ms(&result["p999_ms"]),
             result["load_cpu_cores"].as_f64().map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+            result["machine_cpu_ms_per_request"].as_f64().map(|c| format!("{c:.3}")).unwrap_or_else(|| "-".into()),
         );
     }
     for soak in report["results"].as_array().into_iter().flatten().filter(|r| r["scenario"] == "soak") {
