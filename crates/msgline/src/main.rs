@@ -226,7 +226,20 @@ enum LineCommand {
     List,
 }
 
+/// Turns off SQLite's memory statistics before anything opens a database (SQLite reads its
+/// configuration once, when it starts). With them on, every allocation SQLite makes takes a lock
+/// shared by all its connections, to count bytes nothing here reads. In the binary, not the
+/// library, which has no `unsafe`.
+fn configure_sqlite() {
+    // SAFETY: called before any thread or connection exists; `sqlite3_config` only stores the
+    // setting (after SQLite has started it would return SQLITE_MISUSE and change nothing).
+    unsafe {
+        rusqlite::ffi::sqlite3_config(rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS, 0 as std::os::raw::c_int);
+    }
+}
+
 fn main() -> ExitCode {
+    configure_sqlite();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

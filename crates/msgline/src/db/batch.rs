@@ -79,6 +79,10 @@ pub(super) struct Statement {
     /// is then `INSERT … SELECT … WHERE changes() > 0 AND …`), the same insert without the
     /// `changes()` test: for a runner that counts the rows the update changed itself.
     pub if_changed: Option<String>,
+    /// A query (`$1` bound to the argument) that must find a row for the statement to write
+    /// anything, as the statement's own condition says too: SQLite's committer asks it once per
+    /// commit and skips the statement, unbound and unrun, when it finds none.
+    pub guard: Option<(&'static str, Arg)>,
 }
 
 /// `$1, $2, …, $count`: the parameters of an `IN (…)` list.
@@ -135,7 +139,16 @@ impl Batch {
 
     /// Adds a statement whose parameters are `$1..$n` in the order of `args`.
     pub fn push(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
-        self.statements.push(Statement { sql: sql.into(), args, if_changed: None });
+        self.statements.push(Statement { sql: sql.into(), args, if_changed: None, guard: None });
+        self
+    }
+
+    /// Notes that the last statement writes nothing unless `sql`, with `$1` = `arg`, finds a row
+    /// (see [`Statement::guard`]).
+    pub(super) fn guard_last(&mut self, sql: &'static str, arg: Arg) -> &mut Self {
+        if let Some(last) = self.statements.last_mut() {
+            last.guard = Some((sql, arg));
+        }
         self
     }
 
@@ -206,7 +219,7 @@ impl Batch {
                     _ => (selects(true), selects(false)),
                 };
                 self.push(update, update_args);
-                self.statements.push(Statement { sql, args: insert_args, if_changed: Some(if_changed) });
+                self.statements.push(Statement { sql, args: insert_args, if_changed: Some(if_changed), guard: None });
                 self
             }
             Backend::Postgres => {

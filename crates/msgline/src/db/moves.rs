@@ -95,13 +95,22 @@ pub fn stage_advance_settling(
 /// staged one status at a time after it, each conditional on where the message then stands:
 /// they make whatever the update did not, and where it did, they find the message past them and
 /// write nothing. No status is skipped, none is written twice.
+///
+/// `endpoints` is `Some` when `before` was read in the transaction the moves run in (SQLite's
+/// committer), with whether the message's organisation has a webhook endpoint, read there too:
+/// the message then stands where `before` says, so one update moves it through every step, and
+/// with no endpoint no event is built or written (see [`super::events::only_if`]).
 pub fn stage_through(
     batch: &mut Batch,
     backend: super::Backend,
     before: &Message,
     steps: &[MessageStatus],
     reason: Option<&str>,
+    endpoints: Option<bool>,
 ) -> Option<Message> {
+    if let Some(events) = endpoints {
+        return stage_move_with(batch, backend, before, steps, reason, false, events);
+    }
     let mut together = None;
     if backend == super::Backend::Postgres {
         together = Some(stage_move(batch, backend, before, steps, reason, false)?);
@@ -129,6 +138,20 @@ fn stage_move(
     reason: Option<&str>,
     settle: bool,
 ) -> Option<Message> {
+    stage_move_with(batch, backend, before, steps, reason, settle, true)
+}
+
+/// [`stage_move`], writing the events only if `events` (and the organisation has an endpoint
+/// when they are written).
+fn stage_move_with(
+    batch: &mut Batch,
+    backend: super::Backend,
+    before: &Message,
+    steps: &[MessageStatus],
+    reason: Option<&str>,
+    settle: bool,
+    events: bool,
+) -> Option<Message> {
     let update = move_sql(steps, settle)?;
     let status = *steps.last()?;
     let reason = reason.filter(|_| status == MessageStatus::Failed || steps.len() == 1);
@@ -153,6 +176,9 @@ fn stage_move(
             MessageStatus::Read => after.read_at = Some(now),
             _ => {}
         }
+        if !events {
+            continue;
+        }
         events_rows.push(vec![
             crate::ids::new_id("evt").into(),
             (&after.org_id).into(),
@@ -162,15 +188,23 @@ fn stage_move(
             now.into(),
         ]);
     }
-    batch.push_rows_if_updated(
-        backend,
-        &update,
-        update_args,
-        events::INSERT,
-        events_rows,
-        events::values,
-        Some(events::only_if),
-    );
+    if events {
+        batch.push_rows_if_updated(
+            backend,
+            &update,
+            update_args,
+            events::INSERT,
+            events_rows,
+            events::values,
+            Some(events::only_if),
+        );
+        // On SQLite the events are a statement of their own (on PostgreSQL one with the update).
+        if backend == super::Backend::Sqlite {
+            batch.guard_last(events::HAS_ENDPOINT, (&before.org_id).into());
+        }
+    } else {
+        batch.push(update, update_args);
+    }
     batch.mark_moves_messages();
     Some(after)
 }

@@ -5,7 +5,7 @@
 //! message stands when it is written, and a message only moves forward, so a report the line
 //! repeats finds its message past it and writes nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::AnyConnection;
 
@@ -57,7 +57,14 @@ async fn apply_reports_unmetered(db: &Db, line_id: &str, reports: Vec<StatusRepo
                     let found = super::native::rows(conn, &sql, &[(&report.message_id).into()], |row| from_row(row))?;
                     messages.extend(found.into_iter().map(|m| (m.id.clone(), m)));
                 }
-                let (moves, moved) = plan_reports(backend, &line, &reports, &mut messages);
+                // Read in the transaction the moves run in, as the messages are.
+                let mut endpoints = HashSet::new();
+                for org in messages.values().map(|m| m.org_id.as_str()).collect::<HashSet<_>>() {
+                    if super::native::finds(conn, super::events::HAS_ENDPOINT, &org.into())? {
+                        endpoints.insert(org.to_string());
+                    }
+                }
+                let (moves, moved) = plan_reports(backend, &line, &reports, &mut messages, Some(&endpoints));
                 for batch in moves {
                     super::native::run_batch(conn, &batch)?;
                 }
@@ -97,7 +104,7 @@ pub(super) async fn plan(
     let mut moved = Vec::with_capacity(lines.len());
     let mut moves = Vec::new();
     for (line, reports) in lines {
-        let (planned, of_line) = plan_reports(backend, line, reports, &mut messages);
+        let (planned, of_line) = plan_reports(backend, line, reports, &mut messages, None);
         moves.extend(planned);
         moved.push(of_line);
     }
@@ -125,12 +132,15 @@ pub async fn delete_callbacks_before(db: &super::Db, before: i64, limit: i64) ->
 /// The moves that reports make, from the messages as read: a batch per message, ending its
 /// outbox job and moving it once through every status its reports pass, in the order they
 /// came (a line that reports `sent` and `delivered` in one callback writes one row version, not
-/// two); and per report, whether it moves its message.
+/// two); and per report, whether it moves its message. `endpoints`, when the messages were read
+/// in the transaction the moves run in: the organisations with a webhook endpoint, read there
+/// too (see [`stage_through`]).
 fn plan_reports(
     backend: super::Backend,
     line_id: &str,
     reports: &[StatusReport],
     messages: &mut HashMap<String, Message>,
+    endpoints: Option<&HashSet<String>>,
 ) -> (Vec<Batch>, Vec<bool>) {
     // Per message, in the order first reported: as read, and the steps its reports make.
     let mut planned: Vec<(Message, Vec<MessageStatus>, Option<&str>)> = Vec::new();
@@ -171,7 +181,8 @@ fn plan_reports(
             let mut batch = Batch::new();
             // The line has told: nothing left to send or ask.
             super::outbox::stage_complete(&mut batch, &read.id);
-            if let Some(after) = stage_through(&mut batch, backend, &read, &steps, reason) {
+            let events = endpoints.map(|orgs| orgs.contains(&read.org_id));
+            if let Some(after) = stage_through(&mut batch, backend, &read, &steps, reason, events) {
                 messages.insert(read.id.clone(), after);
             }
             batch

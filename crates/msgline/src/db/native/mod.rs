@@ -181,6 +181,7 @@ fn commit_group(conn: &Connection, mut units: Vec<Box<dyn Unit>>) {
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
         return fail_all(units, error);
     }
+    FOUND.with_borrow_mut(|found| found.clear());
     match units.iter_mut().try_for_each(|unit| unit.run(conn)) {
         Ok(()) => match conn.execute_batch("COMMIT") {
             Ok(()) => units.into_iter().for_each(|unit| unit.answer(Ok(()))),
@@ -205,6 +206,7 @@ fn commit_each_in_savepoint(conn: &Connection, units: Vec<Box<dyn Unit>>) {
     if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
         return fail_all(units, error);
     }
+    FOUND.with_borrow_mut(|found| found.clear());
     let mut outcomes = Vec::with_capacity(units.len());
     for mut unit in units {
         let outcome = conn.execute_batch("SAVEPOINT unit").and_then(|()| match unit.run(conn) {
@@ -305,11 +307,36 @@ pub fn rows<T>(
     Ok(out)
 }
 
+std::thread_local! {
+    /// What [`finds`] found in the commit running on this thread; emptied as each begins.
+    static FOUND: std::cell::RefCell<std::collections::HashMap<(&'static str, Arg), bool>> =
+        Default::default();
+}
+
+/// Whether `sql`, with `$1` = `arg`, finds a row, asked once per commit on the committer's
+/// thread. For the existence of rows no unit of a commit adds or removes (webhook endpoints are
+/// written outside the committer, which holds the only writer connection while it commits).
+pub fn finds(conn: &Connection, sql: &'static str, arg: &Arg) -> rusqlite::Result<bool> {
+    let key = (sql, arg.clone());
+    if let Some(found) = FOUND.with_borrow(|found| found.get(&key).copied()) {
+        return Ok(found);
+    }
+    let found = bound(conn, sql, std::slice::from_ref(arg))?.raw_query().next()?.is_some();
+    FOUND.with_borrow_mut(|cache| cache.insert(key, found));
+    Ok(found)
+}
+
 /// Runs a batch's statements in order.
 pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()> {
     // Rows the previous statement changed: what `changes()` would answer.
     let mut changed = 0;
     for statement in batch.statements() {
+        if let Some((sql, arg)) = &statement.guard
+            && !finds(conn, sql, arg)?
+        {
+            changed = 0;
+            continue;
+        }
         changed = match &statement.if_changed {
             // An insert that waits for its update: the count is at hand.
             Some(insert) if changed > 0 => bound(conn, insert, &statement.args)?.raw_execute()?,
