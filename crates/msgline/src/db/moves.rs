@@ -63,7 +63,7 @@ pub fn stage_advance(
     status: MessageStatus,
     reason: Option<&str>,
 ) -> Option<Message> {
-    stage_move(batch, backend, before, &[status], reason, false)
+    stage_move(batch, backend, before, &[status], reason, false, true)
 }
 
 /// [`stage_advance`] that also ends the message's outbox job in the same write: the move that
@@ -78,7 +78,7 @@ pub fn stage_advance_settling(
     status: MessageStatus,
     reason: Option<&str>,
 ) -> Option<Message> {
-    stage_move(batch, backend, before, &[status], reason, true)
+    stage_move(batch, backend, before, &[status], reason, true, true)
 }
 
 /// Stages the moves through `steps` (each a move forward from the one before, starting from
@@ -109,11 +109,11 @@ pub fn stage_through(
     endpoints: Option<bool>,
 ) -> Option<Message> {
     if let Some(events) = endpoints {
-        return stage_move_with(batch, backend, before, steps, reason, false, events);
+        return stage_move(batch, backend, before, steps, reason, false, events);
     }
     let mut together = None;
     if backend == super::Backend::Postgres {
-        together = Some(stage_move(batch, backend, before, steps, reason, false)?);
+        together = Some(stage_move(batch, backend, before, steps, reason, false, true)?);
         if steps.len() == 1 {
             return together;
         }
@@ -123,27 +123,17 @@ pub fn stage_through(
     let mut current = before.clone();
     for &step in steps {
         let reason = reason.filter(|_| step == MessageStatus::Failed);
-        if let Some(next) = stage_move(batch, backend, &current, &[step], reason, false) {
+        if let Some(next) = stage_move(batch, backend, &current, &[step], reason, false, true) {
             current = next;
         }
     }
     together.or(Some(current).filter(|c| c.status != before.status))
 }
 
+/// Stages one update moving `before` through `steps` (ending its outbox job too when `settle`),
+/// and, if `events`, an event for each step, written only where the organisation has an
+/// endpoint. Returns the message as it will be if the update applies.
 fn stage_move(
-    batch: &mut Batch,
-    backend: super::Backend,
-    before: &Message,
-    steps: &[MessageStatus],
-    reason: Option<&str>,
-    settle: bool,
-) -> Option<Message> {
-    stage_move_with(batch, backend, before, steps, reason, settle, true)
-}
-
-/// [`stage_move`], writing the events only if `events` (and the organisation has an endpoint
-/// when they are written).
-fn stage_move_with(
     batch: &mut Batch,
     backend: super::Backend,
     before: &Message,

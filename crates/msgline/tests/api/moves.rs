@@ -7,7 +7,7 @@ use msgline::{
 };
 use serde_json::json;
 
-use crate::helpers::{TestApp, spawn_app};
+use crate::helpers::{TestApp, TestOrg, spawn_app};
 
 /// A queued outbound message in a new conversation, as written by a send, of an organisation
 /// with a webhook endpoint (events are written for such organisations only).
@@ -15,13 +15,20 @@ async fn queued(app: &TestApp) -> db::messages::Message {
     app.post("/webhooks", &app.org.key, json!({"url": "https://hooks.example.com/in", "events": ["*"]}))
         .await
         .expect(201);
-    let line = app.create_line_id("+12015550100", Some(&app.org)).await;
-    let conversation = app.create_conversation(&app.org, &line, "+12015550123").await;
     let mut batch = Batch::new();
-    let message = db::messages::stage_insert(
-        &mut batch,
+    let message = stage_queued(app, &mut batch, &app.org, "+12015550100", "+12015550123").await;
+    app.db().commit(batch).await.expect("the message is written");
+    message
+}
+
+/// Stages a queued outbound message of `org` from a new line to a new conversation.
+async fn stage_queued(app: &TestApp, batch: &mut Batch, org: &TestOrg, line: &str, to: &str) -> db::messages::Message {
+    let line = app.create_line_id(line, Some(org)).await;
+    let conversation = app.create_conversation(org, &line, to).await;
+    db::messages::stage_insert(
+        batch,
         NewMessage {
-            org_id: app.org.id.clone(),
+            org_id: org.id.clone(),
             conversation_id: conversation.id,
             contact_id: Some(conversation.contact_id),
             line_id: line,
@@ -34,9 +41,7 @@ async fn queued(app: &TestApp) -> db::messages::Message {
             agent_id: None,
             attachment: None,
         },
-    );
-    app.db().commit(batch).await.expect("the message is written");
-    message
+    )
 }
 
 #[tokio::test]
@@ -148,26 +153,8 @@ async fn an_event_is_written_in_a_commit_that_also_holds_an_organisation_without
     let backend = app.db().backend();
     let with = queued(&app).await;
     let other = app.create_org("Other").await;
-    let line = app.create_line_id("+12015550111", Some(&other)).await;
-    let conversation = app.create_conversation(&other, &line, "+12015550124").await;
     let mut batch = Batch::new();
-    let without = db::messages::stage_insert(
-        &mut batch,
-        NewMessage {
-            org_id: other.id.clone(),
-            conversation_id: conversation.id,
-            contact_id: Some(conversation.contact_id),
-            line_id: line,
-            direction: Direction::Outbound,
-            channel: Channel::Sms,
-            kind: MessageKind::Text,
-            body: "hello".into(),
-            payload: None,
-            status: MessageStatus::Queued,
-            agent_id: None,
-            attachment: None,
-        },
-    );
+    let without = stage_queued(&app, &mut batch, &other, "+12015550111", "+12015550124").await;
     db::moves::stage_advance_settling(&mut batch, backend, &without, MessageStatus::Submitted, None)
         .expect("queued may move to submitted");
     db::moves::stage_advance_settling(&mut batch, backend, &with, MessageStatus::Submitted, None)
