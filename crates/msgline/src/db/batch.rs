@@ -90,6 +90,16 @@ pub(crate) fn placeholders(count: usize) -> String {
     (1..=count).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 
+/// A subquery of the texts in the JSON array bound to `$param`: an `IN` list of any length as
+/// one statement, kept prepared, where a list of `$n` is a statement per length (and past
+/// `MOST_CACHED_ARGS` on SQLite, parsed again on every call).
+pub(crate) fn texts_of(backend: super::Backend, param: usize) -> String {
+    match backend {
+        super::Backend::Postgres => format!("SELECT json_array_elements_text(${param}::json)"),
+        super::Backend::Sqlite => format!("SELECT value FROM json_each(${param})"),
+    }
+}
+
 /// `$1`..`$n` in `sql` shifted by `offset`.
 fn renumber(sql: &str, offset: usize) -> String {
     map_params(sql, |n| format!("${}", n + offset))

@@ -328,16 +328,6 @@ impl Columns for sqlx::postgres::PgRow {
     }
 }
 
-impl Columns for rusqlite::Row<'_> {
-    fn opt_text(&self, column: &str) -> sqlx::Result<Option<String>> {
-        self.get(column).map_err(|e| sqlx::Error::ColumnDecode { index: column.to_string(), source: Box::new(e) })
-    }
-
-    fn opt_int(&self, column: &str) -> sqlx::Result<Option<i64>> {
-        self.get(column).map_err(|e| sqlx::Error::ColumnDecode { index: column.to_string(), source: Box::new(e) })
-    }
-}
-
 /// Runs a statement that writes and reads back (`UPDATE … RETURNING`): on a SQLite file as a
 /// unit of a shared commit, elsewhere on the writer. Each row is read through `map`.
 pub async fn write_returning<T: Send + 'static>(

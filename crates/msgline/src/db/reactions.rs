@@ -83,7 +83,7 @@ pub async fn standing(db: &Db, org_id: &str, targets: &[&str]) -> sqlx::Result<H
     if targets.is_empty() {
         return Ok(HashMap::new());
     }
-    let wanted: String = (2..targets.len() + 2).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+    let wanted = super::batch::texts_of(db.backend(), 2);
     let sql = format!(
         "SELECT r.target_id, r.message_id, r.reaction, r.removed, r.created_at, m.direction, m.status, \
          CASE WHEN m.direction = 'outbound' THEN l.e164 ELSE ct.phone END AS sender \
@@ -91,8 +91,7 @@ pub async fn standing(db: &Db, org_id: &str, targets: &[&str]) -> sqlx::Result<H
          LEFT JOIN contacts ct ON ct.id = m.contact_id LEFT JOIN lines l ON l.id = m.line_id \
          WHERE r.org_id = $1 AND r.target_id IN ({wanted}) ORDER BY r.created_at, r.message_id"
     );
-    let mut args = vec![org_id.into()];
-    args.extend(targets.iter().map(|t| (*t).into()));
+    let args = vec![org_id.into(), serde_json::to_string(targets).expect("ids serialise").into()];
     let rows = db
         .read_rows(sql, args, |row: &dyn Columns| {
             Ok(Row {
