@@ -311,7 +311,7 @@ pub fn rows<T>(
 /// A row whose columns are found by name among its statement's column names, asked of SQLite
 /// once per query. rusqlite's own lookup by name asks SQLite for each column's name, under the
 /// connection's lock, on every call: a message of 21 columns took some 200 of those calls, and
-/// in the `read` bench they were a fifth of the server's CPU.
+/// in the `read` bench they were about a quarter of the server's CPU.
 pub struct Named<'r, 's> {
     row: &'r rusqlite::Row<'s>,
     names: &'r [String],
