@@ -303,7 +303,7 @@ pub fn rows<T>(
     let mut rows = statement.raw_query();
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
-        out.push(map(&Named { row, names: &names }).map_err(decode_error)?);
+        out.push(map(&Named { row, names: &names, next: Default::default() }).map_err(decode_error)?);
     }
     Ok(out)
 }
@@ -315,12 +315,21 @@ pub fn rows<T>(
 pub struct Named<'r, 's> {
     row: &'r rusqlite::Row<'s>,
     names: &'r [String],
+    /// The column after the last one read: readers mostly take the columns in their order.
+    next: std::cell::Cell<usize>,
 }
 
 impl Named<'_, '_> {
     fn get<T: rusqlite::types::FromSql>(&self, column: &str) -> sqlx::Result<T> {
+        let next = self.next.get();
         // Case-insensitive, as SQLite's names are.
-        let index = self.names.iter().position(|name| name.eq_ignore_ascii_case(column));
+        let index = match self.names.get(next) {
+            Some(name) if name.eq_ignore_ascii_case(column) => Some(next),
+            _ => self.names.iter().position(|name| name.eq_ignore_ascii_case(column)),
+        };
+        if let Some(index) = index {
+            self.next.set(index + 1);
+        }
         index
             .ok_or_else(|| rusqlite::Error::InvalidColumnName(column.to_string()))
             .and_then(|index| self.row.get(index))
