@@ -92,10 +92,12 @@ pub(crate) fn placeholders(count: usize) -> String {
 
 /// A subquery of the texts in the JSON array bound to `$param`: an `IN` list of any length as
 /// one statement, kept prepared, where a list of `$n` is a statement per length (and past
-/// `MOST_CACHED_ARGS` on SQLite, parsed again on every call).
+/// `MOST_CACHED_ARGS` on SQLite, parsed again on every call). On PostgreSQL through
+/// `msgline_rows`, which tells the planner to expect one row, so that the plan looks the list's
+/// rows up by key however small the tables were when it was made.
 pub(crate) fn texts_of(backend: super::Backend, param: usize) -> String {
     match backend {
-        super::Backend::Postgres => format!("SELECT json_array_elements_text(${param}::json)"),
+        super::Backend::Postgres => format!("SELECT r #>> '{{}}' FROM msgline_rows(${param}::json) AS r"),
         super::Backend::Sqlite => format!("SELECT value FROM json_each(${param})"),
     }
 }

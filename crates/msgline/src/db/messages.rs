@@ -412,7 +412,7 @@ pub async fn for_dispatch(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String,
     // every conversation and contact.
     let (wanted, args) = match db.backend() {
         super::Backend::Postgres => (
-            "SELECT r #>> '{}' FROM msgline_rows($1::json) AS r".to_string(),
+            super::batch::texts_of(super::Backend::Postgres, 1),
             vec![serde_json::to_string(ids).expect("ids serialise").into()],
         ),
         super::Backend::Sqlite => (super::batch::placeholders(ids.len()), ids.iter().map(|id| (*id).into()).collect()),
