@@ -21,6 +21,18 @@ async fn queued(app: &TestApp) -> db::messages::Message {
     message
 }
 
+/// A queued message (as [`queued`]) and the same message once the line has accepted it,
+/// committed.
+async fn submitted(app: &TestApp) -> (db::messages::Message, db::messages::Message) {
+    let message = queued(app).await;
+    let mut batch = Batch::new();
+    let submitted =
+        db::moves::stage_advance_settling(&mut batch, app.db().backend(), &message, MessageStatus::Submitted, None)
+            .expect("queued may move to submitted");
+    app.db().commit(batch).await.expect("the move commits");
+    (message, submitted)
+}
+
 /// Stages a queued outbound message of `org` from a new line to a new conversation.
 async fn stage_queued(app: &TestApp, batch: &mut Batch, org: &TestOrg, line: &str, to: &str) -> db::messages::Message {
     let line = app.create_line_id(line, Some(org)).await;
@@ -79,12 +91,8 @@ async fn a_report_passing_several_statuses_after_another_move_in_the_same_commit
 #[tokio::test]
 async fn a_report_passing_several_statuses_moves_its_message_with_an_event_each_and_a_repeat_writes_nothing() {
     let app = spawn_app().await;
-    let message = queued(&app).await;
+    let (message, submitted) = submitted(&app).await;
     let backend = app.db().backend();
-    let mut batch = Batch::new();
-    let submitted = db::moves::stage_advance_settling(&mut batch, backend, &message, MessageStatus::Submitted, None)
-        .expect("queued may move to submitted");
-    app.db().commit(batch).await.expect("the move commits");
 
     let mut batch = Batch::new();
     let steps = [MessageStatus::Sent, MessageStatus::Delivered];
@@ -117,11 +125,7 @@ async fn a_report_passing_several_statuses_moves_its_message_with_an_event_each_
 async fn a_report_read_in_its_commit_moves_once_and_writes_events_only_where_the_organisation_has_an_endpoint() {
     let app = spawn_app().await;
     let backend = app.db().backend();
-    let message = queued(&app).await;
-    let mut batch = Batch::new();
-    let submitted = db::moves::stage_advance_settling(&mut batch, backend, &message, MessageStatus::Submitted, None)
-        .expect("queued may move to submitted");
-    app.db().commit(batch).await.expect("the move commits");
+    let (message, submitted) = submitted(&app).await;
 
     // As SQLite's committer plans a callback: from the message as it stands, knowing the
     // organisation has an endpoint. One update through both statuses, an event for each.
