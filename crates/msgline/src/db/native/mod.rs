@@ -178,10 +178,9 @@ fn fail_all(units: impl IntoIterator<Item = Box<dyn Unit>>, error: rusqlite::Err
 /// answer. (A savepoint copies each page its unit changes; paying that only for a group with a
 /// failure leaves the committer's time to the statements themselves.)
 fn commit_group(conn: &Connection, mut units: Vec<Box<dyn Unit>>) {
-    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+    if let Err(error) = begin(conn) {
         return fail_all(units, error);
     }
-    FOUND.with_borrow_mut(|found| found.clear());
     match units.iter_mut().try_for_each(|unit| unit.run(conn)) {
         Ok(()) => match conn.execute_batch("COMMIT") {
             Ok(()) => units.into_iter().for_each(|unit| unit.answer(Ok(()))),
@@ -200,13 +199,19 @@ fn commit_group(conn: &Connection, mut units: Vec<Box<dyn Unit>>) {
     }
 }
 
+/// Begins a commit's transaction, and forgets what [`finds`] found in the one before.
+fn begin(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    FOUND.with_borrow_mut(|found| found.clear());
+    Ok(())
+}
+
 /// Runs every unit in one transaction, each within a savepoint so that a failing unit is rolled
 /// back alone; answers each once the commit is durable.
 fn commit_each_in_savepoint(conn: &Connection, units: Vec<Box<dyn Unit>>) {
-    if let Err(error) = conn.execute_batch("BEGIN IMMEDIATE") {
+    if let Err(error) = begin(conn) {
         return fail_all(units, error);
     }
-    FOUND.with_borrow_mut(|found| found.clear());
     let mut outcomes = Vec::with_capacity(units.len());
     for mut unit in units {
         let outcome = conn.execute_batch("SAVEPOINT unit").and_then(|()| match unit.run(conn) {
