@@ -259,16 +259,18 @@ async fn run_postgres(conn: &mut sqlx::AnyConnection, jobs: &[Job]) -> sqlx::Res
             Work::Batch(_) => None,
         })
         .collect();
-    let (fresh, moves) = super::reports::plan(conn, Backend::Postgres, &lines).await?;
-    let mut sequences: Vec<&Batch> = jobs
+    let batches: Vec<&Batch> = jobs
         .iter()
         .filter_map(|job| match &job.work {
             Work::Batch(batch) => Some(batch),
             Work::Reports(..) => None,
         })
         .collect();
-    sequences.extend(&moves);
-    super::merge::execute(conn, &sequences).await?;
+    super::merge::execute(conn, &batches, super::merge::Lookup::Keyed).await?;
+    // After the batches (the dispatcher's record of a line's answer may move a message the
+    // reports are about), with the messages locked: their moves start from where they stand.
+    let (fresh, moves) = super::reports::plan(conn, Backend::Postgres, &lines, true).await?;
+    super::merge::execute(conn, &moves.iter().collect::<Vec<_>>(), super::merge::Lookup::Keyed).await?;
     let mut fresh = fresh.into_iter();
     Ok(jobs
         .iter()

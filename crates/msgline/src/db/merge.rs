@@ -25,8 +25,19 @@ use super::{Arg, Batch, batch::bind};
 /// The alias of the rows table in a merged statement.
 const ROWS: &str = "_m";
 
+/// How a merged statement that looks rows up reads its rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Lookup {
+    /// On a connection that may plan a scan: through `msgline_rows`, whose one-row estimate
+    /// keeps the plan on the key.
+    Estimated,
+    /// On a commit lane, whose settings rule scans and hash and merge joins out (see
+    /// `group_commit`): once, with `json_to_recordset`, as an insert reads them.
+    Keyed,
+}
+
 /// Runs `sequences` (each a batch whose order matters) in the open transaction on `conn`.
-pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch]) -> sqlx::Result<()> {
+pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch], lookup: Lookup) -> sqlx::Result<()> {
     // Sequences by shape, in the order each shape first appears.
     let mut shapes: Vec<Vec<&Batch>> = Vec::new();
     for sequence in sequences {
@@ -41,7 +52,7 @@ pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch]) -> s
         for position in 0..len {
             let statements: Vec<_> = group.iter().map(|s| &s.statements()[position]).collect();
             let sql = &statements[0].sql;
-            let merge = || merged(sql, &statements.iter().map(|s| s.args.as_slice()).collect::<Vec<_>>());
+            let merge = || merged(sql, &statements.iter().map(|s| s.args.as_slice()).collect::<Vec<_>>(), lookup);
             match (statements.len() > 1).then(merge).flatten() {
                 Some((merged_sql, json)) => {
                     sqlx::query(&merged_sql).bind(json).execute(&mut *conn).await?;
@@ -64,12 +75,12 @@ fn same_shape(a: &Batch, b: &Batch) -> bool {
 
 /// The merged statement and its one parameter (the rows as JSON), if `sql` has a merged form
 /// and the rows' arguments (one list per sequence) agree in type.
-fn merged<'a>(sql: &str, rows: &[&'a [Arg]]) -> Option<(String, String)> {
+fn merged<'a>(sql: &str, rows: &[&'a [Arg]], lookup: Lookup) -> Option<(String, String)> {
     let types: Vec<&'static str> = rows[0].iter().map(sql_type).collect();
     if rows.iter().any(|args| args.len() != types.len() || args.iter().map(sql_type).ne(types.iter().copied())) {
         return None;
     }
-    let form = form(sql, &types)?;
+    let form = form(sql, &types, lookup)?;
     let key_of = |args: &'a [Arg]| form.keys.iter().map(|&n| &args[n - 1]).collect::<Vec<_>>();
     let mut rows: Vec<(Vec<&Arg>, &[Arg])> = rows.iter().map(|args| (key_of(args), *args)).collect();
     // In key order, the order every merged statement locks rows in: two transactions never
@@ -130,10 +141,16 @@ struct Form {
     one_row_each: Option<Vec<usize>>,
 }
 
-/// The rows of `$1` as a table `_m(a1 text, ..)`. `msgline_rows` (a migration's) tells the
-/// planner to expect one row, so that each is looked up by index, in the order given.
-fn rows_table(types: &[&str]) -> String {
-    format!("msgline_rows($1::json) AS _r(j), json_to_record(_r.j) AS {ROWS}({})", columns(types))
+/// The rows of `$1` as a table `_m(a1 text, ..)` to look rows up from. `msgline_rows` (a
+/// migration's) tells the planner to expect one row, so that each is looked up by index, in the
+/// order given; on a commit lane the settings see to that, and the rows are read once.
+fn rows_table(types: &[&str], lookup: Lookup) -> String {
+    match lookup {
+        Lookup::Estimated => {
+            format!("msgline_rows($1::json) AS _r(j), json_to_record(_r.j) AS {ROWS}({})", columns(types))
+        }
+        Lookup::Keyed => insert_rows(types),
+    }
 }
 
 /// The rows of `$1` as a table `_m(a1 text, ..)` for an insert, which looks nothing up: one
@@ -163,7 +180,7 @@ fn params(sql: &str) -> Vec<usize> {
     found
 }
 
-fn form(sql: &str, types: &[&str]) -> Option<Form> {
+fn form(sql: &str, types: &[&str], lookup: Lookup) -> Option<Form> {
     if let Some(rest) = sql.strip_prefix("WITH moved AS (")
         && let Some((update, insert)) = rest.split_once(" RETURNING 1) ")
     {
@@ -173,7 +190,7 @@ fn form(sql: &str, types: &[&str]) -> Option<Form> {
         let sql = format!(
             "WITH moved AS ({} FROM {} WHERE {} RETURNING {ROWS}.*) {} FROM moved{}",
             from_rows(set, ROWS),
-            rows_table(types),
+            rows_table(types, lookup),
             from_rows(condition, ROWS),
             from_rows(insert, "moved"),
             from_rows(tail, "moved"),
@@ -210,12 +227,13 @@ fn form(sql: &str, types: &[&str]) -> Option<Form> {
     if sql.starts_with("DELETE FROM ") {
         let at = top_level(sql, " WHERE ")?;
         let condition = &sql[at + 7..];
-        let sql = format!("{} USING {} WHERE {}", &sql[..at], rows_table(types), from_rows(condition, ROWS));
+        let sql = format!("{} USING {} WHERE {}", &sql[..at], rows_table(types, lookup), from_rows(condition, ROWS));
         return Some(Form { sql, keys: params(condition), one_row_each: None });
     }
     if sql.starts_with("UPDATE ") && top_level(sql, " RETURNING ").is_none() {
         let (set, condition) = split_update(sql)?;
-        let sql = format!("{} FROM {} WHERE {}", from_rows(set, ROWS), rows_table(types), from_rows(condition, ROWS));
+        let sql =
+            format!("{} FROM {} WHERE {}", from_rows(set, ROWS), rows_table(types, lookup), from_rows(condition, ROWS));
         return Some(Form { sql, keys: params(condition), one_row_each: Some(equalities(condition)) });
     }
     None
@@ -271,6 +289,7 @@ mod tests {
         let insert = form(
             "INSERT INTO outbox (message_id, state, available_at, created_at) VALUES ($1, 'pending', $2, $2)",
             &["text", "bigint"],
+            Lookup::Estimated,
         )
         .unwrap();
         assert_eq!(
@@ -282,13 +301,20 @@ mod tests {
         let conflict = form_of("INSERT INTO b (l, e) VALUES ($1, $2) ON CONFLICT (l, e) DO NOTHING");
         assert!(conflict.sql.ends_with("AS _m(a1 text, a2 text) ON CONFLICT (l, e) DO NOTHING"));
         // Several rows already, or parameters after the values: left alone.
-        assert_eq!(form("INSERT INTO t (a) VALUES ($1), ($2)", &["text", "text"]), None);
-        assert_eq!(form("INSERT INTO t (a) VALUES ($1) ON CONFLICT (a) DO UPDATE SET b = $2", &["text", "text"]), None);
+        assert_eq!(form("INSERT INTO t (a) VALUES ($1), ($2)", &["text", "text"], Lookup::Estimated), None);
+        assert_eq!(
+            form(
+                "INSERT INTO t (a) VALUES ($1) ON CONFLICT (a) DO UPDATE SET b = $2",
+                &["text", "text"],
+                Lookup::Estimated
+            ),
+            None
+        );
     }
 
     fn form_of(sql: &str) -> Form {
         let types = vec!["text"; params(sql).into_iter().max().unwrap_or(0)];
-        form(sql, &types).unwrap()
+        form(sql, &types, Lookup::Estimated).unwrap()
     }
 
     #[test]
@@ -300,6 +326,14 @@ mod tests {
              WHERE id = _m.a2"
         );
         assert_eq!((update.keys, update.one_row_each), (vec![2], Some(vec![2])));
+        // On a commit lane the rows are read once, as an insert reads them.
+        let keyed =
+            form("UPDATE conversations SET last_message_at = $1 WHERE id = $2", &["bigint", "text"], Lookup::Keyed);
+        assert_eq!(
+            keyed.unwrap().sql,
+            "UPDATE conversations SET last_message_at = _m.a1 FROM json_to_recordset($1::json) AS _m(a1 bigint, a2 text) \
+             WHERE id = _m.a2"
+        );
         let delete = form_of("DELETE FROM outbox WHERE message_id = $1");
         assert_eq!((delete.keys.clone(), delete.one_row_each), (vec![1], None));
         assert_eq!(
@@ -356,7 +390,7 @@ mod tests {
              AS _m(a1 text, a2 text) WHERE EXISTS (SELECT 1 FROM w WHERE w.o = _m.a2)"
         );
         // A select from a table of its own is left alone.
-        assert_eq!(form("INSERT INTO e (id) SELECT id FROM t WHERE id = $1", &["text"]), None);
+        assert_eq!(form("INSERT INTO e (id) SELECT id FROM t WHERE id = $1", &["text"], Lookup::Estimated), None);
     }
 
     #[test]
@@ -384,18 +418,18 @@ mod tests {
         let b: &[Arg] = &[Arg::from(2), Arg::from("c2")];
         let c: &[Arg] = &[Arg::from(3), Arg::from("c1")];
         // In key order, whatever order they came in.
-        let (_, json) = merged(sql, &[b, a]).unwrap();
+        let (_, json) = merged(sql, &[b, a], Lookup::Estimated).unwrap();
         assert_eq!(json, r#"[{"a1":1,"a2":"c1"},{"a1":2,"a2":"c2"}]"#);
-        assert_eq!(merged(sql, &[a, b, c]), None);
+        assert_eq!(merged(sql, &[a, b, c], Lookup::Estimated), None);
         // Arguments of different types at one position: left alone.
         let d: &[Arg] = &[Arg::from("x"), Arg::from("c3")];
-        assert_eq!(merged(sql, &[a, d]), None);
+        assert_eq!(merged(sql, &[a, d], Lookup::Estimated), None);
         // The row is named by `id = $2`: a guard on `$1` does not make two rows for one target
         // row distinct, and an update without an equality is never merged.
         let guarded = "UPDATE c SET at = $1 WHERE id = $2 AND (at IS NULL OR at < $1)";
-        assert_eq!(merged(guarded, &[a, c]), None);
-        assert!(merged(guarded, &[a, b]).is_some());
+        assert_eq!(merged(guarded, &[a, c], Lookup::Estimated), None);
+        assert!(merged(guarded, &[a, b], Lookup::Estimated).is_some());
         let unkeyed = "UPDATE c SET at = $1 WHERE at <= $2";
-        assert_eq!(merged(unkeyed, &[a, b]), None);
+        assert_eq!(merged(unkeyed, &[a, b], Lookup::Estimated), None);
     }
 }

@@ -45,6 +45,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(19, "0019_reactions"),
     migration!(20, "0020_attachments"),
     migration!(21, "0021_indexes_for_clean_up"),
+    migration!(22, "0022_message_rows_unlinked"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -96,10 +96,12 @@ pub fn stage_advance_settling(
 /// they make whatever the update did not, and where it did, they find the message past them and
 /// write nothing. No status is skipped, none is written twice.
 ///
-/// `endpoints` is `Some` when `before` was read in the transaction the moves run in (SQLite's
-/// committer), with whether the message's organisation has a webhook endpoint, read there too:
-/// the message then stands where `before` says, so one update moves it through every step, and
-/// with no endpoint no event is built or written (see [`super::events::only_if`]).
+/// `endpoints` is `Some` when `before` was read in the transaction the moves run in, and nothing
+/// else can move it before that commits (SQLite's committer; PostgreSQL's lane that moves
+/// messages, which reads them locked), with whether the message's organisation has a webhook
+/// endpoint, read there too: the message then stands where `before` says, so one update moves
+/// it through every step and ends its outbox job, and with no endpoint no event is built or
+/// written (see [`super::events::only_if`]).
 pub fn stage_through(
     batch: &mut Batch,
     backend: super::Backend,
@@ -109,7 +111,7 @@ pub fn stage_through(
     endpoints: Option<bool>,
 ) -> Option<Message> {
     if let Some(events) = endpoints {
-        return stage_move(batch, backend, before, steps, reason, false, events);
+        return stage_move(batch, backend, before, steps, reason, true, events);
     }
     let mut together = None;
     if backend == super::Backend::Postgres {

@@ -82,33 +82,70 @@ async fn apply_reports_unmetered(db: &Db, line_id: &str, reports: Vec<StatusRepo
 /// share it); per report, whether it moved its message.
 pub async fn apply_in(conn: &mut AnyConnection, line_id: &str, reports: &[StatusReport]) -> sqlx::Result<Vec<bool>> {
     let backend = super::Backend::of(conn);
-    let (mut moved, moves) = plan(conn, backend, &[(line_id, reports)]).await?;
-    super::merge::execute(conn, &moves.iter().collect::<Vec<_>>()).await?;
+    let (mut moved, moves) = plan(conn, backend, &[(line_id, reports)], false).await?;
+    super::merge::execute(conn, &moves.iter().collect::<Vec<_>>(), super::merge::Lookup::Estimated).await?;
     Ok(moved.pop().unwrap_or_default())
 }
 
 /// For several lines' reports at once, inside a transaction: reads every message in one
 /// statement and plans the moves. Returns, per line's reports, which move their message, and
 /// the moves (a batch per message).
+///
+/// `lock`: the messages are read locked (`FOR UPDATE`, on PostgreSQL) after the transaction's
+/// other writes, so no other transaction can move them before it commits; the moves then start
+/// from where the messages stand, each one update (see [`stage_through`]), and with the
+/// organisations' webhook endpoints read here too, no event is built for one without any.
 pub(super) async fn plan(
     conn: &mut AnyConnection,
     backend: super::Backend,
     lines: &[(&str, &[StatusReport])],
+    lock: bool,
 ) -> sqlx::Result<(Vec<Vec<bool>>, Vec<Batch>)> {
     let ids: Vec<&str> = lines.iter().flat_map(|(_, reports)| reports.iter().map(|r| r.message_id.as_str())).collect();
     if ids.is_empty() {
         return Ok((lines.iter().map(|_| Vec::new()).collect(), Vec::new()));
     }
-    let mut messages: HashMap<String, Message> =
-        get_many(&mut *conn, &ids).await?.into_iter().map(|m| (m.id.clone(), m)).collect();
+    let read = match lock {
+        true => lock_many(&mut *conn, backend, &ids).await?,
+        false => get_many(&mut *conn, &ids).await?,
+    };
+    let mut messages: HashMap<String, Message> = read.into_iter().map(|m| (m.id.clone(), m)).collect();
+    let endpoints = match lock {
+        true => Some(with_endpoints(&mut *conn, backend, messages.values().map(|m| m.org_id.as_str())).await?),
+        false => None,
+    };
     let mut moved = Vec::with_capacity(lines.len());
     let mut moves = Vec::new();
     for (line, reports) in lines {
-        let (planned, of_line) = plan_reports(backend, line, reports, &mut messages, None);
+        let (planned, of_line) = plan_reports(backend, line, reports, &mut messages, endpoints.as_ref());
         moves.extend(planned);
         moved.push(of_line);
     }
     Ok((moved, moves))
+}
+
+/// The messages `ids`, locked until the transaction ends, in id order (the order every merged
+/// move locks them in).
+async fn lock_many(conn: &mut AnyConnection, backend: super::Backend, ids: &[&str]) -> sqlx::Result<Vec<Message>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM messages WHERE id IN ({}) ORDER BY id FOR UPDATE",
+        super::batch::texts_of(backend, 1)
+    );
+    let rows = sqlx::query(&sql).bind(serde_json::to_string(ids).expect("ids are strings")).fetch_all(conn).await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// Which of `orgs` have a webhook endpoint, enabled or not (see [`super::events::only_if`]).
+async fn with_endpoints<'a>(
+    conn: &mut AnyConnection,
+    backend: super::Backend,
+    orgs: impl Iterator<Item = &'a str>,
+) -> sqlx::Result<HashSet<String>> {
+    use sqlx::Row;
+    let orgs: Vec<&str> = orgs.collect::<HashSet<_>>().into_iter().collect();
+    let sql = format!("SELECT DISTINCT org_id FROM webhooks WHERE org_id IN ({})", super::batch::texts_of(backend, 1));
+    let rows = sqlx::query(&sql).bind(serde_json::to_string(&orgs).expect("ids are strings")).fetch_all(conn).await?;
+    rows.iter().map(|row| row.try_get(0)).collect()
 }
 
 /// Records a bridge callback's id; changes no row if the line sent it before.
@@ -179,9 +216,12 @@ fn plan_reports(
         .into_iter()
         .map(|(read, steps, reason)| {
             let mut batch = Batch::new();
-            // The line has told: nothing left to send or ask.
-            super::outbox::stage_complete(&mut batch, &read.id);
             let events = endpoints.map(|orgs| orgs.contains(&read.org_id));
+            // The line has told: nothing left to send or ask. Where the message stands as read,
+            // its move ends the job in the same update.
+            if events.is_none() {
+                super::outbox::stage_complete(&mut batch, &read.id);
+            }
             if let Some(after) = stage_through(&mut batch, backend, &read, &steps, reason, events) {
                 messages.insert(read.id.clone(), after);
             }
