@@ -144,10 +144,12 @@ async fn list_messages(
         line_id: caller.bound_line().map(str::to_string),
     };
     let paged = db::messages::list(&state.db, &caller.org_id, &filter, &page).await?;
-    let ids: Vec<&str> = paged.rows.iter().map(|m| m.id.as_str()).collect();
-    let reactions = db::reactions::standing(&state.db, &caller.org_id, &ids).await?;
+    let reacted: Vec<&str> = paged.rows.iter().filter(|l| l.reacted).map(|l| l.message.id.as_str()).collect();
+    let reactions = db::reactions::standing(&state.db, &caller.org_id, &reacted).await?;
     let none = Vec::new();
-    Ok(json_response(&list_body(&paged, |m| m.view().with_reactions(reactions.get(&m.id).unwrap_or(&none)))))
+    Ok(json_response(&list_body(&paged, |l| {
+        l.message.view().with_reactions(reactions.get(&l.message.id).unwrap_or(&none))
+    })))
 }
 
 /// A message.

@@ -102,6 +102,13 @@ pub(crate) fn texts_of(backend: super::Backend, param: usize) -> String {
     }
 }
 
+/// [`texts_of`] on a PostgreSQL commit lane, whose settings keep plans on the key whatever the
+/// estimate (see `group_commit`): the list read as it is, without `msgline_rows`, a PL/pgSQL
+/// function that runs a query of its own on every call.
+pub(crate) fn lane_texts_of(param: usize) -> String {
+    format!("SELECT json_array_elements_text(${param}::json)")
+}
+
 /// `$1`..`$n` in `sql` shifted by `offset`.
 fn renumber(sql: &str, offset: usize) -> String {
     map_params(sql, |n| format!("${}", n + offset))

@@ -23,8 +23,12 @@ pub(super) const MAX_GROUP: usize = 256;
 /// index serves, the plan made on an empty table is the one a full table needs. Joins are
 /// nested loops from the rows to the table for the same reason: once a table has statistics, a
 /// merged update that ends outbox jobs (`outbox_state IS NOT NULL`) was planned as a scan of the
-/// whole outbox index, with its entries for rows long settled, hashed against the rows.
-const LANE_SETTINGS: &str = "SET enable_seqscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off";
+/// whole outbox index, with its entries for rows long settled, hashed against the rows. With the
+/// plan settled by these rules, a statement is planned once per connection: left to choose,
+/// PostgreSQL planned some merged statements again on every run (a tenth of a lane's time in
+/// `perf`, its JSON parsed once more by the planner each time).
+const LANE_SETTINGS: &str = "SET enable_seqscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off; \
+                             SET plan_cache_mode = force_generic_plan";
 
 /// What a request asks of a commit.
 enum Work {

@@ -106,12 +106,12 @@ pub(super) async fn plan(
         return Ok((lines.iter().map(|_| Vec::new()).collect(), Vec::new()));
     }
     let read = match lock {
-        true => lock_many(&mut *conn, backend, &ids).await?,
+        true => lock_many(&mut *conn, &ids).await?,
         false => get_many(&mut *conn, &ids).await?,
     };
     let mut messages: HashMap<String, Message> = read.into_iter().map(|m| (m.id.clone(), m)).collect();
     let endpoints = match lock {
-        true => Some(with_endpoints(&mut *conn, backend, messages.values().map(|m| m.org_id.as_str())).await?),
+        true => Some(with_endpoints(&mut *conn, messages.values().map(|m| m.org_id.as_str())).await?),
         false => None,
     };
     let mut moved = Vec::with_capacity(lines.len());
@@ -125,25 +125,25 @@ pub(super) async fn plan(
 }
 
 /// The messages `ids`, locked until the transaction ends, in id order (the order every merged
-/// move locks them in).
-async fn lock_many(conn: &mut AnyConnection, backend: super::Backend, ids: &[&str]) -> sqlx::Result<Vec<Message>> {
+/// move locks them in). On a PostgreSQL commit lane.
+async fn lock_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Vec<Message>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM messages WHERE id IN ({}) ORDER BY id FOR UPDATE",
-        super::batch::texts_of(backend, 1)
+        super::batch::lane_texts_of(1)
     );
     let rows = sqlx::query(&sql).bind(serde_json::to_string(ids).expect("ids are strings")).fetch_all(conn).await?;
     rows.iter().map(from_row).collect()
 }
 
-/// Which of `orgs` have a webhook endpoint, enabled or not (see [`super::events::only_if`]).
+/// Which of `orgs` have a webhook endpoint, enabled or not (see [`super::events::only_if`]). On
+/// a PostgreSQL commit lane.
 async fn with_endpoints<'a>(
     conn: &mut AnyConnection,
-    backend: super::Backend,
     orgs: impl Iterator<Item = &'a str>,
 ) -> sqlx::Result<HashSet<String>> {
     use sqlx::Row;
     let orgs: Vec<&str> = orgs.collect::<HashSet<_>>().into_iter().collect();
-    let sql = format!("SELECT DISTINCT org_id FROM webhooks WHERE org_id IN ({})", super::batch::texts_of(backend, 1));
+    let sql = format!("SELECT DISTINCT org_id FROM webhooks WHERE org_id IN ({})", super::batch::lane_texts_of(1));
     let rows = sqlx::query(&sql).bind(serde_json::to_string(&orgs).expect("ids are strings")).fetch_all(conn).await?;
     rows.iter().map(|row| row.try_get(0)).collect()
 }

@@ -278,3 +278,36 @@ async fn an_agent_never_answers_a_stop_and_a_stop_in_a_group_is_an_ordinary_mess
         .collect();
     assert_eq!(opted, [FRIEND]);
 }
+
+/// Sends that arrive together have their opt-out checks asked together (on PostgreSQL, one
+/// statement for many sends): each send still gets the answer for its own number.
+#[tokio::test]
+async fn sends_checked_together_each_get_the_answer_for_their_own_number() {
+    let app = spawn_app().await;
+    let line = app.default_line().await;
+    let key = &app.org.key;
+    let numbers: Vec<String> = (0..9).map(|i| format!("+1201555{}", 2000 + i)).collect();
+    // A first send each, so that the sends below are checked for opt-outs alone.
+    let mut contacts = std::collections::HashMap::new();
+    for number in &numbers {
+        let sent = app.post("/messages", key, json!({"to": number, "body": "first"})).await.expect(202);
+        contacts.insert(number, sent["message"]["contact_id"].clone());
+    }
+    let stopped: Vec<&String> = numbers.iter().step_by(3).collect();
+    for number in &stopped {
+        line.inbound(number, "STOP").await;
+        replied(&line, number, "unsubscribed").await;
+    }
+    let app = &app;
+    let sends = numbers.iter().cycle().take(45).map(|number| async move {
+        (number, app.post("/messages", key, json!({"to": number, "body": "together"})).await)
+    });
+    for (number, answer) in futures_util::future::join_all(sends).await {
+        if stopped.contains(&number) {
+            let refused = answer.expect_error(409, "recipient_opted_out", None);
+            assert_eq!(refused["phone"], number.as_str());
+        } else {
+            assert_eq!(answer.expect(202)["message"]["contact_id"], contacts[number]);
+        }
+    }
+}

@@ -131,6 +131,9 @@ async fn a_tapback_goes_to_the_line_follows_the_lifecycle_shows_on_its_target_an
     assert_eq!(on_target["reactions"].as_array().unwrap().len(), 1, "{on_target}");
     assert_eq!(on_target["reactions"][0]["from"], FRIEND);
     assert_eq!(on_target["reactions"][0]["direction"], "inbound");
+    // The page's other messages, which nobody reacted to, show an empty list.
+    let others: Vec<&Value> = listed["data"].as_array().unwrap().iter().filter(|m| m["id"] != target_id).collect();
+    assert!(others.len() >= 3 && others.iter().all(|m| m["reactions"] == json!([])), "{listed}");
 
     // Reacting to a message that arrived names it by the line's own id for it.
     line.inbound(FRIEND, "Running late").await;

@@ -326,16 +326,7 @@ pub struct Named<'r, 's> {
 
 impl Named<'_, '_> {
     fn get<T: rusqlite::types::FromSql>(&self, column: &str) -> sqlx::Result<T> {
-        let next = self.next.get();
-        // Case-insensitive, as SQLite's names are.
-        let index = match self.names.get(next) {
-            Some(name) if name.eq_ignore_ascii_case(column) => Some(next),
-            _ => self.names.iter().position(|name| name.eq_ignore_ascii_case(column)),
-        };
-        if let Some(index) = index {
-            self.next.set(index + 1);
-        }
-        index
+        super::column_index(&self.next, self.names, String::as_str, column)
             .ok_or_else(|| rusqlite::Error::InvalidColumnName(column.to_string()))
             .and_then(|index| self.row.get(index))
             .map_err(|e| sqlx::Error::ColumnDecode { index: column.to_string(), source: Box::new(e) })
