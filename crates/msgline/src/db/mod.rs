@@ -335,7 +335,7 @@ impl Columns for sqlx::any::AnyRow {
     }
 }
 
-/// Where `column` stands among a row's column `names` (case-insensitively, as SQLite's are),
+/// Where `column` stands among a row's `columns`, by `name` (case-insensitively, as SQLite's are),
 /// trying the one after the last found first: readers mostly take the columns in their order.
 fn column_index<T>(
     next: &std::cell::Cell<usize>,
