@@ -357,13 +357,13 @@ fn column_index<T>(
 /// A PostgreSQL row whose columns are found by position. sqlx's lookup by name hashes the name
 /// into the statement's map on every call; a page of 50 messages makes about a thousand, which
 /// were a tenth of the server's CPU in the `read` bench.
-pub struct PgNamed<'r> {
+struct PgNamed<'r> {
     row: &'r sqlx::postgres::PgRow,
     next: std::cell::Cell<usize>,
 }
 
 impl<'r> PgNamed<'r> {
-    pub fn new(row: &'r sqlx::postgres::PgRow) -> Self {
+    fn new(row: &'r sqlx::postgres::PgRow) -> Self {
         Self { row, next: Default::default() }
     }
 
