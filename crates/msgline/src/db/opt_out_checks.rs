@@ -25,7 +25,8 @@ struct Check {
     org_id: String,
     line_id: String,
     phones: Vec<String>,
-    answer: oneshot::Sender<sqlx::Result<Option<String>>>,
+    /// The answer, or `None` if the grouped statement failed.
+    answer: oneshot::Sender<Option<Option<String>>>,
 }
 
 /// The queue of checks to the task that asks them.
@@ -39,13 +40,14 @@ impl Checks {
         Self(checks)
     }
 
-    /// The first of `phones` opted out of the organisation's messages on the line, if any.
+    /// The first of `phones` opted out of the organisation's messages on the line, if any;
+    /// `None` when the statement that asked it failed (the caller then asks it alone).
     pub(super) async fn first_opted_out(
         &self,
         org_id: &str,
         line_id: &str,
         phones: &[&str],
-    ) -> sqlx::Result<Option<String>> {
+    ) -> sqlx::Result<Option<Option<String>>> {
         let (answer, answered) = oneshot::channel();
         let check = Check {
             org_id: org_id.to_string(),
@@ -54,7 +56,7 @@ impl Checks {
             answer,
         };
         self.0.send(check).await.map_err(|_| sqlx::Error::PoolClosed)?;
-        answered.await.map_err(|_| sqlx::Error::PoolClosed)?
+        answered.await.map_err(|_| sqlx::Error::PoolClosed)
     }
 }
 
@@ -100,26 +102,8 @@ async fn answer(readers: &sqlx::PgPool, group: Vec<Check>) {
         }
         Ok(hits)
     });
-    match found {
-        Ok(hits) => {
-            for (check, hit) in group.into_iter().zip(hits) {
-                let _ = check.answer.send(Ok(hit));
-            }
-        }
-        // Each asked alone, for an answer of its own.
-        Err(_) => {
-            for check in group {
-                let phones: Vec<&str> = check.phones.iter().map(String::as_str).collect();
-                let alone = alone(readers, &check.org_id, &check.line_id, &phones).await;
-                let _ = check.answer.send(alone);
-            }
-        }
+    let mut hits = found.ok().map(Vec::into_iter);
+    for check in group {
+        let _ = check.answer.send(hits.as_mut().map(|hits| hits.next().flatten()));
     }
-}
-
-/// One check as its own statement.
-async fn alone(readers: &sqlx::PgPool, org_id: &str, line_id: &str, phones: &[&str]) -> sqlx::Result<Option<String>> {
-    let (sql, args) = super::opt_outs::first_opted_out_query(org_id, line_id, phones);
-    let found = super::batch::bind(sqlx::query::<sqlx::Postgres>(&sql), args).fetch_optional(readers).await?;
-    found.map(|row| row.try_get(0)).transpose()
 }

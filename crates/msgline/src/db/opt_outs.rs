@@ -53,22 +53,19 @@ pub async fn first_opted_out(db: &Db, org_id: &str, line_id: &str, phones: &[&st
     if phones.is_empty() {
         return Ok(None);
     }
-    // Read on every send: on PostgreSQL with other sends' checks, else through the readers.
-    if let Some(checks) = db.opt_out_checks() {
-        return checks.first_opted_out(org_id, line_id, phones).await;
+    // Read on every send: on PostgreSQL with other sends' checks (alone if their statement
+    // failed), else through the readers.
+    if let Some(checks) = db.opt_out_checks()
+        && let Some(answer) = checks.first_opted_out(org_id, line_id, phones).await?
+    {
+        return Ok(answer);
     }
-    let (sql, args) = first_opted_out_query(org_id, line_id, phones);
-    let rows = db.read_rows(sql, args, |row| row.text("phone")).await?;
-    Ok(rows.into_iter().next())
-}
-
-/// The statement of [`first_opted_out`] alone, and its arguments.
-pub(super) fn first_opted_out_query(org_id: &str, line_id: &str, phones: &[&str]) -> (String, Vec<super::Arg>) {
     let marks = (0..phones.len()).map(|i| format!("${}", i + 3)).collect::<Vec<_>>().join(", ");
     let sql = format!("SELECT phone FROM opt_outs WHERE org_id = $1 AND line_id = $2 AND phone IN ({marks}) LIMIT 1");
     let mut args: Vec<super::Arg> = vec![org_id.into(), line_id.into()];
     args.extend(phones.iter().map(|phone| (*phone).into()));
-    (sql, args)
+    let rows = db.read_rows(sql, args, |row| row.text("phone")).await?;
+    Ok(rows.into_iter().next())
 }
 
 /// Whether the number is opted out on the line, read inside a transaction.
