@@ -83,6 +83,10 @@ pub(super) struct Statement {
     /// anything, as the statement's own condition says too: SQLite's committer asks it once per
     /// commit and skips the statement, unbound and unrun, when it finds none.
     pub guard: Option<(&'static str, Arg)>,
+    /// Whether running the statement again right after, with the same arguments, changes
+    /// nothing more (an update that sets columns to its parameters or constants): sequences
+    /// that repeat it with the same arguments may then run it once (see [`super::merge`]).
+    pub repeatable: bool,
 }
 
 /// `$1, $2, …, $count`: the parameters of an `IN (…)` list.
@@ -158,7 +162,17 @@ impl Batch {
 
     /// Adds a statement whose parameters are `$1..$n` in the order of `args`.
     pub fn push(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
-        self.statements.push(Statement { sql: sql.into(), args, if_changed: None, guard: None });
+        self.statements.push(Statement { sql: sql.into(), args, if_changed: None, guard: None, repeatable: false });
+        self
+    }
+
+    /// [`Batch::push`] for a statement that running again right after, with the same
+    /// arguments, changes nothing more (see [`Statement::repeatable`]).
+    pub(super) fn push_repeatable(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
+        self.push(sql, args);
+        if let Some(last) = self.statements.last_mut() {
+            last.repeatable = true;
+        }
         self
     }
 
@@ -238,7 +252,13 @@ impl Batch {
                     _ => (selects(true), selects(false)),
                 };
                 self.push(update, update_args);
-                self.statements.push(Statement { sql, args: insert_args, if_changed: Some(if_changed), guard: None });
+                self.statements.push(Statement {
+                    sql,
+                    args: insert_args,
+                    if_changed: Some(if_changed),
+                    guard: None,
+                    repeatable: false,
+                });
                 self
             }
             Backend::Postgres => {

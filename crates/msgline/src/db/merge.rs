@@ -52,7 +52,9 @@ pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch], look
         for position in 0..len {
             let statements: Vec<_> = group.iter().map(|s| &s.statements()[position]).collect();
             let sql = &statements[0].sql;
-            let merge = || merged(sql, &statements.iter().map(|s| s.args.as_slice()).collect::<Vec<_>>(), lookup);
+            let repeatable = statements.iter().all(|s| s.repeatable);
+            let args: Vec<&[Arg]> = statements.iter().map(|s| s.args.as_slice()).collect();
+            let merge = || merged(sql, &args, repeatable, lookup);
             match (statements.len() > 1).then(merge).flatten() {
                 Some((merged_sql, json)) => {
                     sqlx::query(&merged_sql).bind(json).execute(&mut *conn).await?;
@@ -74,8 +76,9 @@ fn same_shape(a: &Batch, b: &Batch) -> bool {
 }
 
 /// The merged statement and its one parameter (the rows as JSON), if `sql` has a merged form
-/// and the rows' arguments (one list per sequence) agree in type.
-fn merged<'a>(sql: &str, rows: &[&'a [Arg]], lookup: Lookup) -> Option<(String, String)> {
+/// and the rows' arguments (one list per sequence) agree in type. A `repeatable` statement (see
+/// `Statement::repeatable`) runs once for rows whose arguments are all the same.
+fn merged<'a>(sql: &str, rows: &[&'a [Arg]], repeatable: bool, lookup: Lookup) -> Option<(String, String)> {
     let types: Vec<&'static str> = rows[0].iter().map(sql_type).collect();
     if rows.iter().any(|args| args.len() != types.len() || args.iter().map(sql_type).ne(types.iter().copied())) {
         return None;
@@ -85,7 +88,10 @@ fn merged<'a>(sql: &str, rows: &[&'a [Arg]], lookup: Lookup) -> Option<(String, 
     let mut rows: Vec<(Vec<&Arg>, &[Arg])> = rows.iter().map(|args| (key_of(args), *args)).collect();
     // In key order, the order every merged statement locks rows in: two transactions never
     // wait on each other's rows in opposite orders.
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+    if repeatable {
+        rows.dedup_by(|a, b| a.1 == b.1);
+    }
     if let Some(equalities) = &form.one_row_each {
         // Some `column = $k` whose values all differ: no target row can match two rows.
         let all_differ = |k: &usize| {
@@ -418,18 +424,34 @@ mod tests {
         let b: &[Arg] = &[Arg::from(2), Arg::from("c2")];
         let c: &[Arg] = &[Arg::from(3), Arg::from("c1")];
         // In key order, whatever order they came in.
-        let (_, json) = merged(sql, &[b, a], Lookup::Estimated).unwrap();
+        let (_, json) = merged(sql, &[b, a], false, Lookup::Estimated).unwrap();
         assert_eq!(json, r#"[{"a1":1,"a2":"c1"},{"a1":2,"a2":"c2"}]"#);
-        assert_eq!(merged(sql, &[a, b, c], Lookup::Estimated), None);
+        assert_eq!(merged(sql, &[a, b, c], false, Lookup::Estimated), None);
         // Arguments of different types at one position: left alone.
         let d: &[Arg] = &[Arg::from("x"), Arg::from("c3")];
-        assert_eq!(merged(sql, &[a, d], Lookup::Estimated), None);
+        assert_eq!(merged(sql, &[a, d], false, Lookup::Estimated), None);
         // The row is named by `id = $2`: a guard on `$1` does not make two rows for one target
         // row distinct, and an update without an equality is never merged.
         let guarded = "UPDATE c SET at = $1 WHERE id = $2 AND (at IS NULL OR at < $1)";
-        assert_eq!(merged(guarded, &[a, c], Lookup::Estimated), None);
-        assert!(merged(guarded, &[a, b], Lookup::Estimated).is_some());
+        assert_eq!(merged(guarded, &[a, c], false, Lookup::Estimated), None);
+        assert!(merged(guarded, &[a, b], false, Lookup::Estimated).is_some());
         let unkeyed = "UPDATE c SET at = $1 WHERE at <= $2";
-        assert_eq!(merged(unkeyed, &[a, b], Lookup::Estimated), None);
+        assert_eq!(merged(unkeyed, &[a, b], false, Lookup::Estimated), None);
+    }
+
+    #[test]
+    fn a_repeatable_update_runs_once_for_rows_that_are_the_same() {
+        let sql = "UPDATE w SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL";
+        let (a, b): (&[Arg], &[Arg]) = (&[Arg::from("w1")], &[Arg::from("w2")]);
+        // Not marked: rows that name one row run one by one.
+        assert_eq!(merged(sql, &[a, a], false, Lookup::Keyed), None);
+        // Marked: once per distinct row, in key order.
+        let (_, json) = merged(sql, &[a, b, a, a], true, Lookup::Keyed).unwrap();
+        assert_eq!(json, r#"[{"a1":"w1"},{"a1":"w2"}]"#);
+        // Rows that name one row with different arguments still run one by one.
+        let set = "UPDATE c SET at = $1 WHERE id = $2";
+        let (c, d): (&[Arg], &[Arg]) = (&[Arg::from(1), Arg::from("c1")], &[Arg::from(2), Arg::from("c1")]);
+        assert_eq!(merged(set, &[c, d, c], true, Lookup::Keyed), None);
+        assert!(merged(set, &[c, c], true, Lookup::Keyed).is_some());
     }
 }

@@ -332,7 +332,8 @@ pub fn stage_attempt(
     );
     let webhook = &attempt.webhook_id;
     match outcome {
-        Settle::Delivered => batch.push(super::webhooks::NOTE_SUCCESS, vec![webhook.into()]),
+        // Many deliveries to one endpoint in a shared commit clear its streak once.
+        Settle::Delivered => batch.push_repeatable(super::webhooks::NOTE_SUCCESS, vec![webhook.into()]),
         _ => batch
             .push(super::webhooks::NOTE_FAILURE, vec![attempt.created_at.into(), webhook.into(), streak_gap_ms.into()]),
     }
@@ -484,6 +485,12 @@ pub fn settled_before(backend: super::Backend) -> &'static str {
             "SELECT id FROM webhook_deliveries WHERE state IN ('delivered', 'failed') AND updated_at < $1 LIMIT $2"
         }
     }
+}
+
+/// Deletes one delivery (of an endpoint deleted since it was written).
+pub async fn forget(db: &Db, id: &str) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM webhook_deliveries WHERE id = $1").bind(id).execute(db.writer()).await?;
+    Ok(())
 }
 
 /// Deletes attempts and settled deliveries last touched before `before`, up to `limit` rows of

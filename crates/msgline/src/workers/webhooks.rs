@@ -194,10 +194,7 @@ async fn deliver(
     let Some(webhook) = webhook else {
         // The endpoint was deleted, and its deliveries with it; one written by a fan-out that
         // read the endpoint just before goes now.
-        sqlx::query("DELETE FROM webhook_deliveries WHERE id = $1")
-            .bind(&claimed.id)
-            .execute(state.db.writer())
-            .await?;
+        db::webhook_deliveries::forget(&state.db, &claimed.id).await?;
         return Ok(());
     };
     let Some(event) = event else { return Ok(()) };

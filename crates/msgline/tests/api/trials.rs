@@ -256,7 +256,6 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
         .fetch_all(reader.writer())
         .await
         .unwrap();
-    reader.close().await;
     // Every event must arrive; what has not once a minute has passed without progress is
     // counted.
     let mut progress = Progress::new();
@@ -271,6 +270,32 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     };
+    // What became of an event that did not arrive, for the failure's report.
+    if undelivered > 0 {
+        let times: std::collections::HashSet<String> = receiver.received().await.iter().map(|d| d.id()).collect();
+        for (id,) in events.iter().filter(|(id,)| !times.contains(id)) {
+            type Delivery = (String, i64, Option<i64>, Option<i64>, Option<i64>, i64);
+            let rows: Vec<Delivery> = sqlx::query_as(
+                "SELECT state, attempts, next_attempt_at, claimed_until, last_status, updated_at \
+                 FROM webhook_deliveries WHERE event_id = $1",
+            )
+            .bind(id)
+            .fetch_all(reader.writer())
+            .await
+            .unwrap();
+            let pending: Vec<(i64,)> = sqlx::query_as("SELECT webhooks_pending FROM events WHERE id = $1")
+                .bind(id)
+                .fetch_all(reader.writer())
+                .await
+                .unwrap();
+            println!(
+                "not delivered: event {id} (webhooks_pending {pending:?}), its deliveries (state, attempts, \
+                 next_attempt_at, claimed_until, last_status, updated_at) {rows:?}, now {}",
+                msgline::clock::now_ms()
+            );
+        }
+    }
+    reader.close().await;
     println!(
         "crash trials: {trials} kills of serve, {accepted} sends accepted, {lost} lost, {twice} sent twice, \
          {stuck} left queued or unknown, {undelivered} of {} events not delivered; kills in the middle of work: \
