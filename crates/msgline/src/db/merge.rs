@@ -88,10 +88,12 @@ fn merged<'a>(sql: &str, rows: &[&'a [Arg]], repeatable: bool, lookup: Lookup) -
     let mut rows: Vec<(Vec<&Arg>, &[Arg])> = rows.iter().map(|args| (key_of(args), *args)).collect();
     // In key order, the order every merged statement locks rows in: two transactions never
     // wait on each other's rows in opposite orders.
-    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    // A repeatable statement's rows that are the same come side by side, and run once each.
+    rows.sort_by(|a, b| match repeatable {
+        true => a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)),
+        false => a.0.cmp(&b.0),
+    });
     if repeatable {
-        // Rows that are the same side by side, then once each.
-        rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
         rows.dedup_by(|a, b| a.1 == b.1);
     }
     if let Some(equalities) = &form.one_row_each {

@@ -259,21 +259,20 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
     // Every event must arrive; what has not once a minute has passed without progress is
     // counted.
     let mut progress = Progress::new();
-    let (undelivered, repeated_deliveries) = loop {
+    let (undelivered, repeated_deliveries, received) = loop {
         let mut times: HashMap<String, usize> = HashMap::new();
         for delivery in receiver.received().await {
             *times.entry(delivery.id()).or_default() += 1;
         }
         let undelivered = events.iter().filter(|(id,)| !times.contains_key(id)).count();
         if progress.stalled(undelivered) {
-            break (undelivered, times.values().filter(|n| **n > 1).count());
+            break (undelivered, times.values().filter(|n| **n > 1).count(), times);
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     };
     // What became of an event that did not arrive, for the failure's report.
     if undelivered > 0 {
-        let times: std::collections::HashSet<String> = receiver.received().await.iter().map(|d| d.id()).collect();
-        for (id,) in events.iter().filter(|(id,)| !times.contains(id)) {
+        for (id,) in events.iter().filter(|(id,)| !received.contains_key(id)) {
             type Delivery = (String, i64, Option<i64>, Option<i64>, Option<i64>, i64);
             let rows: Vec<Delivery> = sqlx::query_as(
                 "SELECT state, attempts, next_attempt_at, claimed_until, last_status, updated_at \
