@@ -46,6 +46,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(20, "0020_attachments"),
     migration!(21, "0021_indexes_for_clean_up"),
     migration!(22, "0022_message_rows_unlinked"),
+    migration!(23, "0023_webhook_queue_indexes"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -37,11 +37,9 @@ pub async fn snapshot(db: &Db) -> sqlx::Result<Snapshot> {
             (a, b) => a.or(b),
         };
     }
-    let row = sqlx::query(
-        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_deliveries WHERE state IN ('pending', 'claimed')",
-    )
-    .fetch_one(db.reader())
-    .await?;
+    let sql =
+        format!("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ({}) open", super::webhook_deliveries::OPEN);
+    let row = sqlx::query(&sql).fetch_one(db.reader()).await?;
     snapshot.webhook_backlog = row.try_get("n")?;
     snapshot.oldest_webhook_at = row.try_get("oldest")?;
     snapshot.events_unfanned = sqlx::query("SELECT COUNT(*) FROM events WHERE webhooks_pending = 1")

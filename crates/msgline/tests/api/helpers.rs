@@ -9,7 +9,7 @@ use std::{process::Output, time::Duration};
 use msgline::{Application, Config, db::Db, state::AppState};
 use reqwest::{Method, StatusCode, header::HeaderMap};
 use serde_json::Value;
-use sqlx::Connection;
+use sqlx::{Connection, Row};
 
 pub const BASE: &str = "/api/v1/messaging";
 
@@ -502,4 +502,36 @@ pub async fn counting_listener() -> (u16, std::sync::Arc<std::sync::atomic::Atom
         }
     });
     (port, count)
+}
+
+/// The plan of `select` (with `$1` and `$2` filled in), one line per row. With
+/// `rule_out_seqscan`, PostgreSQL is told not to read whole tables: the tables of a test are
+/// small, and only then does the plan show whether an index can serve the query. Without it,
+/// the plan is the one the planner would choose from the statistics it has.
+pub async fn plan_of(db: &Db, rule_out_seqscan: bool, select: &str) -> Vec<String> {
+    let select = select.replace("$1", "1000").replace("$2", "500");
+    let mut conn = db.writer().acquire().await.unwrap();
+    match db.backend() {
+        msgline::db::Backend::Sqlite => sqlx::query(&format!("EXPLAIN QUERY PLAN {select}"))
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get::<String, _>(3))
+            .collect(),
+        msgline::db::Backend::Postgres => {
+            if rule_out_seqscan {
+                sqlx::query("SET enable_seqscan = off").execute(&mut *conn).await.unwrap();
+            }
+            let plan = sqlx::query(&format!("EXPLAIN {select}"))
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| row.get::<String, _>(0))
+                .collect();
+            sqlx::query("RESET enable_seqscan").execute(&mut *conn).await.unwrap();
+            plan
+        }
+    }
 }

@@ -1,10 +1,10 @@
 //! The clean-up of what is past keeping (the janitor's and the webhook worker's), on the
 //! configured engine.
 
-use msgline::db::{Backend, reports::CALLBACKS_BEFORE, webhook_deliveries::settled_before};
+use msgline::db::{reports::CALLBACKS_BEFORE, webhook_deliveries::settled_before};
 use sqlx::Row;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{plan_of, spawn_app};
 
 const WEEK_MS: i64 = 7 * 86_400_000;
 
@@ -43,41 +43,12 @@ async fn the_janitor_deletes_callback_ids_older_than_a_week_and_keeps_the_rest()
     assert_eq!(left, ["new_1", "new_2"]);
 }
 
-/// The plan of `select` (with `$1` and `$2` filled in), one line per row.
-async fn plan_of(app: &crate::helpers::TestApp, select: &str) -> Vec<String> {
-    let select = select.replace("$1", "1000").replace("$2", "500");
-    let mut conn = app.state.db.writer().acquire().await.unwrap();
-    match app.state.db.backend() {
-        Backend::Sqlite => sqlx::query(&format!("EXPLAIN QUERY PLAN {select}"))
-            .fetch_all(&mut *conn)
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.get::<String, _>(3))
-            .collect(),
-        Backend::Postgres => {
-            // The table is small: only with sequential scans ruled out does the plan show
-            // whether an index can serve the query.
-            sqlx::query("SET enable_seqscan = off").execute(&mut *conn).await.unwrap();
-            let plan = sqlx::query(&format!("EXPLAIN {select}"))
-                .fetch_all(&mut *conn)
-                .await
-                .unwrap()
-                .iter()
-                .map(|row| row.get::<String, _>(0))
-                .collect();
-            sqlx::query("RESET enable_seqscan").execute(&mut *conn).await.unwrap();
-            plan
-        }
-    }
-}
-
 /// The janitor finds old callback ids through an index, not by reading the whole table: on
 /// SQLite the read held the write lock for over a second once the table had two million rows.
 #[tokio::test]
 async fn the_janitor_finds_old_callback_ids_through_an_index() {
     let app = spawn_app().await;
-    let plan = plan_of(&app, CALLBACKS_BEFORE).await;
+    let plan = plan_of(&app.state.db, true, CALLBACKS_BEFORE).await;
     assert!(plan.iter().any(|line| line.contains("bridge_events_by_age")), "{plan:#?}");
 }
 
@@ -86,7 +57,7 @@ async fn the_janitor_finds_old_callback_ids_through_an_index() {
 #[tokio::test]
 async fn the_webhook_prune_finds_settled_deliveries_through_an_index() {
     let app = spawn_app().await;
-    let plan = plan_of(&app, settled_before(app.state.db.backend())).await;
+    let plan = plan_of(&app.state.db, true, settled_before(app.state.db.backend())).await;
     assert!(plan.iter().any(|line| line.contains("webhook_deliveries_settled")), "{plan:#?}");
     // And the delete built on it runs (there is nothing to delete).
     assert_eq!(msgline::db::webhook_deliveries::prune(&app.state.db, i64::MAX, 10).await.unwrap(), 0);
