@@ -383,28 +383,53 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
     Ok(())
 }
 
-/// Reads on connections of their own, each query on a blocking thread: one hand-off per query
-/// where sqlx makes one per row, and rows read straight into the caller's type.
+/// Reads on connections of their own, each on a thread of its own: one hand-off per query
+/// where sqlx makes one per row, and rows read straight into the caller's type. The threads are
+/// fixed, not tokio's blocking pool: under a steady stream of reads that pool started a new
+/// thread whenever the query before had not yet handed its thread back, and kept it ten seconds
+/// (72 threads in the bench's `read` on SQLite, each with its own allocation arena for SQLite's
+/// memory: the server's peak RSS went from 53 to 63 MiB there; BENCHMARKS.md).
 pub struct Readers {
-    file: PathBuf,
-    idle: std::sync::Mutex<Vec<Connection>>,
-    /// Queries running at once: as many as there are connections, so memory stays bounded.
+    jobs: std::sync::mpsc::Sender<ReadJob>,
+    /// Queries handed over at once: as many as there are threads, so memory stays bounded.
     running: tokio::sync::Semaphore,
 }
 
-/// Reader connections, and queries at once.
+/// One query for a reader thread: run on its connection, or told why there is none.
+type ReadJob = Box<dyn FnOnce(rusqlite::Result<&Connection>) + Send>;
+
+/// Reader threads, each with one connection, opened at its first query.
 const READERS: usize = 4;
 
 impl Readers {
     pub fn new(file: PathBuf) -> Self {
-        Self { file, idle: Default::default(), running: tokio::sync::Semaphore::new(READERS) }
-    }
-
-    fn open(&self) -> rusqlite::Result<Connection> {
-        let conn = Connection::open_with_flags(&self.file, open_flags())?;
-        conn.execute_batch(super::SQLITE_READER_PRAGMAS)?;
-        conn.set_prepared_statement_cache_capacity(64);
-        Ok(conn)
+        let (jobs, queue) = std::sync::mpsc::channel::<ReadJob>();
+        let queue = std::sync::Arc::new(std::sync::Mutex::new(queue));
+        for n in 0..READERS {
+            let (queue, file) = (queue.clone(), file.clone());
+            let started = std::thread::Builder::new().name(format!("msgline-read-{n}")).spawn(move || {
+                let mut conn: Option<Connection> = None;
+                loop {
+                    // The queue's lock is let go before the query runs. The loop ends when the
+                    // `Readers` (the last sender) goes.
+                    let Ok(job) = queue.lock().expect("reader queue lock").recv() else { break };
+                    if conn.is_none() {
+                        match open_reader(&file) {
+                            Ok(opened) => conn = Some(opened),
+                            Err(error) => {
+                                job(Err(error));
+                                continue;
+                            }
+                        }
+                    }
+                    job(Ok(conn.as_ref().expect("opened above")));
+                }
+            });
+            if let Err(error) = started {
+                tracing::error!(error = %error, "could not start a SQLite reader thread");
+            }
+        }
+        Self { jobs, running: tokio::sync::Semaphore::new(READERS) }
     }
 
     /// The rows of one query, each read through `map`.
@@ -414,24 +439,22 @@ impl Readers {
         args: Vec<Arg>,
         map: fn(&dyn super::Columns) -> sqlx::Result<T>,
     ) -> sqlx::Result<Vec<T>> {
-        let readers = self.clone();
         let _running = self.running.acquire().await.map_err(|_| sqlx::Error::PoolClosed)?;
-        tokio::task::spawn_blocking(move || {
-            let idle = readers.idle.lock().expect("reader pool lock").pop();
-            let conn = match idle {
-                Some(conn) => conn,
-                None => readers.open().map_err(into_sqlx)?,
-            };
-            let result = rows(&conn, &sql, &args, |row| map(row)).map_err(into_sqlx);
-            let mut idle = readers.idle.lock().expect("reader pool lock");
-            if idle.len() < READERS {
-                idle.push(conn);
-            }
-            result
-        })
-        .await
-        .map_err(|_| sqlx::Error::WorkerCrashed)?
+        let (done, answer) = oneshot::channel();
+        let job: ReadJob = Box::new(move |conn| {
+            let result = conn.and_then(|conn| rows(conn, &sql, &args, |row| map(row))).map_err(into_sqlx);
+            let _ = done.send(result);
+        });
+        self.jobs.send(job).map_err(|_| sqlx::Error::WorkerCrashed)?;
+        answer.await.map_err(|_| sqlx::Error::WorkerCrashed)?
     }
+}
+
+fn open_reader(file: &std::path::Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(file, open_flags())?;
+    conn.execute_batch(super::SQLITE_READER_PRAGMAS)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
 }
 
 /// A row that could not be read, as the committer thread reports it.
