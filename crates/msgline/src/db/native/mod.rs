@@ -388,7 +388,7 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
 /// fixed, not tokio's blocking pool: under a steady stream of reads that pool started a new
 /// thread whenever the query before had not yet handed its thread back, and kept it ten seconds
 /// (72 threads in the bench's `read` on SQLite, each with its own allocation arena for SQLite's
-/// memory: the server's peak RSS went from 53 to 63 MiB there; BENCHMARKS.md).
+/// memory: the server's resident memory went from 52 to 62 MiB there; BENCHMARKS.md).
 pub struct Readers {
     jobs: std::sync::mpsc::Sender<ReadJob>,
     /// Queries handed over at once: as many as there are threads, so memory stays bounded.
