@@ -434,7 +434,7 @@ impl Readers {
 
     /// The rows of one query, each read through `map`.
     pub async fn query<T: Send + 'static>(
-        self: &std::sync::Arc<Self>,
+        &self,
         sql: String,
         args: Vec<Arg>,
         map: fn(&dyn super::Columns) -> sqlx::Result<T>,
