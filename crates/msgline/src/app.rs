@@ -17,8 +17,10 @@ impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         // Recording starts with the server, so that `/metrics` counts from its first request.
         crate::metrics::handle();
+        let numbering_plan = tokio::task::spawn_blocking(crate::domain::phone::E164::load_numbering_plan);
         let db = Db::connect(&config.database_url).await?;
         db.migrate().await?;
+        numbering_plan.await?;
         if config.bench_routes {
             crate::bench::server::prepare(&db).await?;
         }

@@ -10,16 +10,18 @@ use msgline::{Application, Config, admin, app::shutdown_signal, bridge::sim::Sim
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's settings, read when it starts: one arena per CPU (not four); freed pages handed
-/// back to the system after a second by a background thread, so that memory falls back after a
-/// burst; and each thread keeps freed blocks of at most 4 KiB for itself (not 32 KiB), since
-/// the larger ones (a page of messages, its JSON) held by each of the server's threads raised its
-/// peak memory by about 7 MiB in the bench's full run on SQLite (66.8 MiB against 59.9-60.6, with
-/// no change in CPU per request; BENCHMARKS.md).
+/// jemalloc's settings, read when it starts: one arena (not one per CPU, which kept a partly
+/// used run of every size class in each); freed pages handed back to the system after 300 ms by
+/// a background thread, so that memory falls back soon after a burst; and each thread keeps
+/// freed blocks of at most 4 KiB for itself (not 32 KiB), and half as many of each size as by
+/// default. The larger blocks (a page of messages, its JSON) held by each of the server's
+/// threads raised its peak memory by about 7 MiB in the bench's full run on SQLite; the arena,
+/// thread caches and decay together took about 3.5 MiB off the peak of a `send` run, with no
+/// change in CPU per request (BENCHMARKS.md).
 #[allow(non_upper_case_globals)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
-pub static malloc_conf: &[u8] =
-    b"percpu_arena:percpu,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,tcache_max:4096\0";
+pub static malloc_conf: &[u8] = b"narenas:1,background_thread:true,dirty_decay_ms:300,muzzy_decay_ms:0,\
+tcache_max:4096,lg_tcache_nslots_mul:-1\0";
 
 #[derive(Parser)]
 #[command(name = "msgline", version, about = "Self-hostable messaging API for SMS and iMessage")]
