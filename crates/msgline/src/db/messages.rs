@@ -368,22 +368,27 @@ pub struct Listed {
     pub reacted: bool,
 }
 
+/// [`last_sender_org`]'s query: the sender's contacts (one per organisation that knows the
+/// number), each one's direct conversation on the line, and its latest outbound message. An
+/// outbound message to a contact is always in that conversation (a group's carry no contact), so
+/// this finds what reading the messages by line and contact found, through indexes only.
+pub const LAST_SENDER_ORG: &str = "SELECT org_id FROM (SELECT cv.org_id AS org_id, \
+     (SELECT m.id FROM messages m WHERE m.org_id = cv.org_id AND m.conversation_id = cv.id \
+      AND m.direction = 'outbound' ORDER BY m.id DESC LIMIT 1) AS last_sent \
+     FROM contacts c JOIN conversations cv ON cv.org_id = c.org_id AND cv.line_id = $1 \
+      AND cv.contact_id = c.id AND cv.kind = 'direct' WHERE c.phone = $2) AS sent \
+     WHERE last_sent IS NOT NULL ORDER BY last_sent DESC LIMIT 1";
+
 /// The organisation that most recently messaged `phone` from this line.
 pub async fn last_sender_org(conn: &mut AnyConnection, line_id: &str, phone: &str) -> sqlx::Result<Option<String>> {
-    let row = sqlx::query(
-        "SELECT m.org_id FROM messages m JOIN contacts c ON c.id = m.contact_id \
-         WHERE m.line_id = $1 AND c.phone = $2 AND m.direction = 'outbound' ORDER BY m.id DESC LIMIT 1",
-    )
-    .bind(line_id)
-    .bind(phone)
-    .fetch_optional(&mut *conn)
-    .await?;
+    let row = sqlx::query(LAST_SENDER_ORG).bind(line_id).bind(phone).fetch_optional(&mut *conn).await?;
     row.map(|r| r.try_get(0)).transpose()
 }
 
 /// Outbound messages on `line_id` that the line accepted but that have not reached `read` or
 /// `failed`, last moved at or after `since`, oldest move first: the ones whose receipts a line
-/// that can lose reports is asked about.
+/// that can lose reports is asked about. It reads the whole table (the messages have no index by
+/// line, which every message would pay for), once each time such a line connects.
 pub async fn awaiting_receipts(db: &Db, line_id: &str, since: i64, limit: i64) -> sqlx::Result<Vec<String>> {
     let rows = sqlx::query(
         "SELECT id FROM messages WHERE line_id = $1 AND direction = 'outbound' \

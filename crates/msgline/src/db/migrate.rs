@@ -47,6 +47,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(21, "0021_indexes_for_clean_up"),
     migration!(22, "0022_message_rows_unlinked"),
     migration!(23, "0023_webhook_queue_indexes"),
+    migration!(24, "0024_routing_by_conversation"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -458,7 +458,9 @@ pub async fn replay(db: &Db, webhook: &Webhook, since: i64, max: usize) -> Resul
          AND type IN ({type_list})"
     );
     if webhook.line_id.is_some() {
-        sql.push_str(&format!(" AND message_id IN (SELECT id FROM messages WHERE line_id = ${})", 4 + types.len()));
+        // Each event's message by its key: the messages have no index by line.
+        let n = 4 + types.len();
+        sql.push_str(&format!(" AND (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) = ${n}"));
     }
     sql.push_str(&format!(" ORDER BY id LIMIT {}", max + 1));
 

@@ -3,7 +3,10 @@
 
 use serde_json::{Value, json};
 
-use crate::{helpers::spawn_app, simline::LineSpec};
+use crate::{
+    helpers::{plan_of, spawn_app},
+    simline::LineSpec,
+};
 
 const FRIEND: &str = "+12015550123";
 
@@ -50,6 +53,27 @@ async fn an_inbound_message_on_a_shared_line_goes_to_the_organisation_that_last_
     };
     assert_eq!(bodies(&theirs), ["reply to the latest writer"]);
     assert_eq!(bodies(&mine), ["reply to the only writer"]);
+
+    // The other organisation's conversation had the latest message (the reply), but what counts
+    // is who wrote last.
+    app.post("/messages", &app.org.key, via_shared(FRIEND)).await.expect(202);
+    shared.inbound(FRIEND, "reply to the first writer, who wrote again").await;
+    let mine = app.get("/messages?direction=inbound", &app.org.key).await.expect(200);
+    assert_eq!(bodies(&mine), ["reply to the first writer, who wrote again", "reply to the only writer"]);
+    let theirs = app.get("/messages?direction=inbound", &other.key).await.expect(200);
+    assert_eq!(bodies(&theirs), ["reply to the latest writer"]);
+}
+
+/// Every arrival on a shared line looks for the organisation that last wrote to the sender:
+/// through indexes (the sender's contacts by number, their conversations on the line, each one's
+/// latest message), never by reading the line's messages.
+#[tokio::test]
+async fn a_shared_line_finds_who_last_wrote_through_indexes() {
+    let app = spawn_app().await;
+    let query = msgline::db::messages::LAST_SENDER_ORG.replace("$1", "'line_x'").replace("$2", "'+12015550123'");
+    let plan = plan_of(&app.state.db, true, &query).await;
+    assert!(plan.iter().any(|line| line.contains("contacts_by_phone")), "{plan:#?}");
+    assert!(plan.iter().all(|line| !line.starts_with("SCAN") && !line.contains("Seq Scan")), "{plan:#?}");
 }
 
 #[tokio::test]
