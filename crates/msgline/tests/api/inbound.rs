@@ -54,8 +54,8 @@ async fn an_inbound_message_on_a_shared_line_goes_to_the_organisation_that_last_
     assert_eq!(bodies(&theirs), ["reply to the latest writer"]);
     assert_eq!(bodies(&mine), ["reply to the only writer"]);
 
-    // The other organisation's conversation had the latest message (the reply), but what counts
-    // is who wrote last.
+    // The first organisation writes again, after the other's conversation got the reply: the
+    // next reply goes back to it.
     app.post("/messages", &app.org.key, via_shared(FRIEND)).await.expect(202);
     shared.inbound(FRIEND, "reply to the first writer, who wrote again").await;
     let mine = app.get("/messages?direction=inbound", &app.org.key).await.expect(200);
