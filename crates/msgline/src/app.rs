@@ -58,7 +58,9 @@ impl Application {
             }
         });
         tracing::info!(addr = %self.listener.local_addr()?, "msgline is serving");
-        let result = axum::serve(self.listener, api::router(state.clone())).with_graceful_shutdown(shutdown).await;
+        let result = axum::serve(api::listener::JsonErrorsListener(self.listener), api::router(state.clone()))
+            .with_graceful_shutdown(shutdown)
+            .await;
         pruner.abort();
         let _ = stop_workers.send(true);
         for worker in workers {

@@ -27,7 +27,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::invalid(field, "text may not contain NUL characters (\\u0000)"));
     }
     let deserializer = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(deserializer).map_err(describe)
+    let value = serde_path_to_error::deserialize(&mut *deserializer).map_err(describe)?;
+    // One JSON value, and nothing after it but whitespace.
+    deserializer
+        .end()
+        .map_err(|_| ApiError::bad_request("the request body has more after its JSON value; send one JSON value"))?;
+    Ok(value)
 }
 
 /// The path of the first string (or key) in `value` that holds a NUL character.

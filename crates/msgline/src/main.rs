@@ -151,7 +151,7 @@ struct SimArgs {
     /// it (as a phone keeps its messages when it reboots).
     #[arg(long)]
     journal: Option<PathBuf>,
-    /// Milliseconds the line takes to answer a send, after it has taken it.
+    /// Milliseconds the line takes to answer a send or a group change, after it has taken it.
     #[arg(long, default_value_t = 0)]
     answer_ms: u64,
 }

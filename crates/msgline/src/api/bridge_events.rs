@@ -96,6 +96,9 @@ async fn receive_hook(
         HookError::Malformed(why) => ApiError::bad_request(why),
         HookError::NotHere => ApiError::not_found("route"),
     })?;
+    // A device never sends its webhook again, so a NUL in it is taken out rather than the
+    // message refused (a msgline bridge gets a 400, as an API body would, and resends fixed).
+    events = events.into_iter().map(BridgeEvent::without_nul).collect();
     // A device's webhook is not always sent again: a file it cannot give now is left out rather
     // than the message refused.
     fetch_files(&state, &line, &mut events, false).await?;
@@ -113,7 +116,10 @@ async fn receive_hook(
     path = "/bridge/events",
     tag = "bridge",
     request_body(content = Object, description = "A bridge event, or an array of them"),
-    responses((status = 200, description = "What was applied", body = schemas::Applied)),
+    responses(
+        (status = 200, description = "What was applied", body = schemas::Applied),
+        (status = 400, description = "An event msgline cannot read or use (`invalid_request`, with `field`); none was applied", body = schemas::Error),
+    ),
     security(("bridge_secret" = [])),
 )]
 async fn receive(
@@ -127,16 +133,40 @@ async fn receive(
         .and_then(super::auth::bearer)
         .ok_or_else(ApiError::unauthorized)?;
     let line = db::lines::find_by_bridge_secret(&state.db, secret.trim()).await?.ok_or_else(ApiError::unauthorized)?;
+    let many = body.is_array();
     let mut events: Vec<BridgeEvent> = match body {
         Value::Array(_) => from_value(body)?,
         other => vec![from_value(other)?],
     };
+    check_events(&state, &line, &events, many).await?;
     fetch_files(&state, &line, &mut events, true).await?;
     let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
     wake_for_replies(&state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     let duplicates = handled.len() - applied;
     Ok(Json(json!({"applied": applied, "duplicates": duplicates})))
+}
+
+/// Refuses the whole callback, applying none of it, when one of its events is one msgline cannot
+/// use: 400 naming the event (`[i]`) and its field.
+async fn check_events(state: &AppState, line: &db::lines::Line, events: &[BridgeEvent], many: bool) -> ApiResult<()> {
+    for (i, event) in events.iter().enumerate() {
+        let at = |field: &str| if many { format!("[{i}].{field}") } else { field.to_string() };
+        event.check().map_err(|(field, why)| ApiError::invalid(at(field), why))?;
+        if let crate::bridge::BridgeEventPayload::PollVote { poll_message_id, option_index, .. } = &event.payload {
+            let mut conn = state.db.reader().acquire().await?;
+            let poll = db::polls::by_message(&mut conn, poll_message_id).await?.filter(|p| p.line_id == line.id);
+            if let Some(poll) = poll
+                && *option_index >= poll.options.len() as i64
+            {
+                return Err(ApiError::invalid(
+                    at("data.option_index"),
+                    format!("the poll has {} options; option_index counts from 0", poll.options.len()),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Fetches and stores the files of inbound messages before the events are applied, so that a

@@ -55,6 +55,7 @@ async fn start_typing(
     State(state): State<AppState>,
     caller: Principal,
     Path(id): Path<String>,
+    _body: Option<super::extract::ApiJson<super::extract::NoFields>>,
 ) -> ApiResult<axum::http::StatusCode> {
     crate::send::signals::typing(&state, &caller, &id).await?;
     Ok(axum::http::StatusCode::NO_CONTENT)
@@ -82,6 +83,7 @@ async fn mark_read(
     State(state): State<AppState>,
     caller: Principal,
     Path(id): Path<String>,
+    _body: Option<super::extract::ApiJson<super::extract::NoFields>>,
 ) -> ApiResult<axum::http::StatusCode> {
     crate::send::signals::read(&state, &caller, &id).await?;
     Ok(axum::http::StatusCode::NO_CONTENT)

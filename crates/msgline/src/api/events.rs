@@ -1,4 +1,5 @@
-//! `GET /events`: outbound delivery attempts (scope `messaging_read`), filter `message_id`.
+//! `GET /events`: outbound delivery attempts (scope `messaging_read`), filter `message_id`; a
+//! line-bound key sees those of its own line only.
 
 use axum::{Json, extract::State};
 use serde::Deserialize;
@@ -60,6 +61,8 @@ async fn list_attempts(
     caller.require(Scope::Read)?;
     let page = page?;
     let message_id = query.message_id.filter(|m| !m.is_empty());
-    let paged = db::attempts::list(&state.db, &caller.org_id, message_id.as_deref(), &page).await?;
+    // A line-bound key sees its own line's attempts only.
+    let paged =
+        db::attempts::list(&state.db, &caller.org_id, caller.bound_line(), message_id.as_deref(), &page).await?;
     Ok(Json(list(paged, view)))
 }

@@ -24,7 +24,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _: &S) -> Result<Self, Self::Rejection> {
-        parse_json(&read_body(req).await?).map(ApiJson)
+        let declared = json_declared(&req);
+        let bytes = read_body(req).await?;
+        declared?;
+        parse_json(&bytes).map(ApiJson)
     }
 }
 
@@ -33,11 +36,31 @@ impl<S: Send + Sync, T: DeserializeOwned> OptionalFromRequest<S> for ApiJson<T> 
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _: &S) -> Result<Option<Self>, Self::Rejection> {
+        let declared = json_declared(&req);
         let bytes = read_body(req).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }
+        declared?;
         parse_json(&bytes).map(|value| Some(ApiJson(value)))
+    }
+}
+
+/// A body that carries no fields: a route that takes none still reads what it is sent, so that
+/// a body that is not JSON (or is over 1 MiB) is refused as on every other route.
+#[derive(serde::Deserialize)]
+pub struct NoFields {}
+
+/// 415 `unsupported_media_type` for a body declared as something other than JSON (`text/plain`,
+/// a form, XML). A body with no `Content-Type` is read as JSON.
+fn json_declared(req: &Request) -> Result<(), ApiError> {
+    let Some(declared) = req.headers().get(header::CONTENT_TYPE) else { return Ok(()) };
+    let essence = declared.to_str().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let json = essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"));
+    match json {
+        true => Ok(()),
+        false => Err(ApiError::new(axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            .with_message("send the body as JSON, with Content-Type: application/json")),
     }
 }
 

@@ -14,6 +14,7 @@ mod groups;
 mod health;
 mod keys;
 mod lines;
+pub mod listener;
 pub mod messages;
 pub mod openapi;
 mod opt_outs;

@@ -125,7 +125,10 @@ struct UpdateSettings {
     tag = "opt-outs",
     security(("api_key" = ["messaging_contacts"])),
     request_body = UpdateSettings,
-    responses((status = 200, description = "The replies in force", body = schemas::Settings)),
+    responses(
+        (status = 200, description = "The replies in force", body = schemas::Settings),
+        (status = 409, description = "`line_mismatch`: the key is bound to one line, and the replies are every line's", body = schemas::Error),
+    ),
 )]
 async fn update_settings(
     State(state): State<AppState>,
@@ -133,6 +136,14 @@ async fn update_settings(
     ApiJson(body): ApiJson<UpdateSettings>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Contacts)?;
+    // The replies are the organisation's, on every line: a key bound to one line may not change
+    // what the others answer.
+    if caller.bound_line().is_some() {
+        return Err(ApiError::conflict(
+            "line_mismatch",
+            "this key is bound to one line; the automatic replies apply to every line of the organisation",
+        ));
+    }
     let reply = |field: &str, value: Option<String>| -> ApiResult<Option<String>> {
         let Some(text) = value.map(|t| t.trim().to_string()) else { return Ok(None) };
         if text.chars().count() > REPLY_MAX_CHARS {

@@ -250,6 +250,64 @@ pub enum BridgeEventPayload {
     },
 }
 
+/// What a bridge may say in a `message.status`: the statuses a line can report.
+const REPORTED_STATUSES: [&str; 5] = ["submitted", "sent", "delivered", "read", "failed"];
+
+impl BridgeEvent {
+    /// An event msgline can use, or the field at fault and why (a `400` for the bridge: sending
+    /// it again will not help). What needs the database (a vote's option against its poll) is
+    /// checked where the event is received.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.id.trim().is_empty() || self.id.len() > 200 {
+            return Err(("id", "every event needs an id of 1 to 200 characters, unique on the bridge".into()));
+        }
+        match &self.payload {
+            BridgeEventPayload::MessageStatus { status, .. } if !REPORTED_STATUSES.contains(&status.as_str()) => Err((
+                "data.status",
+                format!("{status:?} is not a status a line reports ({})", REPORTED_STATUSES.join(", ")),
+            )),
+            BridgeEventPayload::Inbound { channel, .. } if !matches!(channel.as_str(), "imessage" | "sms") => {
+                Err(("data.channel", format!("{channel:?} is not a channel (imessage or sms)")))
+            }
+            BridgeEventPayload::Inbound { from, .. }
+            | BridgeEventPayload::Reaction { from, .. }
+            | BridgeEventPayload::Typing { from, .. }
+            | BridgeEventPayload::PollVote { from, .. }
+                if from.trim().is_empty() =>
+            {
+                Err(("data.from", "the sender is empty".into()))
+            }
+            BridgeEventPayload::PollVote { option_index, .. } if *option_index < 0 => {
+                Err(("data.option_index", format!("option_index {option_index} counts from 0")))
+            }
+            BridgeEventPayload::GroupState { state, .. } if !matches!(state.as_str(), "created" | "failed") => {
+                Err(("data.state", format!("{state:?} is not a group state (created or failed)")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The event with every NUL character taken out of its texts. A device's webhook (which is
+    /// never sent again) keeps its message this way; PostgreSQL cannot store a NUL in text, and
+    /// in a text message it means nothing.
+    pub fn without_nul(self) -> BridgeEvent {
+        fn strip(value: &mut Value) {
+            match value {
+                Value::String(text) if text.contains('\0') => text.retain(|c| c != '\0'),
+                Value::Array(items) => items.iter_mut().for_each(strip),
+                Value::Object(map) => map.values_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        let Ok(mut value) = serde_json::to_value(&self) else { return self };
+        if !value.to_string().contains("\\u0000") {
+            return self;
+        }
+        strip(&mut value);
+        serde_json::from_value(value).unwrap_or(self)
+    }
+}
+
 fn default_channel() -> String {
     "imessage".into()
 }

@@ -74,9 +74,16 @@ pub fn stage_insert(batch: &mut Batch, attempt: NewAttempt<'_>) {
     );
 }
 
-/// The organisation's attempts, newest first, optionally for one message.
-pub async fn list(db: &Db, org_id: &str, message_id: Option<&str>, page: &Page) -> sqlx::Result<Paged<Attempt>> {
+/// The organisation's attempts, newest first, optionally of one line and for one message.
+pub async fn list(
+    db: &Db,
+    org_id: &str,
+    line_id: Option<&str>,
+    message_id: Option<&str>,
+    page: &Page,
+) -> sqlx::Result<Paged<Attempt>> {
     ListQuery::new(format!("SELECT {COLUMNS} FROM delivery_attempts WHERE org_id = $1"), org_id)
+        .eq("line_id", line_id)
         .eq("message_id", message_id)
         .fetch(db, page, from_row, |a| &a.id)
         .await

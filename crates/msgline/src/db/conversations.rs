@@ -356,6 +356,19 @@ pub async fn get_any(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<O
     Ok(Some(conversation))
 }
 
+/// Up to `limit` groups still `unknown`, or `creating` since before `stale_before` (a creation's
+/// call ends within the bridge timeout), through `conversations_unsettled_groups`: (org, id).
+pub async fn unsettled_groups(db: &Db, stale_before: i64, limit: i64) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT org_id, id FROM conversations WHERE group_state IN ('creating', 'unknown') \
+         AND (group_state = 'unknown' OR created_at < $1) ORDER BY created_at LIMIT $2",
+    )
+    .bind(stale_before)
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await
+}
+
 /// Moves a group out of `creating` or `unknown`; returns whether it moved.
 pub async fn settle_group(conn: &mut sqlx::AnyConnection, id: &str, state: &str) -> sqlx::Result<bool> {
     let moved = sqlx::query(

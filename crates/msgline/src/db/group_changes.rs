@@ -283,23 +283,35 @@ pub async fn apply_reported(
 /// Up to `limit` unknown changes whose time to be asked about has come, held until `until`. The
 /// look is a read (almost always empty), so the reconciler's turns cost the writer nothing; each
 /// change found is held by a conditional update, so two instances never both ask about one.
-pub async fn claim_unknown(db: &Db, now: i64, until: i64, limit: i64) -> sqlx::Result<Vec<GroupChange>> {
+pub async fn claim_unknown(
+    db: &Db,
+    now: i64,
+    until: i64,
+    limit: i64,
+    stale_before: i64,
+) -> sqlx::Result<Vec<GroupChange>> {
+    // A change still `pending` long after its call must have ended was left by an instance that
+    // stopped mid-call: its outcome is unknown, and it is asked about like any other.
     let rows = sqlx::query(&format!(
-        "SELECT {COLUMNS} FROM group_changes WHERE state = 'unknown' AND next_ask_at <= $1 ORDER BY next_ask_at LIMIT $2"
+        "SELECT {COLUMNS} FROM group_changes WHERE state = 'unknown' AND next_ask_at <= $1 \
+         UNION ALL SELECT {COLUMNS} FROM group_changes WHERE state = 'pending' AND created_at < $3 LIMIT $2"
     ))
     .bind(now)
     .bind(limit)
+    .bind(stale_before)
     .fetch_all(db.reader())
     .await?;
     let mut claimed = Vec::new();
     for change in rows.iter().map(from_row) {
         let change = change?;
         let held = sqlx::query(
-            "UPDATE group_changes SET next_ask_at = $1 WHERE id = $2 AND state = 'unknown' AND next_ask_at <= $3",
+            "UPDATE group_changes SET state = 'unknown', next_ask_at = $1 WHERE id = $2 \
+             AND (state = 'unknown' AND next_ask_at <= $3 OR state = 'pending' AND created_at < $4)",
         )
         .bind(until)
         .bind(&change.id)
         .bind(now)
+        .bind(stale_before)
         .execute(db.writer())
         .await?
         .rows_affected();
@@ -308,4 +320,26 @@ pub async fn claim_unknown(db: &Db, now: i64, until: i64, limit: i64) -> sqlx::R
         }
     }
     Ok(claimed)
+}
+
+/// Locks the group `group_id` for a change of its participants until the transaction ends (on
+/// PostgreSQL its row; SQLite has one writer) and tells whether another change of its
+/// participants is still open: `pending` while its call runs, or `unknown` until the line is
+/// asked. A `pending` change created before `stale_before` is not counted: the reconciler takes
+/// it. Renames are not counted: they cannot take a group out of its bounds.
+pub async fn lock_for_change(conn: &mut AnyConnection, group_id: &str, stale_before: i64) -> sqlx::Result<bool> {
+    sqlx::query("UPDATE conversations SET group_state = group_state WHERE id = $1")
+        .bind(group_id)
+        .execute(&mut *conn)
+        .await?;
+    let open = sqlx::query(
+        "SELECT id FROM group_changes WHERE group_id = $1 \
+         AND (state = 'unknown' OR state = 'pending' AND created_at >= $2) \
+         AND (add_phones <> '[]' OR remove_phones <> '[]') LIMIT 1",
+    )
+    .bind(group_id)
+    .bind(stale_before)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(open.is_some())
 }

@@ -7,6 +7,10 @@ use serde::Serialize;
 
 /// How many parsed inputs [`E164::parse`] remembers.
 const PARSED_KEPT: usize = 10_000;
+/// The longest input that can be a number: anything longer is refused unread (and never kept).
+const MAX_INPUT: usize = 40;
+/// The longest country code worth remembering an answer for (`US`; anything longer is refused).
+const MAX_COUNTRY: usize = 8;
 
 /// A valid phone number in E.164 form, such as `+12015550100`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -24,6 +28,9 @@ pub enum PhoneError {
 
 impl PhoneError {
     pub fn describe(&self, input: &str) -> String {
+        // An error names what it refused, but never sends a long input back whole.
+        let shown: String = input.chars().take(MAX_INPUT).collect();
+        let input = if shown.len() < input.len() { format!("{shown}…") } else { shown };
         match self {
             PhoneError::Invalid => format!("{input:?} is not a valid phone number"),
             PhoneError::NeedsCountry => {
@@ -41,10 +48,15 @@ impl E164 {
     ///
     /// Validation against the numbering plan costs more than the rest of a send request, and a
     /// sender writes to the same numbers again and again: answers are remembered (up to
-    /// [`PARSED_KEPT`] inputs, then forgotten all at once).
+    /// [`PARSED_KEPT`] inputs, then forgotten all at once). Only inputs short enough to be a
+    /// number are remembered, so that what the cache holds is bounded (about 1 MB) whatever a
+    /// caller sends: a long input is refused before it is kept.
     pub fn parse(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
         type Parsed = std::collections::HashMap<(String, Option<String>), Result<E164, PhoneError>>;
         static PARSED: std::sync::LazyLock<std::sync::Mutex<Parsed>> = std::sync::LazyLock::new(Default::default);
+        if input.len() > MAX_INPUT || default_country.is_some_and(|c| c.len() > MAX_COUNTRY) {
+            return Self::validate(input, default_country);
+        }
         let key = (input.to_string(), default_country.map(str::to_string));
         if let Some(known) = PARSED.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return known.clone();
@@ -60,7 +72,7 @@ impl E164 {
 
     fn validate(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
         let trimmed = input.trim();
-        if trimmed.is_empty() || trimmed.len() > 40 {
+        if trimmed.is_empty() || trimmed.len() > MAX_INPUT {
             return Err(PhoneError::Invalid);
         }
         let country = match default_country {
@@ -100,6 +112,56 @@ impl E164 {
     }
 }
 
+/// An inbound sender's handle as msgline stores it. A number valid in E.164, or valid in the
+/// country of the line it arrived on (devices give the network's own form, which on many
+/// carriers is national: `2015550188`, `12015550188`), becomes E.164, so that it meets the
+/// contact and the opt-out an API send names. Anything else (a short code, an alphanumeric
+/// sender, an email handle) is kept as it came, trimmed.
+pub fn inbound_handle(from: &str, line_e164: &str) -> String {
+    let from = from.trim();
+    if let Ok(phone) = E164::parse(from, None) {
+        return phone.into_string();
+    }
+    // Only digits and the usual separators: letters would be read as a vanity number.
+    let numeric = from.bytes().any(|b| b.is_ascii_digit())
+        && from.bytes().all(|b| b.is_ascii_digit() || matches!(b, b' ' | b'(' | b')' | b'-' | b'.'));
+    if numeric
+        && let Some(country) = country_of(line_e164)
+        && let Ok(phone) = E164::parse(from, Some(country.as_ref()))
+    {
+        return phone.into_string();
+    }
+    from.to_string()
+}
+
+/// Whether msgline can send to a handle it stored: a number (E.164), a short code (3 to 8
+/// digits) or an email address (an iMessage handle). An alphanumeric sender (`AMAZON`, `abc`)
+/// cannot be written back to: its messages are kept, nothing is sent to it.
+pub fn addressable(handle: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = handle.strip_prefix('+') {
+        return digits(rest);
+    }
+    if digits(handle) {
+        return (3..=8).contains(&handle.len());
+    }
+    match handle.split_once('@') {
+        Some((user, domain)) => {
+            !user.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+                && !handle.chars().any(|c| c.is_whitespace() || c.is_control())
+        }
+        None => false,
+    }
+}
+
+/// The country of a number in E.164 (`US` for `+12015550100`).
+fn country_of(e164: &str) -> Option<country::Id> {
+    phonenumber::parse(None, e164).ok()?.country().id()
+}
+
 pub fn parse_country(code: &str) -> Result<country::Id, PhoneError> {
     code.trim().to_ascii_uppercase().parse::<country::Id>().map_err(|_| PhoneError::UnknownCountry)
 }
@@ -127,5 +189,41 @@ mod tests {
         assert_eq!(E164::parse("(201) 555-0123", Some("us")).unwrap().as_str(), "+12015550123");
         assert_eq!(E164::parse("(201) 555-0123", Some("XX")), Err(PhoneError::UnknownCountry));
         assert_eq!(E164::parse("+1 999", None), Err(PhoneError::Invalid));
+    }
+
+    #[test]
+    fn inbound_senders_in_national_form_are_stored_in_e164_for_the_line_country() {
+        let line = "+12015550100";
+        assert_eq!(inbound_handle("2015550188", line), "+12015550188");
+        assert_eq!(inbound_handle("12015550178", line), "+12015550178");
+        assert_eq!(inbound_handle("(201) 555-0123", line), "+12015550123");
+        assert_eq!(inbound_handle(" +12015550188 ", line), "+12015550188");
+        // A UK line reads a national UK number.
+        assert_eq!(inbound_handle("020 7946 0018", "+442079460000"), "+442079460018");
+        // Short codes, alphanumeric senders and email handles stay as they came.
+        assert_eq!(inbound_handle("72345", line), "72345");
+        assert_eq!(inbound_handle("AMAZON", line), "AMAZON");
+        assert_eq!(inbound_handle("1-800-FLOWERS", line), "1-800-FLOWERS");
+        assert_eq!(inbound_handle("ann@example.com", line), "ann@example.com");
+        assert_eq!(inbound_handle(" abc ", line), "abc");
+    }
+
+    #[test]
+    fn only_numbers_short_codes_and_email_handles_are_addressable() {
+        for yes in ["+12015550188", "72345", "123", "ann@example.com"] {
+            assert!(addressable(yes), "{yes}");
+        }
+        for no in ["abc", "AMAZON", "12", "123456789", "+", "+1a", "ann@", "@x.com", "a b@x.com", "ann@x"] {
+            assert!(!addressable(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn long_inputs_are_refused_and_never_remembered() {
+        let long = "1".repeat(900_000);
+        assert_eq!(E164::parse(&long, None), Err(PhoneError::Invalid));
+        assert_eq!(E164::parse(&long, Some("US")), Err(PhoneError::Invalid));
+        let padded = format!("{}+12015550100", " ".repeat(100));
+        assert_eq!(E164::parse(&padded, None).unwrap().as_str(), "+12015550100");
     }
 }

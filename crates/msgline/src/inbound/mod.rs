@@ -18,7 +18,6 @@ use crate::{
     domain::{
         lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
         opt_out::{self, Keyword},
-        phone::E164,
         poll, reaction,
     },
 };
@@ -189,12 +188,11 @@ struct Thread {
     in_group: bool,
 }
 
-/// The sender's number as msgline writes numbers (a handle that is not one, as it came).
-fn sender(from: &str) -> String {
-    match E164::parse(from, None) {
-        Ok(phone) => phone.into_string(),
-        Err(_) => from.trim().to_string(),
-    }
+/// The sender's handle as msgline stores it: a number in E.164 (read in the line's country when
+/// the device gives it in national form), anything else as it came (see
+/// [`crate::domain::phone::inbound_handle`]).
+fn sender(line: &Line, from: &str) -> String {
+    crate::domain::phone::inbound_handle(from, &line.e164)
 }
 
 /// The organisation an arrival on the line belongs to: a dedicated line's, else the one that last
@@ -237,7 +235,7 @@ async fn inbound(
     files: &[db::attachments::Attachment],
     rules: Rules,
 ) -> anyhow::Result<()> {
-    let from = sender(arrived.from);
+    let from = sender(line, arrived.from);
     let chat = arrived.chat;
     let Some(Thread { org_id, contact, conversation_id, in_group }) = thread(conn, line, &from, chat).await? else {
         let payload = serde_json::json!({"chat": chat, "channel": channel});
@@ -287,9 +285,12 @@ async fn inbound(
     }
     // STOP, START and HELP in a conversation with one person: stored like any message, answered
     // by msgline itself (never by an agent). In a group they are ordinary messages.
+    // A sender that cannot be written back to (an alphanumeric sender ID) gets no reply.
     if !in_group && let Some(reply) = answer_keyword(conn, line, &contact, body).await? {
         db::messages::insert(conn, text(Direction::Inbound, MessageStatus::Received, body.to_string())).await?;
-        db::messages::insert(conn, text(Direction::Outbound, MessageStatus::Queued, reply)).await?;
+        if crate::domain::phone::addressable(&contact.phone) {
+            db::messages::insert(conn, text(Direction::Outbound, MessageStatus::Queued, reply)).await?;
+        }
         return Ok(());
     }
     // A reply naming an option of the conversation's latest poll, while it is open, is a vote.
@@ -359,6 +360,10 @@ async fn trigger_agent(
     if in_group && !message.body.to_lowercase().contains(&agent.name.to_lowercase()) {
         return Ok(());
     }
+    // Its answer could not be delivered to a sender that cannot be written back to.
+    if !in_group && !crate::domain::phone::addressable(from) {
+        return Ok(());
+    }
     if db::agents::is_line_number(conn, from).await? {
         tracing::info!(agent = %agent.id, "an agent does not answer another line of this service");
         return Ok(());
@@ -391,7 +396,7 @@ async fn native_vote(
         tracing::warn!(line = %line.id, poll = %poll.id, option_index, "a vote for an option the poll does not have; ignored");
         return Ok(());
     };
-    let from = E164::parse(from, None).map(E164::into_string).unwrap_or_else(|_| from.trim().to_string());
+    let from = sender(line, from);
     let contact = db::contacts::find_or_create(&mut *conn, &poll.org_id, &from).await?;
     record_vote(conn, &poll, &contact, index, Channel::Imessage, None).await
 }
@@ -486,11 +491,7 @@ async fn group_updated(
         return Ok(());
     };
     let participants: Option<Vec<String>> = participants.map(|listed| {
-        let mut phones: Vec<String> = listed
-            .iter()
-            .map(|p| E164::parse(p, None).map(E164::into_string).unwrap_or_else(|_| p.trim().to_string()))
-            .filter(|p| *p != line.e164)
-            .collect();
+        let mut phones: Vec<String> = listed.iter().map(|p| sender(line, p)).filter(|p| *p != line.e164).collect();
         phones.sort();
         phones.dedup();
         phones

@@ -56,7 +56,7 @@ pub(super) async fn tapback(
         tracing::warn!(line = %line.id, reaction, "a tapback msgline does not know; ignored");
         return Ok(());
     };
-    let from = sender(arrived.from);
+    let from = sender(line, arrived.from);
     let Some(thread) = thread(conn, line, &from, arrived.chat).await? else {
         let body = reaction::fallback_text(tapback, removed, "…");
         let payload =
@@ -105,7 +105,7 @@ pub(super) async fn typing_shown(
     chat: Option<&str>,
     typing: bool,
 ) -> anyhow::Result<()> {
-    let from = sender(from);
+    let from = sender(line, from);
     let Some(org_id) = owner(conn, line, &from).await? else { return Ok(()) };
     let conversation_id = match chat {
         Some(chat) => db::conversations::get_group_on_line(conn, &org_id, &line.id, chat).await?.map(|g| g.id),

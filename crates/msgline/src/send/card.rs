@@ -87,8 +87,10 @@ pub async fn send_card_request(
     // A hosted agent's card: its name, its line's number and its photo fill what is omitted.
     let mut agent_photo = None;
     if let Some(agent_id) = &request.agent_id {
+        // A line-bound key knows only its own line's agents, as `GET /agents/{id}` does.
         let agent = db::agents::get(&state.db, &caller.org_id, agent_id)
             .await?
+            .filter(|agent| caller.may_use_line(&agent.line_id))
             .ok_or_else(|| ApiError::not_found("agent").with("field", "agent_id"))?;
         if request.name.is_none() {
             request.name = Some(agent.name.clone());

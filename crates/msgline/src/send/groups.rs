@@ -416,29 +416,9 @@ pub async fn change(
         .filter(|g| g.kind == ConversationKind::Group && principal.may_use_line(&g.line_id))
         .ok_or_else(|| ApiError::not_found("group"))?;
     let line = state.lines.get(&group.line_id).await?.ok_or_else(|| ApiError::not_found("line"))?;
-    let current: Vec<&str> = group.participants.iter().map(String::as_str).collect();
     let add: Vec<String> = input.add.iter().map(|p| p.as_str().to_string()).collect();
     let remove: Vec<String> = input.remove.iter().map(|p| p.as_str().to_string()).collect();
-    if let Some(phone) = add.iter().find(|p| p.as_str() == line.e164) {
-        return Err(ApiError::invalid("add", format!("{phone} is the line itself, which is never a participant")));
-    }
-    if let Some(phone) = add.iter().find(|p| current.contains(&p.as_str())) {
-        return Err(ApiError::invalid("add", format!("{phone} is already in the group")));
-    }
-    if let Some(phone) = remove.iter().find(|p| !current.contains(&p.as_str())) {
-        return Err(ApiError::invalid("remove", format!("{phone} is not in the group")));
-    }
-    if let Some(phone) = add.iter().find(|p| remove.contains(p)) {
-        return Err(ApiError::invalid("remove", format!("{phone} is both added and removed")));
-    }
-    let after = current.len() + add.len() - remove.len();
-    if !input.leave && !(2..=MAX_PARTICIPANTS).contains(&after) {
-        let field = if add.is_empty() { "remove" } else { "add" };
-        return Err(ApiError::invalid(
-            field,
-            format!("a group keeps 2 to {MAX_PARTICIPANTS} participants besides the line; this change leaves {after}"),
-        ));
-    }
+    check_change(&group.participants, &add, &remove, input.leave, &line.e164)?;
     let idempotency = key.map(|mut idem| {
         idem.fingerprint =
             fingerprint(CHANGES_PATH, &json!({"group_id": group.id, "name": input.name, "add": add, "remove": remove}));
@@ -493,8 +473,21 @@ pub async fn change(
                     return Ok(Err(prior));
                 }
             }
+            // One change of a group's participants at a time, checked against the participants
+            // as they stand once the group is locked: two changes checked side by side could
+            // each keep the group within 2 to 31 and together take it out.
+            let moves_people = !add.is_empty() || !remove.is_empty();
+            if moves_people && db::group_changes::lock_for_change(tx, &group.id, stale_pending_before(state)).await? {
+                return Err(ApiError::conflict(
+                    "group_change_in_progress",
+                    "another change of this group is under way or its outcome is not known yet; try again once it settles",
+                )
+                .with_retry_after(1));
+            }
+            let now_group = db::conversations::get_any(tx, &group.id).await?.ok_or_else(|| ApiError::not_found("group"))?;
+            check_change(&now_group.participants, &add, &remove, input.leave, &line.e164)?;
             let change =
-                db::group_changes::insert(tx, &group, input.name.clone(), add.clone(), remove.clone(), input.leave)
+                db::group_changes::insert(tx, &now_group, input.name.clone(), add.clone(), remove.clone(), input.leave)
                     .await?;
             if let Some(idem) = &idempotency {
                 db::idempotency::note_progress(
@@ -548,4 +541,44 @@ pub async fn change(
         })
         .await?;
     Ok(Sent { status, body, replayed: false, message: None })
+}
+
+/// Changes `pending` since before this were left by an instance that stopped mid-call (a call
+/// ends within the bridge timeout); the reconciler asks the line about them.
+pub fn stale_pending_before(state: &AppState) -> i64 {
+    clock::now_ms() - state.config.bridge_timeout_ms as i64 - 60_000
+}
+
+/// The rules a change must keep, against the group's participants: nobody added twice or
+/// removed who is not there, never the line itself, and 2 to [`MAX_PARTICIPANTS`] participants
+/// after it (unless the line leaves).
+fn check_change(
+    participants: &[String],
+    add: &[String],
+    remove: &[String],
+    leave: bool,
+    line_e164: &str,
+) -> ApiResult<()> {
+    let current: Vec<&str> = participants.iter().map(String::as_str).collect();
+    if let Some(phone) = add.iter().find(|p| p.as_str() == line_e164) {
+        return Err(ApiError::invalid("add", format!("{phone} is the line itself, which is never a participant")));
+    }
+    if let Some(phone) = add.iter().find(|p| current.contains(&p.as_str())) {
+        return Err(ApiError::invalid("add", format!("{phone} is already in the group")));
+    }
+    if let Some(phone) = remove.iter().find(|p| !current.contains(&p.as_str())) {
+        return Err(ApiError::invalid("remove", format!("{phone} is not in the group")));
+    }
+    if let Some(phone) = add.iter().find(|p| remove.contains(p)) {
+        return Err(ApiError::invalid("remove", format!("{phone} is both added and removed")));
+    }
+    let after = current.len() + add.len() - remove.len();
+    if !leave && !(2..=MAX_PARTICIPANTS).contains(&after) {
+        let field = if add.is_empty() { "remove" } else { "add" };
+        return Err(ApiError::invalid(
+            field,
+            format!("a group keeps 2 to {MAX_PARTICIPANTS} participants besides the line; this change leaves {after}"),
+        ));
+    }
+    Ok(())
 }

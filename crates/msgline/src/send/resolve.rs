@@ -152,6 +152,18 @@ impl Target {
     }
 }
 
+/// 400 for a contact whose handle cannot be written to (an alphanumeric sender ID that wrote to
+/// the line): its messages are kept, but nothing can be sent back.
+fn unaddressable(field: &str, handle: &str) -> ApiResult<()> {
+    match crate::domain::phone::addressable(handle) {
+        true => Ok(()),
+        false => Err(ApiError::invalid(
+            field,
+            format!("{handle:?} is a sender ID that cannot receive messages; nothing can be sent to it"),
+        )),
+    }
+}
+
 fn line_mismatch() -> ApiError {
     ApiError::conflict("line_mismatch", "this API key is bound to another line")
 }
@@ -270,6 +282,7 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
     };
     if let Some(contact) = &contact {
         agree("contact_id", &contact.phone)?;
+        unaddressable("contact_id", &contact.phone)?;
     }
     let mut destination = match conversation {
         Some(conversation) if conversation.kind == ConversationKind::Group => {
@@ -289,6 +302,7 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
         Some(conversation) => {
             let own = conversation.participants.first().cloned().unwrap_or_default();
             agree("conversation_id", &own)?;
+            unaddressable("conversation_id", &own)?;
             Destination::Direct {
                 phone: phone.clone().expect("a direct conversation has its participant"),
                 contact_id: conversation.contact_id.clone(),

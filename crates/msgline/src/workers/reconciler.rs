@@ -43,6 +43,10 @@ pub async fn step(state: &AppState) -> anyhow::Result<usize> {
         tracing::error!(error = %error, "could not settle group changes");
         0
     });
+    let groups = settle_reported_groups(state).await.unwrap_or_else(|error| {
+        tracing::error!(error = %error, "could not settle groups from their opening messages");
+        0
+    });
     let now = clock::now_ms();
     // Held for a minute while being asked; a failed ask sets its own next time.
     let jobs = db::outbox::claim_unsettled(&state.db, now, now + 60_000, BATCH).await?;
@@ -57,14 +61,15 @@ pub async fn step(state: &AppState) -> anyhow::Result<usize> {
         });
     }
     while tasks.join_next().await.is_some() {}
-    Ok(count + changes)
+    Ok(count + changes + groups)
 }
 
 /// Asks the line about group changes whose outcome is unknown: `applied` or `failed` settles
 /// one; a change the line never received failed; anything else is asked again later.
 async fn settle_changes(state: &AppState) -> anyhow::Result<usize> {
     let now = clock::now_ms();
-    let changes = db::group_changes::claim_unknown(&state.db, now, now + 60_000, BATCH).await?;
+    let stale = send::groups::stale_pending_before(state);
+    let changes = db::group_changes::claim_unknown(&state.db, now, now + 60_000, BATCH, stale).await?;
     for change in &changes {
         let Some(line) = state.lines.get(&change.line_id).await? else { continue };
         let lookup = state.lines.client().group_change_status(&line, &change.group_id, &change.id).await;
@@ -90,6 +95,45 @@ async fn settle_changes(state: &AppState) -> anyhow::Result<usize> {
             .await?;
     }
     Ok(changes.len())
+}
+
+/// Groups whose creation is unsettled but whose opening message the line has since reported on:
+/// a report that it went out (`submitted` or later) means the group exists, a `failed` one that
+/// it does not. Their outbox jobs ended with those reports, so nothing else would ask. Groups
+/// whose opening message is still unknown are left to the job that asks the line about them.
+async fn settle_reported_groups(state: &AppState) -> anyhow::Result<usize> {
+    let stale = send::groups::stale_pending_before(state);
+    let groups = db::conversations::unsettled_groups(&state.db, stale, BATCH).await?;
+    let mut settled = 0;
+    for (org_id, group_id) in groups {
+        // Read first: most unsettled groups wait on their message's job, and need no write.
+        let message = {
+            let mut conn = state.db.reader().acquire().await?;
+            let Some(opening) = db::messages::first_in_conversation(&mut conn, &org_id, &group_id).await? else {
+                continue;
+            };
+            db::messages::get_any(&mut conn, &opening).await?
+        };
+        let Some(message) = message else { continue };
+        let outcome = match message.status {
+            MessageStatus::Submitted | MessageStatus::Sent | MessageStatus::Delivered | MessageStatus::Read => {
+                "created"
+            }
+            MessageStatus::Failed => "failed",
+            _ => continue,
+        };
+        // Conditional on the group being unsettled still: an instance doing the same, or the
+        // job's own lookup, settles it once.
+        state
+            .db
+            .transaction(async |tx| {
+                send::groups::settle(tx, &group_id, &message.id, outcome, message.error.as_deref()).await
+            })
+            .await?;
+        tracing::info!(group = %group_id, outcome, "settled a group from its opening message's reports");
+        settled += 1;
+    }
+    Ok(settled)
 }
 
 /// The status a line's lookup answer settles a message at: one the protocol allows

@@ -146,11 +146,23 @@ async fn snapshot(app: &TestApp, ids: &HashMap<&'static str, String>) -> Vec<Val
 }
 
 async fn raw(app: &TestApp, method: &str, path: &str, key: &str, body: Option<Vec<u8>>) -> (u16, String, String) {
+    raw_as(app, method, path, key, body, "application/json").await
+}
+
+/// [`raw`] with the body declared as `content_type`.
+async fn raw_as(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    key: &str,
+    body: Option<Vec<u8>>,
+    content_type: &str,
+) -> (u16, String, String) {
     let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
     let mut request =
         app.client.request(method, format!("{}{path}", app.address)).bearer_auth(key).timeout(Duration::from_secs(15));
     if let Some(body) = body {
-        request = request.header("content-type", "application/json").body(body);
+        request = request.header("content-type", content_type).body(body);
     }
     let response = request.send().await.unwrap_or_else(|e| panic!("{path} answered nothing: {e}"));
     let status = response.status().as_u16();
@@ -242,6 +254,23 @@ async fn bad_input_on_every_route_is_a_json_4xx_and_changes_nothing() {
                 for body in bodies {
                     let case = format!("{path} with {}", String::from_utf8_lossy(&body[..body.len().min(40)]));
                     expect_4xx(method, &case, raw(&app, method, &path, &key, Some(body)).await);
+                }
+                // A body that would do if it ended after its JSON value, and one declared as
+                // something other than JSON (415).
+                let plausible = "{\"to\": \"+12015550123\", \"body\": \"hi\", \"name\": \"Ann\", \"phone\": \"+12015550123\", \
+                                 \"url\": \"https://receiver.example/hook\", \"events\": [\"*\"], \"scopes\": [\"messaging_read\"]}";
+                let trailing = format!("{plausible} garbage").into_bytes();
+                expect_4xx(
+                    method,
+                    &format!("{path} with trailing bytes"),
+                    raw(&app, method, &path, &key, Some(trailing)).await,
+                );
+                for kind in ["text/plain", "application/x-www-form-urlencoded", "application/xml"] {
+                    let answer = raw_as(&app, method, &path, &key, Some(plausible.as_bytes().to_vec()), kind).await;
+                    if !path.contains("/bridge/") {
+                        assert_eq!(answer.0, 415, "{method} {path} as {kind}: {}", answer.2);
+                    }
+                    expect_4xx(method, &format!("{path} as {kind}"), answer);
                 }
             }
             if method == "get"

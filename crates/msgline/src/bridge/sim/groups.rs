@@ -111,6 +111,7 @@ pub(super) async fn change_group(
     if mode == Mode::Timeout {
         return never_answer().await;
     }
+    tokio::time::sleep(sim.config.answer_delay).await;
     (answer.0, Json(answer.1)).into_response()
 }
 
