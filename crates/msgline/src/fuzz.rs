@@ -1,7 +1,8 @@
 //! Property tests of every parser of outside input that runs without a server: phone numbers,
 //! vCards built from odd names, idempotency keys, customer URLs and the addresses they name,
-//! poll text replies, tapbacks' words, bridge callback JSON, `Retry-After`, API keys in `Authorization`, paging
-//! parameters, request bodies as bytes, contact photos and webhook subscriptions and schedules.
+//! poll text replies, tapbacks' words, bridge callback JSON (group changes among them),
+//! `Retry-After`, API keys in `Authorization`, paging parameters, request bodies as bytes, contact
+//! photos and webhook subscriptions and schedules.
 //! None may panic, and each keeps the promise its docs make. The same parsers behind a running
 //! server, and the device webhooks, are fuzzed over HTTP in tests/api/fuzz.rs.
 //!
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 use crate::{
     api::{auth::bearer, extract::page},
-    bridge::BridgeEvent,
+    bridge::{BridgeEvent, BridgeEventPayload},
     domain::lifecycle::{MessageKind, Tapback},
     domain::{
         apikey,
@@ -52,6 +53,9 @@ fn any_json() -> impl Strategy<Value = Value> {
         Just("body".to_string()),
         Just("to".to_string()),
         Just("option_index".to_string()),
+        Just("group_id".to_string()),
+        Just("name".to_string()),
+        Just("participants".to_string()),
         "[a-z_]{1,12}",
     ];
     let leaf = prop_oneof![
@@ -268,6 +272,37 @@ proptest! {
         // The fields every send request shares, through to the send they describe.
         if let Ok(fields) = crate::fields::from_value::<SendFields>(value) {
             let _ = fields.into_input("hello".into(), MessageKind::Text);
+        }
+    }
+
+    #[test]
+    fn a_group_updated_callback_parses_exactly_when_its_fields_have_their_types_and_keeps_them(
+        id in odd_text(),
+        group_id in prop_oneof![3 => odd_text().prop_map(Value::from), 1 => any_json()],
+        name in prop::option::of(prop_oneof![3 => odd_text().prop_map(Value::from), 1 => any_json()]),
+        participants in prop::option::of(prop_oneof![
+            3 => prop::collection::vec(prop_oneof![odd_text(), "\\+1[0-9]{10}"], 0..40).prop_map(Value::from),
+            1 => any_json(),
+        ]),
+    ) {
+        let mut data = serde_json::json!({"group_id": group_id});
+        if let Some(name) = &name { data["name"] = name.clone(); }
+        if let Some(participants) = &participants { data["participants"] = participants.clone(); }
+        let event = serde_json::json!({"id": id, "type": "group.updated", "data": data});
+        let strings = |list: &Value| list.as_array().is_some_and(|l| l.iter().all(Value::is_string));
+        let typed = group_id.is_string()
+            && name.as_ref().is_none_or(|n| n.is_string() || n.is_null())
+            && participants.as_ref().is_none_or(|p| p.is_null() || strings(p));
+        match serde_json::from_value::<BridgeEvent>(event).map(|e| e.payload) {
+            Ok(BridgeEventPayload::GroupUpdated { group_id: read, name: read_name, participants: read_list }) => {
+                prop_assert!(typed);
+                prop_assert_eq!(Value::from(read), group_id);
+                // `null` reads as absent: nothing changed.
+                prop_assert_eq!(read_name.map(Value::from), name.filter(|n| !n.is_null()));
+                prop_assert_eq!(read_list.map(Value::from), participants.filter(|p| !p.is_null()));
+            }
+            Ok(other) => prop_assert!(false, "read as another event: {other:?}"),
+            Err(_) => prop_assert!(!typed, "a well-typed group.updated was refused"),
         }
     }
 

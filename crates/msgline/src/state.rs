@@ -150,12 +150,25 @@ const MAX_ENTRIES: usize = 100_000;
 /// database read; revocation on this instance evicts at once.
 pub struct AuthCache {
     ttl: Duration,
-    entries: RwLock<HashMap<String, (Principal, Instant)>>,
+    entries: RwLock<Entries>,
 }
+
+#[derive(Default)]
+struct Entries {
+    by_hash: HashMap<String, (Principal, Instant)>,
+    /// How many evictions there have been. A lookup notes it before it reads the database and
+    /// caches what it read only if no eviction came meanwhile: the key may have been revoked
+    /// after the read, and the announcement that evicted it will not come again.
+    evictions: u64,
+}
+
+/// The eviction count a lookup saw before it read the database.
+#[derive(Debug, Clone, Copy)]
+struct Ticket(u64);
 
 impl AuthCache {
     pub fn new(ttl: Duration) -> Self {
-        Self { ttl, entries: RwLock::new(HashMap::new()) }
+        Self { ttl, entries: RwLock::new(Entries::default()) }
     }
 
     /// The principal for the secret of a `Bearer` header, or 401.
@@ -163,10 +176,8 @@ impl AuthCache {
         let secret = secret.filter(|key| apikey::is_well_formed(key)).ok_or_else(ApiError::unauthorized)?;
         let hash = apikey::hash_secret(secret);
         let now = clock::now_ms();
-        let cached = self.entries.read().expect("auth cache lock").get(&hash).cloned();
-        if let Some((principal, at)) = cached
-            && at.elapsed() < self.ttl
-        {
+        let (cached, ticket) = self.cached(&hash);
+        if let Some(principal) = cached {
             return if principal.expires_at.is_none_or(|t| t > now) {
                 Ok(principal)
             } else {
@@ -184,22 +195,42 @@ impl AuthCache {
             line_id: key.line_id,
             expires_at: key.expires_at,
         };
-        let mut entries = self.entries.write().expect("auth cache lock");
-        if entries.len() >= MAX_ENTRIES {
-            entries.clear();
-        }
-        entries.insert(hash, (principal.clone(), Instant::now()));
+        self.remember(ticket, hash, principal.clone());
         Ok(principal)
+    }
+
+    /// The principal cached for `hash` if it is still fresh, and the ticket a lookup of the
+    /// database takes along.
+    fn cached(&self, hash: &str) -> (Option<Principal>, Ticket) {
+        let entries = self.entries.read().expect("auth cache lock");
+        let fresh = entries.by_hash.get(hash).filter(|(_, at)| at.elapsed() < self.ttl);
+        (fresh.map(|(principal, _)| principal.clone()), Ticket(entries.evictions))
+    }
+
+    /// Caches what a lookup read, unless a key was evicted since it took `ticket`.
+    fn remember(&self, ticket: Ticket, hash: String, principal: Principal) {
+        let mut entries = self.entries.write().expect("auth cache lock");
+        if entries.evictions != ticket.0 {
+            return;
+        }
+        if entries.by_hash.len() >= MAX_ENTRIES {
+            entries.by_hash.clear();
+        }
+        entries.by_hash.insert(hash, (principal, Instant::now()));
     }
 
     /// Drops a key from the cache, so a revocation or rotation applies to the next request.
     pub fn forget(&self, key_id: &str) {
-        self.entries.write().expect("auth cache lock").retain(|_, (p, _)| p.key_id != key_id);
+        let mut entries = self.entries.write().expect("auth cache lock");
+        entries.by_hash.retain(|_, (p, _)| p.key_id != key_id);
+        entries.evictions += 1;
     }
 
     /// Drops every key: each is read from the database again on its next request.
     pub fn clear(&self) {
-        self.entries.write().expect("auth cache lock").clear();
+        let mut entries = self.entries.write().expect("auth cache lock");
+        entries.by_hash.clear();
+        entries.evictions += 1;
     }
 
     /// A key was revoked or rotated: forgotten here at once, and on PostgreSQL announced to
@@ -209,5 +240,48 @@ impl AuthCache {
         if let Err(error) = db::keys::announce_change(db, key_id).await {
             tracing::warn!(error = %error, "could not tell the other instances of a key change");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(key_id: &str) -> Principal {
+        Principal {
+            key_id: key_id.into(),
+            org_id: "org_1".into(),
+            scopes: Scopes::new(vec![Scope::Send]),
+            line_id: None,
+            expires_at: None,
+        }
+    }
+
+    #[test]
+    fn a_key_read_before_its_revocation_was_announced_is_not_cached_after_the_announcement() {
+        let cache = AuthCache::new(Duration::from_secs(60));
+        // A request misses the cache and reads the key from the database, still active; the
+        // revocation commits and its announcement evicts the key (not cached yet); then the
+        // request's read comes back.
+        let (_, ticket) = cache.cached("hash_1");
+        cache.forget("key_1");
+        cache.remember(ticket, "hash_1".into(), principal("key_1"));
+        assert!(cache.cached("hash_1").0.is_none(), "the revoked key must be read again");
+        // The same when the listener lost its connection and dropped everything.
+        let (_, ticket) = cache.cached("hash_1");
+        cache.clear();
+        cache.remember(ticket, "hash_1".into(), principal("key_1"));
+        assert!(cache.cached("hash_1").0.is_none());
+    }
+
+    #[test]
+    fn a_lookup_after_an_eviction_is_cached_until_its_key_is_forgotten() {
+        let cache = AuthCache::new(Duration::from_secs(60));
+        cache.forget("key_2");
+        let (_, ticket) = cache.cached("hash_1");
+        cache.remember(ticket, "hash_1".into(), principal("key_1"));
+        assert_eq!(cache.cached("hash_1").0.map(|p| p.key_id), Some("key_1".to_string()));
+        cache.forget("key_1");
+        assert!(cache.cached("hash_1").0.is_none());
     }
 }

@@ -1,9 +1,9 @@
 //! Changes to a group after its creation (a rename, participants added and removed, the line
 //! leaving it), and
 //! changes made on the device itself. A change is `pending` while the line is called, then
-//! `applied`, `failed`, or `unknown` until the line is asked about it. Only an applied change
-//! touches the group; each applied change and each change reported by the line writes
-//! `messaging.group.updated`.
+//! `applied`, `failed`, or `unknown` until the line is asked about it. An applied change, and the
+//! device's report of what it did, touch the group; each applied change and each change made on
+//! the device writes one `messaging.group.updated`.
 
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row, any::AnyRow};
@@ -257,12 +257,22 @@ async fn announce(conn: &mut AnyConnection, group: &Conversation, change: Option
 /// A change the line reports was made on the device: the group takes the name and the
 /// participants it reports (those it does not report stay as they are). Returns whether
 /// anything changed.
+///
+/// The device also reports msgline's own changes, often before msgline's call to it returns.
+/// What a change still pending or unknown asked for is applied here too, so that the group
+/// shows what the device does, but only that change's settling announces it, with the change:
+/// one event per change, however many steps the device reports. Only a report with something
+/// no such change asked for is announced here, as a change made on the device.
 pub async fn apply_reported(
     conn: &mut AnyConnection,
     group: &Conversation,
     name: Option<&str>,
     participants: Option<&[String]>,
 ) -> sqlx::Result<bool> {
+    // The changes first, then the group: a change settled between the two reads is one the
+    // group already shows, so it is never taken for the device's own.
+    let asked = unsettled(conn, &group.id).await?;
+    let Some(group) = &super::conversations::get_any(conn, &group.id).await? else { return Ok(false) };
     let name = name.filter(|n| Some(*n) != group.name.as_deref() && !(n.is_empty() && group.name.is_none()));
     let (add, remove): (Vec<String>, Vec<String>) = match participants {
         Some(now) => (
@@ -275,9 +285,26 @@ pub async fn apply_reported(
         return Ok(false);
     }
     apply(conn, &group.id, name, &add, &remove).await?;
-    let group = super::conversations::get_any(conn, &group.id).await?.expect("the group exists");
-    announce(conn, &group, None).await?;
+    let ours = name.is_none_or(|n| asked.iter().any(|c| c.name.as_deref() == Some(n)))
+        && add.iter().all(|p| asked.iter().any(|c| c.add.contains(p)))
+        && remove.iter().all(|p| asked.iter().any(|c| c.remove.contains(p)));
+    if !ours {
+        let group = super::conversations::get_any(conn, &group.id).await?.expect("the group exists");
+        announce(conn, &group, None).await?;
+    }
     Ok(true)
+}
+
+/// msgline's changes of a group whose outcome is not settled yet: the line is still being
+/// called (`pending`), or will be asked (`unknown`).
+async fn unsettled(conn: &mut AnyConnection, group_id: &str) -> sqlx::Result<Vec<GroupChange>> {
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM group_changes WHERE group_id = $1 AND state IN ('pending', 'unknown')"
+    ))
+    .bind(group_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter().map(from_row).collect()
 }
 
 /// Up to `limit` unknown changes whose time to be asked about has come, held until `until`. The

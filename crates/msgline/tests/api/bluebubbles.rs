@@ -218,6 +218,44 @@ async fn a_group_is_renamed_and_its_participants_changed_on_the_mac_and_changes_
 }
 
 #[tokio::test]
+async fn a_change_the_mac_reports_while_msglines_call_still_runs_is_announced_once() {
+    let line = DeviceLine::start(Kind::BlueBubbles, &[]).await;
+    line.keep_events().await;
+    let (status, created) = line
+        .api_post("/groups", json!({"participants": [FRIEND, "+12015550125"], "body": "Hi all", "name": "Trip"}))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let group_path = format!("/groups/{}", created["group"]["id"].as_str().unwrap());
+    let chat = line.fake.sent().await[0]["chatGuid"].as_str().unwrap().to_string();
+    let updates = "SELECT COUNT(*) FROM events WHERE type = 'messaging.group.updated'";
+    let unattributed =
+        "SELECT COUNT(*) FROM events WHERE type = 'messaging.group.updated' AND data LIKE '%\"change\":null%'";
+
+    // The Mac's webhook for each step is answered before the call is: the group already shows
+    // the change when the call settles it.
+    line.fake.control("/control/mode", json!({"mode": "hook-first"})).await;
+    let (status, renamed) = line.api_call(reqwest::Method::PATCH, &group_path, json!({"name": "Trip (Sat)"})).await;
+    assert_eq!((status, renamed["group"]["name"].as_str()), (200, Some("Trip (Sat)")), "{renamed}");
+    assert_eq!(line.count(updates).await, 1, "one event for the rename");
+    // Two steps, each reported by the Mac with the chat's participants of that moment.
+    let (status, changed) =
+        line.api_post(&format!("{group_path}/participants"), json!({"add": ["+12015550127", "+12015550129"]})).await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["group"]["participants"], json!([FRIEND, "+12015550125", "+12015550127", "+12015550129"]));
+    assert_eq!(line.count(updates).await, 2, "one event for the participants' change");
+    // Both events name the change that made them.
+    assert_eq!(line.count(unattributed).await, 0);
+
+    // A change made on a phone is still announced, once, as no change of msgline's.
+    line.fake.control("/control/group", json!({"chat": chat, "action": "rename", "name": "Renamed on a phone"})).await;
+    eventually(20, "the rename made on a phone", || async {
+        (line.api_get(&group_path).await["name"] == "Renamed on a phone").then_some(())
+    })
+    .await;
+    assert_eq!((line.count(updates).await, line.count(unattributed).await), (3, 1));
+}
+
+#[tokio::test]
 async fn without_the_private_api_helper_groups_are_refused_and_one_to_one_still_works() {
     let line = DeviceLine::start_with(Kind::BlueBubbles, &["--no-helper"], &[]).await;
     let shown = line.api_get(&format!("/lines/{}", line.line_id)).await;

@@ -256,6 +256,32 @@ impl DeviceLine {
         n
     }
 
+    /// Gives the line's organisation a disabled webhook endpoint, never called, so that its
+    /// events are written (see `TestApp::keep_events`).
+    pub async fn keep_events(&self) {
+        let db = msgline::db::Db::connect(self.db.url()).await.expect("db");
+        let (org_id,): (String,) = sqlx::query_as("SELECT org_id FROM lines WHERE id = $1")
+            .bind(&self.line_id)
+            .fetch_one(db.writer())
+            .await
+            .expect("line");
+        let events = msgline::domain::webhook::Subscriptions::parse(["*"]).expect("all events");
+        let new = msgline::db::webhooks::NewWebhook {
+            org_id: &org_id,
+            line_id: None,
+            url: "https://receiver.example/kept",
+            description: None,
+            events: &events,
+        };
+        let endpoint = msgline::db::webhooks::create(&db, new).await.expect("an endpoint");
+        let mut conn = db.writer().acquire().await.expect("a connection");
+        msgline::db::webhooks::disable(&mut conn, &endpoint.id, "events kept for the test", msgline::clock::now_ms())
+            .await
+            .expect("disabled");
+        drop(conn);
+        db.close().await;
+    }
+
     /// The line's hook secret, as the device was told it.
     pub async fn hook_secret(&self) -> String {
         let db = msgline::db::Db::connect(self.db.url()).await.expect("db");

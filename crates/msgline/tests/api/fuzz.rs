@@ -94,6 +94,77 @@ fn object_of(fields: &'static [&'static str], good: Vec<Value>) -> BoxedStrategy
         .boxed()
 }
 
+/// What a device reports as a group's participant: numbers of the group and around it, the
+/// line's own number, other forms, an Apple ID, and any text.
+fn participant() -> BoxedStrategy<String> {
+    prop_oneof![
+        6 => (20u32..30).prop_map(|n| format!("+120155501{n}")),
+        1 => Just("+12015550100".to_string()),
+        1 => Just("(201) 555-0123".to_string()),
+        1 => Just("friend@example.com".to_string()),
+        2 => odd_text(),
+    ]
+    .boxed()
+}
+
+/// Participant lists of a few, none, or hundreds.
+fn participant_lists() -> BoxedStrategy<Vec<String>> {
+    prop_oneof![
+        8 => prop::collection::vec(participant(), 0..8),
+        1 => prop::collection::vec(participant(), 100..400),
+    ]
+    .boxed()
+}
+
+/// A group's name as a device reports it: ordinary, empty, very long, odd, or not text.
+fn group_name() -> BoxedStrategy<Value> {
+    prop_oneof![
+        5 => "[A-Za-z0-9 ()'-]{1,24}".prop_map(Value::from),
+        1 => Just(json!("")),
+        1 => "[a-z]{300,2000}".prop_map(Value::from),
+        2 => odd_text().prop_map(Value::from),
+        1 => any_value(odd_text()),
+    ]
+    .boxed()
+}
+
+/// `group.updated` callbacks, mostly naming `group_id`, with names and participant lists
+/// well-formed and hostile.
+fn group_updates(group_id: Value) -> BoxedStrategy<Value> {
+    let participants = prop_oneof![8 => participant_lists().prop_map(|p| json!(p)), 1 => any_value(odd_text())];
+    let group = prop_oneof![8 => Just(group_id), 1 => Just(json!("conv_nothing")), 1 => any_value(odd_text())];
+    (odd_text(), group, prop::option::of(group_name()), prop::option::of(participants))
+        .prop_map(|(id, group_id, name, participants)| {
+            let mut data = json!({"group_id": group_id});
+            if let Some(name) = name {
+                data["name"] = name;
+            }
+            if let Some(participants) = participants {
+                data["participants"] = participants;
+            }
+            json!({"id": id, "type": "group.updated", "data": data})
+        })
+        .boxed()
+}
+
+/// A BlueBubbles Server's webhook for a change of the group in `chat` (mostly): the message row
+/// the Mac writes for it, with the chat's participants or the new name.
+fn bluebubbles_group_changes(chat: String) -> BoxedStrategy<String> {
+    let kinds =
+        prop::sample::select(vec!["participant-added", "participant-removed", "participant-left", "group-name-change"]);
+    let chat = prop_oneof![8 => Just(chat), 1 => odd_text()];
+    let members = prop_oneof![8 => participant_lists().prop_map(|list| {
+        json!(list.into_iter().map(|address| json!({"address": address, "service": "iMessage"})).collect::<Vec<_>>())
+    }), 1 => any_value(odd_text())];
+    (kinds, "[A-F0-9-]{8,36}", chat, members, group_name(), 0i64..5)
+        .prop_map(|(kind, guid, chat, members, title, item)| {
+            let data = json!({"guid": guid, "text": null, "isFromMe": false, "itemType": item, "groupActionType": 0,
+                              "groupTitle": title, "chats": [{"guid": chat, "participants": members}]});
+            json!({"type": kind, "data": data}).to_string()
+        })
+        .boxed()
+}
+
 /// How often each status answered one target's inputs.
 #[derive(Default)]
 struct Answers(std::collections::BTreeMap<u16, usize>);
@@ -150,6 +221,7 @@ async fn check_answer(answers: &mut Answers, what: &str, input: &str, response: 
 async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
     let app = unlimited_app().await;
     let line = app.default_line().await;
+    app.keep_events().await;
     let key = app.org.key.clone();
     // Real ids for the events to name: messages, a poll, a group.
     let sent = app.post("/messages", &key, json!({"to": "+12015550123", "body": "hi"})).await.expect(202);
@@ -163,10 +235,11 @@ async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
         .post("/groups", &key, json!({"participants": ["+12015550123", "+12015550124"], "body": "Hi all"}))
         .await
         .expect(201);
+    let group_id = group["group"]["id"].clone();
     let good = vec![
         message_id,
         poll_id,
-        group["group"]["id"].clone(),
+        group_id.clone(),
         json!(["+12015550123", "+12015550125"]),
         json!("Trip"),
         json!("+12015550123"),
@@ -218,6 +291,7 @@ async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
         "unknown",
     ]);
     let event = (odd_text(), kinds, data).prop_map(|(id, kind, data)| json!({"id": id, "type": kind, "data": data}));
+    let event = prop_oneof![3 => event, 1 => group_updates(group_id.clone())];
     let body = prop_oneof![
         3 => event.clone(),
         2 => prop::collection::vec(event, 0..5).prop_map(Value::Array),
@@ -238,12 +312,34 @@ async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
     }
     answers.report("POST /bridge/events");
     app.get("/messages", &key).await.expect(200);
+    let (updates,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM events WHERE type = 'messaging.group.updated'")
+        .fetch_one(app.db().writer())
+        .await
+        .unwrap();
+    assert!(updates > 0, "no group.updated changed the group");
+    // The group took only what a participant can be: never the line itself, never twice.
+    let group = app.get(&format!("/groups/{}", group_id.as_str().unwrap()), &key).await.expect(200);
+    let participants: Vec<&str> = group["participants"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(!participants.contains(&"+12015550100"), "{group}");
+    let mut distinct = participants.clone();
+    distinct.dedup();
+    assert_eq!(distinct, participants, "{group}");
 }
 
 #[tokio::test]
 async fn bluebubbles_webhooks_of_any_shape_never_get_a_server_error() {
     let line = DeviceLine::start(Kind::BlueBubbles, &UNLIMITED).await;
+    line.keep_events().await;
     let id = line.send_text("+12015550123", "hi").await;
+    let (status, created) =
+        line.api_post("/groups", json!({"participants": ["+12015550123", "+12015550125"], "body": "Hi all"})).await;
+    assert_eq!(status, 201, "{created}");
+    let chat = line
+        .fake
+        .sent()
+        .await
+        .iter()
+        .find_map(|s| s["chatGuid"].as_str().filter(|c| c.contains(";+;")).map(str::to_string));
     let secret = line.hook_secret().await;
     let good = vec![
         json!(id),
@@ -283,6 +379,7 @@ async fn bluebubbles_webhooks_of_any_shape_never_get_a_server_error() {
     let kinds = prop::sample::select(vec!["new-message", "updated-message", "message-send-error", "typing-indicator"]);
     let body = prop_oneof![
         4 => (kinds, data).prop_map(|(kind, data)| json!({"type": kind, "data": data}).to_string()),
+        2 => bluebubbles_group_changes(chat.expect("the group's chat")),
         1 => any_value(odd_text()).prop_map(|v| v.to_string()),
         1 => odd_text(),
     ];
@@ -298,6 +395,10 @@ async fn bluebubbles_webhooks_of_any_shape_never_get_a_server_error() {
     }
     answers.report("BlueBubbles webhooks");
     line.api_get("/messages").await;
+    let group = line.api_get(&format!("/groups/{}", created["group"]["id"].as_str().unwrap())).await;
+    assert_eq!(group["state"], "created", "{group}");
+    let updates = line.count("SELECT COUNT(*) FROM events WHERE type = 'messaging.group.updated'").await;
+    assert!(updates > 0, "no group change from the Mac changed the group");
 }
 
 #[tokio::test]

@@ -42,9 +42,11 @@ Control routes (no password): POST /control/inbound {from, body, chat?, service?
 POST /control/reaction {from, target (a message guid), reaction (love, -love, ...)} (a tapback),
 POST /control/typing {from, display} (a typing-indicator), GET /control/signals (typing and read calls),
 POST /control/group {chat, action: rename|add|remove|leave, name?, address?} (a change made on a phone),
-POST /control/helper {connected}, POST /control/mode {mode: accept|slow|error|late, delay_ms, code}
+POST /control/helper {connected}, POST /control/mode {mode: accept|slow|error|late|hook-first, delay_ms, code}
 (for group changes: error answers 500 and changes nothing; late answers 500 at once, as the server
-does when its 30 s wait runs out, and makes the change after delay_ms),
+does when its 30 s wait runs out, and makes the change after delay_ms; hook-first delivers the
+change's webhook, and waits for its answer, before answering the call, as when the server's poller
+sees the change before the call's own wait does),
 POST /control/repeat-webhooks {times}, GET /control/sent, GET /control/stats, GET /control/webhooks.
 """
 
@@ -59,7 +61,7 @@ import time
 import uuid
 from urllib.parse import unquote
 
-from fake_common import App, Reply, deliver, later, now_ms
+from fake_common import App, Reply, deliver, later, now_ms, post_json
 
 app = App()
 state = {
@@ -189,13 +191,18 @@ def new_message(chat_guid, text, from_me, sender=None, attachment=None):
     return message
 
 
-def emit(kind, data):
+def emit(kind, data, wait=False):
+    """Posts a webhook from a thread of its own, or (`wait`) here, returning once it is answered."""
     body = json.dumps({"type": kind, "data": data}).encode()
     with app.lock:
         hooks = [h for h in state["webhooks"] if "*" in h["events"] or kind in h["events"]]
         times = app.repeat
     for hook in hooks:
-        deliver(hook["url"], body, lambda: {}, times)
+        if wait:
+            for _ in range(times):
+                post_json(hook["url"], body, lambda: {})
+        else:
+            deliver(hook["url"], body, lambda: {}, times)
 
 
 def advance(guid, field):
@@ -423,8 +430,8 @@ def group_event(chat, item_type, action_type, from_me, actor=None, title=None, w
     return message
 
 
-def change_chat(guid, action, name=None, address=None, from_me=True, actor=None):
-    """Applies a change to a chat and posts its webhook."""
+def change_chat(guid, action, name=None, address=None, from_me=True, actor=None, wait=False):
+    """Applies a change to a chat and posts its webhook (`wait`: see emit)."""
     with app.lock:
         chat = state["chats"][guid]
         members = chat["participants"]
@@ -438,7 +445,7 @@ def change_chat(guid, action, name=None, address=None, from_me=True, actor=None)
                                 "remove": ("participant-removed", 1, 1), "leave": ("participant-left", 3, 0)}[action]
     message = group_event(chat, item, group_action, from_me, actor=actor, title=name if action == "rename" else None,
                           with_participants=action != "rename")
-    emit(kind, dict(message))
+    emit(kind, dict(message), wait=wait)
 
 
 def group_change(guid, action, name=None, address=None):
@@ -456,7 +463,7 @@ def group_change(guid, action, name=None, address=None):
                         {"type": "Server Error", "message": "An unhandled error has occurred!"})
     if mode == "slow":
         time.sleep(delay)
-    change_chat(guid, action, name=name, address=address)
+    change_chat(guid, action, name=name, address=address, wait=mode == "hook-first")
     return None
 
 
