@@ -2,7 +2,8 @@
 //! photo URLs). HTTPS only, no userinfo, no redirects; every address a host name resolves to is
 //! checked against private, loopback, link-local and other non-public ranges (IPv4-mapped IPv6
 //! included) inside the client's own resolver, so the connection goes to an address that was
-//! checked; IP literals are checked before the call. Bodies are capped while they stream.
+//! checked; IP literals and `localhost` names are checked before the call. Bodies are capped
+//! while they stream.
 //! `MSGLINE_ALLOW_PRIVATE_TARGETS` lifts the address and scheme rules for tests and demos.
 
 use std::{
@@ -116,7 +117,7 @@ impl Egress {
                 url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
                 url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
                 url::Host::Domain(name) => {
-                    if name.eq_ignore_ascii_case("localhost") || name.to_ascii_lowercase().ends_with(".localhost") {
+                    if is_local_name(name)? {
                         return Err(EgressError::PrivateAddress);
                     }
                     None
@@ -180,6 +181,17 @@ impl Egress {
         }
         Ok(Fetched { status: status.as_u16(), headers, body: kept })
     }
+}
+
+/// Whether a host name names this machine (`localhost` and its subdomains, RFC 6761), however
+/// it is spelt: a trailing dot (a fully qualified name, the same host) and case do not change the
+/// host. A name with an empty last label (`localhost..`) names no host.
+fn is_local_name(name: &str) -> Result<bool, EgressError> {
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    if name.is_empty() || name.ends_with('.') {
+        return Err(EgressError::InvalidUrl);
+    }
+    Ok(name == "localhost" || name.ends_with(".localhost"))
 }
 
 async fn read_capped(mut response: reqwest::Response, max_bytes: usize) -> Result<Fetched, EgressError> {
@@ -341,6 +353,10 @@ mod tests {
         assert_eq!(egress.check_url("https://[::ffff:127.0.0.1]/"), Err(EgressError::PrivateAddress));
         assert_eq!(egress.check_url("https://localhost:8443/"), Err(EgressError::PrivateAddress));
         assert_eq!(egress.check_url("ftp://example.com/"), Err(EgressError::InvalidUrl));
+        for name in ["localhost.", "LOCALHOST.", "LocalHost.:8443", "api.localhost.", "localhost.."] {
+            assert!(egress.check_url(&format!("https://{name}/x")).is_err(), "{name}");
+        }
+        assert!(egress.check_url("https://example.com./hook").is_ok());
         let open = Egress::new(true);
         assert!(open.check_url("http://127.0.0.1:9000/hook").is_ok());
     }
