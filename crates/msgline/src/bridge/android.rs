@@ -236,13 +236,13 @@ impl LineAdapter for AndroidGateway {
         CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 }
     }
 
-    /// Its devices report files in their own webhooks; fetching them is not built yet.
     /// The phone sends an MMS's files inline in `mms:downloaded` (base64); `receive` hands each on
-    /// as a `data:` URL, read back here.
+    /// as a `data:` URL, read back here. Nothing is fetched over the network: any other URL is
+    /// refused.
     async fn fetch_file(&self, _line: &Line, url: &str, max_bytes: usize) -> Result<Vec<u8>, FileError> {
         use base64::Engine;
         let Some((_, data)) = url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) else {
-            return Err(FileError::Unavailable("the gateway gives files inline only".into()));
+            return Err(FileError::Refused("the gateway gives files inline only".into()));
         };
         if data.len() / 4 * 3 > max_bytes + 3 {
             return Err(FileError::TooLarge);
