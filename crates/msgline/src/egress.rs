@@ -1,8 +1,9 @@
 //! The one outbound HTTP client for everything a customer points msgline at (webhook URLs,
 //! photo URLs). HTTPS only, no userinfo, no redirects; every address a host name resolves to is
-//! checked against private, loopback, link-local and other non-public ranges (IPv4-mapped IPv6
-//! included) inside the client's own resolver, so the connection goes to an address that was
-//! checked; IP literals are checked before the call. Bodies are capped while they stream.
+//! checked against private, loopback, link-local and other non-public ranges (an IPv6 address
+//! that carries an IPv4 one is judged by the IPv4 one too) inside the client's own resolver, so
+//! the connection goes to an address that was checked; IP literals and `localhost` names are
+//! checked before the call. Bodies are capped while they stream.
 //! `MSGLINE_ALLOW_PRIVATE_TARGETS` lifts the address and scheme rules for tests and demos.
 
 use std::{
@@ -116,7 +117,7 @@ impl Egress {
                 url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
                 url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
                 url::Host::Domain(name) => {
-                    if name.eq_ignore_ascii_case("localhost") || name.to_ascii_lowercase().ends_with(".localhost") {
+                    if is_local_name(name)? {
                         return Err(EgressError::PrivateAddress);
                     }
                     None
@@ -182,6 +183,17 @@ impl Egress {
     }
 }
 
+/// Whether a host name names this machine (`localhost` and its subdomains, RFC 6761), however
+/// it is spelt: a trailing dot (a fully qualified name, the same host) and case do not change the
+/// host. A name with an empty last label (`localhost..`) names no host.
+fn is_local_name(name: &str) -> Result<bool, EgressError> {
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    if name.is_empty() || name.ends_with('.') {
+        return Err(EgressError::InvalidUrl);
+    }
+    Ok(name == "localhost" || name.ends_with(".localhost"))
+}
+
 async fn read_capped(mut response: reqwest::Response, max_bytes: usize) -> Result<Fetched, EgressError> {
     let status = response.status();
     if status.is_redirection() {
@@ -220,15 +232,29 @@ fn classify(error: reqwest::Error) -> EgressError {
     }
 }
 
-/// Whether an address is on the public internet.
+/// Whether an address is on the public internet. An IPv6 address that is only a way of writing
+/// an IPv4 address is judged by that address: the host that answers is the IPv4 one.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+        IpAddr::V6(v6) => match written_v4(v6) {
             Some(v4) => is_public_v4(v4),
             None => is_public_v6(v6),
         },
     }
+}
+
+/// The IPv4 address an IPv6 address stands for, in its last 32 bits: IPv4-mapped
+/// (`::ffff:0:0/96`), IPv4-translated (`::ffff:0:0:0/96`, RFC 2765 SIIT), IPv4-compatible
+/// (`::/96`, which also covers `::` and `::1`) and NAT64's well-known prefix (`64:ff9b::/96`,
+/// RFC 6052; a DNS64 resolver on an IPv6-only host answers public names with these).
+fn written_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let prefix = matches!(
+        s[..6],
+        [0, 0, 0, 0, 0, 0] | [0, 0, 0, 0, 0, 0xffff] | [0, 0, 0, 0, 0xffff, 0] | [0x64, 0xff9b, 0, 0, 0, 0]
+    );
+    prefix.then(|| Ipv4Addr::from(((s[6] as u32) << 16) | s[7] as u32))
 }
 
 fn is_public_v4(ip: Ipv4Addr) -> bool {
@@ -255,10 +281,12 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         || (segments[0] & 0xfe00) == 0xfc00 // unique local
         || (segments[0] & 0xffc0) == 0xfe80 // link-local
         || (segments[0] & 0xffc0) == 0xfec0 // site-local (deprecated, still routed by some)
-        || (segments[0] == 0x64 && segments[1] == 0xff9b) // NAT64 (and its local-use /48) can reach private IPv4
+        // The rest of NAT64's 64:ff9b::/32, its local-use 64:ff9b:1::/48 included: where the IPv4
+        // address sits depends on the operator's prefix length, which msgline cannot know, and a
+        // local-use translator may reach private IPv4 (RFC 8215).
+        || (segments[0] == 0x64 && segments[1] == 0xff9b)
         || (segments[0] == 0x100 && segments[1..4].iter().all(|s| *s == 0)) // discard-only
         || (segments[0] == 0x2001 && segments[1] == 0x0db8) // documentation
-        || ip.to_ipv4().is_some_and(|v4| !is_public_v4(v4) && segments[..6].iter().all(|s| *s == 0))
         || embedded_v4(ip).iter().any(|v4| !is_public_v4(*v4)))
 }
 
@@ -304,6 +332,18 @@ mod tests {
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
             "64:ff9b:1::a00:1",
+            // IPv4-translated (SIIT) of 127.0.0.1, 10.0.0.1 and 169.254.169.254
+            "::ffff:0:127.0.0.1",
+            "::ffff:0:10.0.0.1",
+            "::ffff:0:a9fe:a9fe",
+            "::ffff:0:0",
+            // IPv4-compatible and NAT64 of private addresses
+            "::10.0.0.1",
+            "64:ff9b::192.168.0.1",
+            // NAT64's local-use /48 and the rest of its /32, whatever they carry
+            "64:ff9b:1::808:808",
+            "64:ff9b:1:808:8:800::",
+            "64:ff9b:0:1::808:808",
             // 6to4 of 127.0.0.1 and 192.168.1.1
             "2002:7f00:1::",
             "2002:c0a8:101::1",
@@ -323,6 +363,10 @@ mod tests {
             "8.8.8.8",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "::ffff:0:8.8.8.8",
+            "::8.8.8.8",
+            // What DNS64 answers for a public name on an IPv6-only host
+            "64:ff9b::808:808",
             "2002:808:808::1",
             "2001:0:808:808::f7f7:fbfb",
             "2606:4700::5efe:808:808",
@@ -340,7 +384,13 @@ mod tests {
         assert_eq!(egress.check_url("https://127.0.0.1/"), Err(EgressError::PrivateAddress));
         assert_eq!(egress.check_url("https://[::ffff:127.0.0.1]/"), Err(EgressError::PrivateAddress));
         assert_eq!(egress.check_url("https://localhost:8443/"), Err(EgressError::PrivateAddress));
+        assert_eq!(egress.check_url("https://[::ffff:0:127.0.0.1]/"), Err(EgressError::PrivateAddress));
+        assert_eq!(egress.check_url("https://[::ffff:0:10.0.0.1]:8443/"), Err(EgressError::PrivateAddress));
         assert_eq!(egress.check_url("ftp://example.com/"), Err(EgressError::InvalidUrl));
+        for name in ["localhost.", "LOCALHOST.", "LocalHost.:8443", "api.localhost.", "localhost.."] {
+            assert!(egress.check_url(&format!("https://{name}/x")).is_err(), "{name}");
+        }
+        assert!(egress.check_url("https://example.com./hook").is_ok());
         let open = Egress::new(true);
         assert!(open.check_url("http://127.0.0.1:9000/hook").is_ok());
     }

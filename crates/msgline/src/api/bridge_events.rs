@@ -170,8 +170,9 @@ async fn check_events(state: &AppState, line: &db::lines::Line, events: &[Bridge
 }
 
 /// Fetches and stores the files of inbound messages before the events are applied, so that a
-/// message and its attachment rows are written together. A file over `MSGLINE_MEDIA_MAX_BYTES`
-/// is left out (the message keeps the others); one the device cannot give now refuses the whole
+/// message and its attachment rows are written together. A file over `MSGLINE_MEDIA_MAX_BYTES`,
+/// or one the line's kind refuses to fetch (a URL off the bridge's origin), is left out (the
+/// message keeps the others); one the device cannot give now refuses the whole
 /// call with 503 when `refuse` (a bridge retries its callbacks until they are taken), else is
 /// left out too.
 async fn fetch_files(
@@ -190,6 +191,10 @@ async fn fetch_files(
                 Ok(_) => continue,
                 Err(crate::bridge::adapter::FileError::TooLarge) => {
                     tracing::warn!(line = %line.id, url = %file.url, max, "an inbound file over the size limit was left out");
+                    continue;
+                }
+                Err(crate::bridge::adapter::FileError::Refused(why)) => {
+                    tracing::warn!(line = %line.id, url = %file.url, why, "an inbound file msgline will not fetch was left out");
                     continue;
                 }
                 Err(crate::bridge::adapter::FileError::Unavailable(why)) if !refuse => {

@@ -86,6 +86,8 @@ pub enum FileError {
     TooLarge,
     /// The device did not give it now (it may later): the callback is refused, to be retried.
     Unavailable(String),
+    /// msgline will not fetch it (a URL off the bridge's origin): the message is kept without it.
+    Refused(String),
 }
 
 /// Why a webhook was refused.

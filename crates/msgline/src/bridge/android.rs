@@ -30,7 +30,11 @@ use super::{
 };
 use crate::{
     clock,
-    db::lines::{Capabilities, Line},
+    db::{
+        self, Db,
+        lines::{Capabilities, Line},
+    },
+    domain::apikey,
 };
 
 /// What the gateway can do: SMS only.
@@ -57,11 +61,13 @@ pub struct AndroidGateway {
     timeout: Duration,
     /// `{public URL}/api/v1/messaging/bridge/hooks`.
     hooks: String,
+    /// Where a line from before signing keys gets its own.
+    db: Db,
 }
 
 impl AndroidGateway {
-    pub fn new(http: reqwest::Client, timeout: Duration, hooks: String) -> Self {
-        Self { http, timeout, hooks }
+    pub fn new(http: reqwest::Client, timeout: Duration, hooks: String, db: Db) -> Self {
+        Self { http, timeout, hooks, db }
     }
 
     fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
@@ -74,6 +80,50 @@ impl AndroidGateway {
 
     fn hook_url(&self, line: &Line) -> String {
         format!("{}/{}?secret={}", self.hooks, line.id, line.bridge_settings.hook_secret)
+    }
+
+    /// `PATCH /settings`: the key the phone signs every webhook with.
+    async fn set_signing_key(&self, line: &Line, key: &str) -> Result<(), String> {
+        let settings = json!({"webhooks": {"signing_key": key}});
+        check(self.request(reqwest::Method::PATCH, line, "/settings").json(&settings).send().await, "PATCH /settings")
+    }
+
+    /// Gives a line from before signing keys (its phone signs with the URL's secret) a key of its
+    /// own: set on the phone first, then stored, so that webhooks signed the old way count until
+    /// the phone has the new key. When another instance stored a key first, that one is set.
+    async fn give_signing_key(&self, line: &Line) -> Result<(), String> {
+        let fresh = apikey::random_secret("mls_");
+        self.set_signing_key(line, &fresh).await?;
+        let stored = db::lines::adopt_signing_key(&self.db, &line.id, &fresh)
+            .await
+            .map_err(|e| format!("storing the line's signing key: {e}"))?;
+        if stored != fresh {
+            return self.set_signing_key(line, &stored).await;
+        }
+        tracing::info!(line = %line.id, "gave the line a webhook signing key of its own");
+        Ok(())
+    }
+
+    /// The key a webhook for `line` must be signed with. A line from before signing keys is read
+    /// again (its cached copy may predate the key it was just given); until it has one, its
+    /// phone still signs with the URL's secret.
+    async fn signing_key(&self, line: &Line) -> String {
+        if !line.bridge_settings.signing_key.is_empty() {
+            return line.bridge_settings.signing_key.clone();
+        }
+        let stored = db::lines::get(&self.db, &line.id).await.ok().flatten().map(|l| l.bridge_settings);
+        match stored {
+            Some(settings) if !settings.signing_key.is_empty() => settings.signing_key,
+            _ => line.bridge_settings.hook_secret.clone(),
+        }
+    }
+}
+
+fn check(response: Result<reqwest::Response, reqwest::Error>, what: &str) -> Result<(), String> {
+    match response {
+        Ok(r) if r.status().is_success() => Ok(()),
+        Ok(r) => Err(format!("the gateway answered {} to {what}", r.status())),
+        Err(e) => Err(format!("{what}: {}", describe(&e))),
     }
 }
 
@@ -117,9 +167,9 @@ fn text(payload: &Value, field: &str) -> Option<String> {
     payload.get(field).and_then(Value::as_str).map(str::to_string)
 }
 
-/// Checks `X-Signature` (hex HMAC-SHA256 keyed with the line's hook secret over the body and
-/// then `X-Timestamp`) and that the timestamp is recent.
-fn verify(line: &Line, hook: &Hook<'_>) -> Result<(), HookError> {
+/// Checks `X-Signature` (hex HMAC-SHA256 keyed with `key` over the body and then `X-Timestamp`)
+/// and that the timestamp is recent.
+fn verify(key: &str, hook: &Hook<'_>) -> Result<(), HookError> {
     let unauthorized = |why: &str| Err(HookError::Unauthorized(why.to_string()));
     let (Some(signature), Some(timestamp)) = (hook.header("x-signature"), hook.header("x-timestamp")) else {
         return unauthorized("the webhook is not signed (X-Signature and X-Timestamp)");
@@ -130,7 +180,7 @@ fn verify(line: &Line, hook: &Hook<'_>) -> Result<(), HookError> {
         return unauthorized("X-Timestamp is more than five minutes from now");
     }
     let Some(signature) = decode_hex(signature.trim()) else { return unauthorized("X-Signature is not hex") };
-    let mut mac = Hmac::<Sha256>::new_from_slice(line.bridge_settings.hook_secret.as_bytes()).expect("any key length");
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("any key length");
     mac.update(hook.body);
     mac.update(timestamp.as_bytes());
     mac.verify_slice(&signature).or_else(|_| unauthorized("X-Signature does not match"))
@@ -236,13 +286,13 @@ impl LineAdapter for AndroidGateway {
         CallResult { outcome: SendOutcome::Rejected(reason.into()), http_status: None, latency_ms: 0 }
     }
 
-    /// Its devices report files in their own webhooks; fetching them is not built yet.
     /// The phone sends an MMS's files inline in `mms:downloaded` (base64); `receive` hands each on
-    /// as a `data:` URL, read back here.
+    /// as a `data:` URL, read back here. Nothing is fetched over the network: any other URL is
+    /// refused.
     async fn fetch_file(&self, _line: &Line, url: &str, max_bytes: usize) -> Result<Vec<u8>, FileError> {
         use base64::Engine;
         let Some((_, data)) = url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) else {
-            return Err(FileError::Unavailable("the gateway gives files inline only".into()));
+            return Err(FileError::Refused("the gateway gives files inline only".into()));
         };
         if data.len() / 4 * 3 > max_bytes + 3 {
             return Err(FileError::TooLarge);
@@ -275,13 +325,10 @@ impl LineAdapter for AndroidGateway {
     /// Sets the key the phone signs webhooks with, then registers one webhook per event (a
     /// webhook id of msgline's own, so registering again replaces rather than adds).
     async fn connect(&self, line: &Line) -> Result<(), String> {
-        let check = |response: Result<reqwest::Response, reqwest::Error>, what: &str| match response {
-            Ok(r) if r.status().is_success() => Ok(()),
-            Ok(r) => Err(format!("the gateway answered {} to {what}", r.status())),
-            Err(e) => Err(format!("{what}: {}", describe(&e))),
-        };
-        let settings = json!({"webhooks": {"signing_key": line.bridge_settings.hook_secret}});
-        check(self.request(reqwest::Method::PATCH, line, "/settings").json(&settings).send().await, "PATCH /settings")?;
+        match line.bridge_settings.signing_key.as_str() {
+            "" => self.give_signing_key(line).await?,
+            key => self.set_signing_key(line, key).await?,
+        }
         let url = self.hook_url(line);
         for event in EVENTS {
             let id = format!("msgline-{}-{}", line.id, event.replace(':', "-"));
@@ -297,7 +344,7 @@ impl LineAdapter for AndroidGateway {
     }
 
     async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
-        verify(line, hook)?;
+        verify(&self.signing_key(line).await, hook)?;
         let delivery: Delivery = serde_json::from_slice(hook.body)
             .map_err(|e| HookError::Malformed(format!("not a gateway webhook: {e}")))?;
         let payload = &delivery.payload;

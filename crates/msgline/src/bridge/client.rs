@@ -107,7 +107,7 @@ impl BridgeClient {
         Self {
             msgline: MsglineBridge::new(http.clone(), timeout),
             bluebubbles: BlueBubbles::new(http.clone(), timeout, db.clone(), hooks.clone(), media),
-            android: AndroidGateway::new(http, timeout, hooks),
+            android: AndroidGateway::new(http, timeout, hooks, db),
         }
     }
 

@@ -135,8 +135,13 @@ impl LineAdapter for MsglineBridge {
         self.post_send(line, "/v1/read", signal).await
     }
 
-    /// Fetches a file the bridge reported with an inbound message, with the bridge token.
+    /// Fetches a file the bridge reported with an inbound message, with the bridge token, from
+    /// the bridge's own origin only: whoever can call back with the bridge secret must not be
+    /// able to point msgline, and its token, at any other host.
     async fn fetch_file(&self, line: &Line, url: &str, max_bytes: usize) -> Result<Vec<u8>, FileError> {
+        if !same_origin(&line.bridge_url, url) {
+            return Err(FileError::Refused("the URL is not on the bridge's own origin (scheme, host and port)".into()));
+        }
         let mut request = self.http.get(url).timeout(self.timeout * 3);
         if let Some(token) = &line.bridge_token {
             request = request.bearer_auth(token);
@@ -157,5 +162,41 @@ impl LineAdapter for MsglineBridge {
     /// Its callbacks come to `POST /bridge/events`, never to the hook route.
     async fn receive(&self, _line: &Line, _hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
         Err(HookError::NotHere)
+    }
+}
+
+/// Whether `url` is an absolute URL with the scheme, host and port of `base`.
+fn same_origin(base: &str, url: &str) -> bool {
+    match (reqwest::Url::parse(base), reqwest::Url::parse(url)) {
+        (Ok(base), Ok(url)) => base.origin().is_tuple() && base.origin() == url.origin(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_origin;
+
+    #[test]
+    fn a_file_url_must_have_the_bridges_scheme_host_and_port() {
+        let bridge = "http://10.0.0.5:9090/bridge";
+        for same in ["http://10.0.0.5:9090/v1/media/1", "http://10.0.0.5:9090/bridge/x?y=1", "HTTP://10.0.0.5:9090/"] {
+            assert!(same_origin(bridge, same), "{same}");
+        }
+        for other in [
+            "http://10.0.0.5:9091/v1/media/1",
+            "https://10.0.0.5:9090/v1/media/1",
+            "http://10.0.0.6:9090/v1/media/1",
+            "http://attacker.example/v1/media/1",
+            "/v1/media/1",
+            "//10.0.0.5:9090/v1/media/1",
+            "data:text/plain;base64,aGk=",
+            "file:///etc/passwd",
+            "",
+        ] {
+            assert!(!same_origin(bridge, other), "{other}");
+        }
+        // The default port written out or left out is the same origin.
+        assert!(same_origin("https://bridge.example", "https://bridge.example:443/f"));
     }
 }

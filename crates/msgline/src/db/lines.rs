@@ -67,10 +67,15 @@ pub struct BridgeSettings {
     pub username: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
-    /// Carried by the webhook URL msgline registers with the device, and (Android gateway) the
-    /// key the device signs its webhooks with.
+    /// Carried by the webhook URL msgline registers with the device: it authenticates the hook
+    /// route. The device may show that URL (the Android gateway lists it), so it signs nothing.
     #[serde(default)]
     pub hook_secret: String,
+    /// The key msgline sets on an Android gateway for signing its webhooks: another random value
+    /// than `hook_secret`. Empty on lines made before it existed, until their next connect gives
+    /// them one (`adopt_signing_key`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub signing_key: String,
 }
 
 impl std::fmt::Debug for BridgeSettings {
@@ -177,6 +182,10 @@ pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
             username: new.bridge_username.map(str::to_string),
             password: new.bridge_password.map(str::to_string),
             hook_secret: apikey::random_secret("mlh_"),
+            signing_key: match new.bridge_kind {
+                BridgeKind::AndroidGateway => apikey::random_secret("mls_"),
+                BridgeKind::Msgline | BridgeKind::BlueBubbles => String::new(),
+            },
         },
         capabilities: None,
         status: "unknown".into(),
@@ -201,6 +210,32 @@ pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
     .execute(db.writer())
     .await?;
     Ok((line, secret))
+}
+
+/// Gives a line that has no webhook signing key `fresh` as its key, and returns the key the line
+/// has now: `fresh`, or the one another instance stored first (compared on the stored text, so of
+/// two instances adopting at once, one wins and the other learns its key).
+pub async fn adopt_signing_key(db: &Db, id: &str, fresh: &str) -> sqlx::Result<String> {
+    loop {
+        let (stored,): (Option<String>,) =
+            sqlx::query_as("SELECT bridge_settings FROM lines WHERE id = $1").bind(id).fetch_one(db.writer()).await?;
+        let mut settings: BridgeSettings =
+            stored.as_deref().and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
+        if !settings.signing_key.is_empty() {
+            return Ok(settings.signing_key);
+        }
+        settings.signing_key = fresh.to_string();
+        let written =
+            sqlx::query("UPDATE lines SET bridge_settings = $1 WHERE id = $2 AND COALESCE(bridge_settings, '') = $3")
+                .bind(serde_json::to_string(&settings).expect("plain struct"))
+                .bind(id)
+                .bind(stored.unwrap_or_default())
+                .execute(db.writer())
+                .await?;
+        if written.rows_affected() == 1 {
+            return Ok(settings.signing_key);
+        }
+    }
 }
 
 /// Every line, for the operator.

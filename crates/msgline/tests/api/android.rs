@@ -8,7 +8,7 @@ use serde_json::json;
 use sha2::Sha256;
 
 use crate::{
-    devices::{DeviceLine, GW_PASSWORD, Kind},
+    devices::{DeviceLine, GW_PASSWORD, GW_USERNAME, Kind},
     helpers::eventually,
 };
 
@@ -91,14 +91,14 @@ async fn a_webhook_with_a_bad_signature_or_an_old_timestamp_is_refused_and_chang
     .to_string();
     let now = (msgline::clock::now_ms() / 1000).to_string();
     let query = format!("secret={secret}");
-    let good = sign(&secret, &body, &now);
+    let good = sign(&line.signing_key().await, &body, &now);
 
     // Without the URL's secret, with a wrong key, with a stale timestamp, unsigned: 401.
     assert_eq!(line.post_hook("secret=wrong", &[("X-Signature", &good), ("X-Timestamp", &now)], &body).await, 401);
     let wrong = sign("not-the-key", &body, &now);
     assert_eq!(line.post_hook(&query, &[("X-Signature", &wrong), ("X-Timestamp", &now)], &body).await, 401);
     let old = (msgline::clock::now_ms() / 1000 - 3600).to_string();
-    let old_signed = sign(&secret, &body, &old);
+    let old_signed = sign(&line.signing_key().await, &body, &old);
     assert_eq!(line.post_hook(&query, &[("X-Signature", &old_signed), ("X-Timestamp", &old)], &body).await, 401);
     assert_eq!(line.post_hook(&query, &[], &body).await, 401);
     assert!(line.inbound().await.is_empty(), "nothing refused was stored");
@@ -111,6 +111,91 @@ async fn a_webhook_with_a_bad_signature_or_an_old_timestamp_is_refused_and_chang
     let inbound = line.inbound().await;
     assert_eq!(inbound.len(), 1, "{inbound:?}");
     assert_eq!(inbound[0]["body"], "forged");
+}
+
+/// A webhook the phone would send for an SMS, signed with `key` now.
+async fn post_signed(line: &DeviceLine, key: &str, id: &str, text: &str) -> u16 {
+    let body = json!({
+        "id": id, "webhookId": "w", "event": "sms:received", "deviceId": "d",
+        "payload": {"messageId": id, "sender": FRIEND, "phoneNumber": FRIEND, "message": text,
+                    "receivedAt": "2026-11-25T00:00:00.000+00:00"}
+    })
+    .to_string();
+    let now = (msgline::clock::now_ms() / 1000).to_string();
+    let query = format!("secret={}", line.hook_secret().await);
+    line.post_hook(&query, &[("X-Signature", &sign(key, &body, &now)), ("X-Timestamp", &now)], &body).await
+}
+
+/// The signing key the phone holds (`GET /settings`, with the local server's credentials).
+async fn phone_signing_key(line: &DeviceLine) -> String {
+    let settings: serde_json::Value = reqwest::Client::new()
+        .get(format!("{}/settings", line.fake.url))
+        .basic_auth(GW_USERNAME, Some(GW_PASSWORD))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    settings["webhooks"]["signing_key"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn the_signing_key_is_not_the_url_secret_the_phone_lists_so_that_secret_cannot_sign() {
+    let line = DeviceLine::start(Kind::Android, &[]).await;
+    let (secret, key) = (line.hook_secret().await, line.signing_key().await);
+    assert!(!key.is_empty() && key != secret, "two independent secrets");
+    assert_eq!(phone_signing_key(&line).await, key, "the phone signs with the line's signing key");
+    // The phone shows its webhooks' URLs to anyone with its credentials: they carry the URL
+    // secret only.
+    let hooks = line.fake.get("/control/webhooks").await.to_string();
+    assert!(hooks.contains(&secret) && !hooks.contains(&key), "{hooks}");
+
+    // The URL secret as the signing key: refused. The signing key: taken.
+    assert_eq!(post_signed(&line, &secret, "in-forged", "signed with the URL secret").await, 401);
+    assert!(line.inbound().await.is_empty(), "nothing refused was stored");
+    assert_eq!(post_signed(&line, &key, "in-1", "signed with the key").await, 200);
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "from the phone"})).await;
+    let inbound = eventually(20, "both messages", || async {
+        let list = line.inbound().await;
+        (list.len() == 2).then_some(list)
+    })
+    .await;
+    assert_eq!(inbound[0]["body"], "from the phone");
+}
+
+#[tokio::test]
+async fn a_line_from_before_the_signing_key_gets_one_at_the_next_start_and_its_url_secret_stops_signing() {
+    let mut line = DeviceLine::start(Kind::Android, &[]).await;
+    line.kill().await;
+    // As an older msgline left it: no signing key of its own, the phone signing with the URL's.
+    let secret = line.hook_secret().await;
+    let mut settings = line.settings().await;
+    settings.as_object_mut().unwrap().remove("signing_key");
+    line.write_settings(&settings).await;
+    line.fake.control("/control/signing-key", json!({"key": secret})).await;
+
+    line.serve().await;
+    let key = line.signing_key().await;
+    assert!(!key.is_empty() && key != secret, "a key of its own");
+    assert_eq!(phone_signing_key(&line).await, key, "set on the phone when msgline connected");
+    assert_eq!(post_signed(&line, &secret, "in-forged", "signed with the URL secret").await, 401);
+    line.fake.control("/control/inbound", json!({"from": FRIEND, "body": "after the upgrade"})).await;
+    let arrived = eventually(20, "the SMS", || async { line.inbound().await.into_iter().next() }).await;
+    assert_eq!(arrived["body"], "after the upgrade");
+}
+
+#[tokio::test]
+async fn of_two_instances_giving_a_line_a_signing_key_at_once_the_first_stored_wins() {
+    let app = crate::helpers::spawn_app().await;
+    let line_id = app.create_line_id("+12015550100", Some(&app.org)).await;
+    let line = msgline::db::lines::get(app.db(), &line_id).await.unwrap().unwrap();
+    assert_eq!(line.bridge_settings.signing_key, "", "a line without one, as an older msgline made it");
+    let adopt = |fresh: &'static str| msgline::db::lines::adopt_signing_key(app.db(), &line_id, fresh);
+    assert_eq!(adopt("mls_first").await.unwrap(), "mls_first");
+    assert_eq!(adopt("mls_second").await.unwrap(), "mls_first", "the later one learns the stored key");
+    let settings = msgline::db::lines::get(app.db(), &line_id).await.unwrap().unwrap().bridge_settings;
+    assert_eq!(settings.hook_secret, line.bridge_settings.hook_secret, "the URL secret is kept");
 }
 
 #[tokio::test]

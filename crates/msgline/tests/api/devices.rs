@@ -282,8 +282,18 @@ impl DeviceLine {
         db.close().await;
     }
 
-    /// The line's hook secret, as the device was told it.
+    /// The line's hook secret, which the URL msgline registers with the device carries.
     pub async fn hook_secret(&self) -> String {
+        self.setting("hook_secret").await.as_str().expect("hook secret").to_string()
+    }
+
+    /// The key the device signs its webhooks with (Android gateway), as msgline holds it.
+    pub async fn signing_key(&self) -> String {
+        self.setting("signing_key").await.as_str().expect("signing key").to_string()
+    }
+
+    /// The line's `bridge_settings`, as stored.
+    pub async fn settings(&self) -> Value {
         let db = msgline::db::Db::connect(self.db.url()).await.expect("db");
         let (settings,): (String,) = sqlx::query_as("SELECT bridge_settings FROM lines WHERE id = $1")
             .bind(&self.line_id)
@@ -291,8 +301,23 @@ impl DeviceLine {
             .await
             .expect("line");
         db.close().await;
-        let settings: Value = serde_json::from_str(&settings).expect("settings json");
-        settings["hook_secret"].as_str().expect("hook secret").to_string()
+        serde_json::from_str(&settings).expect("settings json")
+    }
+
+    /// Replaces the line's `bridge_settings` (with `serve` stopped: it caches lines).
+    pub async fn write_settings(&self, settings: &Value) {
+        let db = msgline::db::Db::connect(self.db.url()).await.expect("db");
+        sqlx::query("UPDATE lines SET bridge_settings = $1 WHERE id = $2")
+            .bind(settings.to_string())
+            .bind(&self.line_id)
+            .execute(db.writer())
+            .await
+            .expect("settings written");
+        db.close().await;
+    }
+
+    async fn setting(&self, name: &str) -> Value {
+        self.settings().await[name].clone()
     }
 
     /// POSTs to the line's hook route as a device would.

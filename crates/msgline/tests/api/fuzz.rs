@@ -406,6 +406,7 @@ async fn android_gateway_webhooks_of_any_shape_and_signature_never_get_a_server_
     let line = DeviceLine::start(Kind::Android, &UNLIMITED).await;
     let id = line.send_text("+12015550123", "hi").await;
     let secret = line.hook_secret().await;
+    let key = line.signing_key().await;
     let good = vec![json!(id), json!("+12015550123"), json!("hello"), json!("2026-11-25T00:00:00.000+00:00")];
     let payload = object_of(&["messageId", "sender", "phoneNumber", "message", "reason", "receivedAt"], good);
     let events = prop::sample::select(vec!["sms:received", "sms:sent", "sms:delivered", "sms:failed", "system:ping"]);
@@ -431,7 +432,7 @@ async fn android_gateway_webhooks_of_any_shape_and_signature_never_get_a_server_
     for _ in 0..cases() {
         let (input, timestamp, signature) = inputs.draw(&(body.clone(), timestamp.clone(), signature.clone()));
         let timestamp = timestamp.unwrap_or_else(|| (msgline::clock::now_ms() / 1000).to_string());
-        let signature = signature.unwrap_or_else(|| sign(&secret, &input, &timestamp));
+        let signature = signature.unwrap_or_else(|| sign(&key, &input, &timestamp));
         let mut request = client.post(&url).header("content-type", "application/json").body(input.clone());
         // A header value cannot hold every character; what cannot be sent is not tried.
         if reqwest::header::HeaderValue::from_str(&timestamp).is_ok()

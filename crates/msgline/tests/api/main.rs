@@ -12,6 +12,7 @@ mod agents;
 mod android;
 mod availability;
 mod bluebubbles;
+mod bridge_files;
 mod cards;
 mod cli;
 mod contacts;

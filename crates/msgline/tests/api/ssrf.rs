@@ -1,8 +1,8 @@
 //! Every way of writing an internal address, in every URL the server fetches for a customer
-//! (contact-card photos, webhook endpoints): refused, and a listener on that address proves that
-//! nothing reached it.
+//! (contact-card photos, media, webhook endpoints): refused, and a listener on that address proves
+//! that nothing reached it.
 
-use std::{sync::atomic::Ordering, time::Duration};
+use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
@@ -23,6 +23,9 @@ fn internal_urls(port: u16) -> Vec<String> {
         "[::ffff:127.0.0.1]",
         "[::ffff:7f00:1]",
         "[::127.0.0.1]",
+        "[::ffff:0:127.0.0.1]",
+        "[::ffff:0:7f00:1]",
+        "[::ffff:0:10.0.0.1]",
         "[64:ff9b::7f00:1]",
         "[2002:7f00:1::]",
         "[2001:0:808:808::80ff:fffe]",
@@ -45,27 +48,23 @@ async fn internal_addresses_in_every_form_are_refused_and_nothing_reaches_them()
 
     for url in &urls {
         // A contact card's photo is fetched while the request waits: a 400 naming the field.
+        // The reason is the address, not a failed connection: nothing was tried.
         let card = json!({"to": "+12015550123", "name": "Ann", "phone": "+12015550177", "photo_url": url});
-        app.post("/contact-cards", key, card).await.expect_error(400, "invalid_request", Some("photo_url"));
+        let refused =
+            app.post("/contact-cards", key, card).await.expect_error(400, "invalid_request", Some("photo_url"));
+        assert!(refused["message"].as_str().unwrap().contains("private"), "{url}: {refused}");
         // A message's media, likewise.
         let media = json!({"to": "+12015550123", "body": "look", "media_urls": [url]});
-        app.post("/messages", key, media).await.expect_error(400, "invalid_request", Some("media_urls"));
+        let refused = app.post("/messages", key, media).await.expect_error(400, "invalid_request", Some("media_urls"));
+        assert!(refused["message"].as_str().unwrap().contains("private"), "{url}: {refused}");
     }
-    let mut registered = 0;
     for url in &urls {
-        // A webhook endpoint is refused when it is written as an address, and otherwise at each
-        // delivery, when its name resolves to one.
+        // A webhook endpoint is refused when it is registered: an address by its value, a name
+        // (`localhost.` too) by its spelling. Others are refused at each delivery, where the name
+        // resolves.
         let answer = app.post("/webhooks", key, json!({"url": url, "events": ["messaging.message.queued"]})).await;
-        match answer.status.as_u16() {
-            400 => {
-                answer.expect_error(400, "invalid_request", Some("url"));
-            }
-            201 => registered += 1,
-            other => panic!("{url}: {other} {}", answer.body),
-        }
+        answer.expect_error(400, "invalid_request", Some("url"));
     }
-    assert!(registered <= 2, "only names get as far as a delivery ({registered})");
-    app.post("/messages", key, json!({"to": "+12015550123", "body": "an event for every endpoint"})).await.expect(202);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(app.get("/webhooks", key).await.expect(200)["data"].as_array().unwrap().is_empty());
     assert_eq!(arrived.load(Ordering::SeqCst), 0, "nothing reached the internal listener");
 }

@@ -113,6 +113,10 @@ async fn invalid_registrations_are_400_naming_the_field_and_the_bad_entry() {
         ("https://[::1]/hooks", "private"),
         ("https://169.254.169.254/latest", "private"),
         ("https://localhost/hooks", "private"),
+        // A trailing dot names the same host (a fully qualified name); case does not matter.
+        ("https://localhost./", "private"),
+        ("https://LOCALHOST./x", "private"),
+        ("https://hooks.localhost./x", "private"),
         ("https://user:pw@example.com/hooks", "user name"),
         ("not a url", "not valid"),
         ("ftp://example.com/", "not valid"),
