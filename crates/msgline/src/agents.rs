@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::{
+    caller::Principal,
     clock,
     db::{
         self,
@@ -20,9 +21,36 @@ use crate::{
     },
     error::ApiError,
     ratelimit::Policy,
-    send::{card::send_card_request, poll::send_poll_request, request::send_text},
-    state::{AppState, Principal},
+    ratelimit::RateLimits,
+    send::{Sender, card::send_card_request, poll::send_poll_request, request::send_text},
 };
+
+/// What the hosted agents work with: the send path (their tools are its sends), the rate limits
+/// an agent's sends count against, and the client for the model endpoint.
+#[derive(Clone)]
+pub struct Agents {
+    pub sender: Sender,
+    pub limits: std::sync::Arc<RateLimits>,
+    /// The client for the operator-configured model endpoint.
+    pub model_http: reqwest::Client,
+}
+
+impl Agents {
+    pub fn new(sender: Sender, limits: std::sync::Arc<RateLimits>) -> Self {
+        let model_http =
+            reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("HTTP client builds");
+        Agents { sender, limits, model_http }
+    }
+}
+
+/// The send path's handles (`state.db`, `state.config`, ...), and a `&Agents` passes as the
+/// `&Sender` the send functions take.
+impl std::ops::Deref for Agents {
+    type Target = Sender;
+    fn deref(&self) -> &Sender {
+        &self.sender
+    }
+}
 
 pub const MAX_TOOL_CALLS: usize = 5;
 const HISTORY: i64 = 20;
@@ -75,7 +103,7 @@ pub enum Outcome {
 
 /// Counts one send of an agent against the rate limits, as a request of its own caller: every
 /// message an agent sends, tool call or reply, is counted. `Err` holds the seconds to wait.
-async fn may_send(state: &AppState, principal: &Principal) -> Result<(), u64> {
+async fn may_send(state: &Agents, principal: &Principal) -> Result<(), u64> {
     state
         .limits
         .check_all(&[Policy::Global, Policy::Send], &principal.caller())
@@ -84,7 +112,7 @@ async fn may_send(state: &AppState, principal: &Principal) -> Result<(), u64> {
         .map_err(|(_, wait)| wait)
 }
 
-pub async fn execute(state: &AppState, run: &Run) -> anyhow::Result<Outcome> {
+pub async fn execute(state: &Agents, run: &Run) -> anyhow::Result<Outcome> {
     let mut conn = state.db.writer().acquire().await?;
     let agent = db::agents::get_any(&mut conn, &run.agent_id).await?;
     drop(conn);
@@ -175,12 +203,12 @@ fn system_prompt(agent: &Agent) -> String {
     )
 }
 
-fn lease_ms(state: &AppState) -> i64 {
+fn lease_ms(state: &Agents) -> i64 {
     state.config.agent_timeout_ms as i64 * 2 + 5_000
 }
 
 /// One call to the chat-completions endpoint; the assistant message it answered.
-async fn ask_model(state: &AppState, agent: &Agent, messages: &[Value], tools: &[Value]) -> Result<Value, String> {
+async fn ask_model(state: &Agents, agent: &Agent, messages: &[Value], tools: &[Value]) -> Result<Value, String> {
     let model = agent.model.clone().unwrap_or_else(|| state.config.agent_model.clone());
     let mut body = json!({"model": model, "messages": messages});
     if !tools.is_empty() {
@@ -213,7 +241,7 @@ async fn ask_model(state: &AppState, agent: &Agent, messages: &[Value], tools: &
 
 /// Performs one tool call: (`ok` or `error`, the result for the model, the message it sent).
 async fn perform(
-    state: &AppState,
+    state: &Agents,
     principal: &Principal,
     agent: &Agent,
     run: &Run,

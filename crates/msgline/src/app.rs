@@ -1,10 +1,18 @@
 //! The application: database, migrations, the HTTP server and its background work.
 
-use std::{future::Future, time::Duration};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use tokio::net::TcpListener;
 
-use crate::{api, config::Config, db::Db, state::AppState};
+use crate::{
+    agents::Agents,
+    api::{self, AppState},
+    caller::AuthCache,
+    config::Config,
+    db::Db,
+    ratelimit::RateLimits,
+    send::Sender,
+};
 
 pub struct Application {
     listener: TcpListener,
@@ -22,7 +30,7 @@ impl Application {
         db.migrate().await?;
         numbering_plan.await?;
         if config.bench_routes {
-            crate::bench::server::prepare(&db).await?;
+            crate::api::bench::prepare(&db).await?;
         }
         let addr = config.listen_addr()?;
         let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
@@ -31,7 +39,7 @@ impl Application {
             // Port 0 picks a port: devices must be told the one picked.
             config.public_url = Some(format!("http://{}", listener.local_addr()?));
         }
-        Ok(Self { listener, state: AppState::new(db, config)? })
+        Ok(Self { listener, state: wire(db, config)? })
     }
 
     pub fn port(&self) -> u16 {
@@ -46,14 +54,15 @@ impl Application {
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let state = self.state.clone();
         let (stop_workers, stopped) = tokio::sync::watch::channel(false);
-        let workers = crate::workers::spawn_all(&state, stopped);
+        let workers =
+            crate::workers::spawn_all(&state.parts().sender, &state.parts().agents, &state.parts().auth, stopped);
         let pruner = tokio::spawn({
             let state = state.clone();
             async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(60));
                 loop {
                     tick.tick().await;
-                    state.limits.prune();
+                    state.limits().prune();
                 }
             }
         });
@@ -69,6 +78,20 @@ impl Application {
         state.db.close().await;
         result.map_err(Into::into)
     }
+}
+
+/// Builds what the server runs on, once: the send path (with the dispatcher's delivery of what
+/// sends hand over installed in its seam), the API-key cache, the rate limits and the agents.
+pub fn wire(db: Db, config: Config) -> anyhow::Result<AppState> {
+    let limits = Arc::new(match &config.redis_url {
+        Some(url) => RateLimits::shared(config.rate_limit_per_minute, config.send_rate_limit_per_minute, url)?,
+        None => RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
+    });
+    let auth = Arc::new(AuthCache::new(Duration::from_secs(config.key_cache_seconds)));
+    let sender = Sender::new(db, config)?;
+    crate::workers::dispatcher::take_handovers(&sender);
+    let agents = Agents::new(sender.clone(), limits.clone());
+    Ok(AppState::new(sender, auth, limits, agents))
 }
 
 /// Completes on SIGINT or SIGTERM.

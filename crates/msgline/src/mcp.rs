@@ -7,7 +7,7 @@
 use rmcp::{
     ErrorData as McpError, ServerHandler, ServiceExt,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
-    model::{CallToolResult, Content, ServerCapabilities, ServerInfo},
+    model::{CallToolResult, Content, Implementation, ServerCapabilities, ServerInfo},
     schemars, tool, tool_handler, tool_router,
 };
 use serde::{Deserialize, Serialize};
@@ -250,10 +250,13 @@ fn urlencode(segment: &str) -> String {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Tools {
     fn get_info(&self) -> ServerInfo {
-        ServerInfo::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
-            "msgline sends and reads SMS and iMessage through the organisation's phone lines. Send with \
+        // The server names itself msgline, with this build's version (not the MCP library's).
+        ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("msgline", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "msgline sends and reads SMS and iMessage through the organisation's phone lines. Send with \
              send_message (give an idempotency_key to make retries safe), then follow delivery with get_message.",
-        )
+            )
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::{clock, db, state::AppState};
+use crate::clock;
 
 /// Latency buckets, in seconds: from a millisecond to the bridge's longest timeouts.
 const LATENCY_BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -104,24 +104,37 @@ fn describe() {
     );
 }
 
-/// The text a scrape gets: the gauges read from the database now, then everything recorded.
-pub async fn render(state: &AppState) -> anyhow::Result<String> {
+/// What the database holds now, for the gauges a scrape sets before it renders.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    /// Messages with delivery work left, by outbox state (`pending`, `claimed`, `unknown`).
+    pub outbox: Vec<(String, i64)>,
+    pub oldest_outbox_at: Option<i64>,
+    pub webhook_deliveries: i64,
+    pub events_unfanned: i64,
+    pub oldest_webhook_at: Option<i64>,
+    /// Each line and whether its bridge answered its last check.
+    pub lines: Vec<(String, bool)>,
+}
+
+/// The text a scrape gets: the gauges of `backlog` (read by the caller just before), then
+/// everything recorded.
+pub fn render(backlog: &Backlog) -> anyhow::Result<String> {
     let Some(handle) = handle() else { anyhow::bail!("another metrics recorder is installed in this process") };
     let now = clock::now_ms();
-    let snapshot = db::stats::snapshot(&state.db).await?;
     for state_name in ["pending", "claimed", "unknown"] {
-        let count = snapshot.outbox.iter().find(|(s, _)| s == state_name).map_or(0, |(_, n)| *n) as f64;
+        let count = backlog.outbox.iter().find(|(s, _)| s == state_name).map_or(0, |(_, n)| *n) as f64;
         metrics::gauge!("msgline_outbox_messages", "state" => state_name).set(count);
         if state_name == "unknown" {
             metrics::gauge!("msgline_messages_unknown").set(count);
         }
     }
     let age = |at: Option<i64>| at.map_or(0.0, |at| (now - at).max(0) as f64 / 1000.0);
-    metrics::gauge!("msgline_outbox_oldest_age_seconds").set(age(snapshot.oldest_outbox_at));
-    metrics::gauge!("msgline_webhook_backlog", "kind" => "deliveries").set(snapshot.webhook_backlog as f64);
-    metrics::gauge!("msgline_webhook_backlog", "kind" => "events").set(snapshot.events_unfanned as f64);
-    metrics::gauge!("msgline_webhook_oldest_pending_age_seconds").set(age(snapshot.oldest_webhook_at));
-    for (line, online) in &snapshot.lines {
+    metrics::gauge!("msgline_outbox_oldest_age_seconds").set(age(backlog.oldest_outbox_at));
+    metrics::gauge!("msgline_webhook_backlog", "kind" => "deliveries").set(backlog.webhook_deliveries as f64);
+    metrics::gauge!("msgline_webhook_backlog", "kind" => "events").set(backlog.events_unfanned as f64);
+    metrics::gauge!("msgline_webhook_oldest_pending_age_seconds").set(age(backlog.oldest_webhook_at));
+    for (line, online) in &backlog.lines {
         metrics::gauge!("msgline_line_online", "line" => line.clone()).set(if *online { 1.0 } else { 0.0 });
     }
     Ok(handle.render())

@@ -17,6 +17,8 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     clock,
     db::{
         self,
@@ -26,7 +28,6 @@ use crate::{
     error::{ApiError, ApiResult},
     fields::{bounded, required_text},
     send::card::photo,
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

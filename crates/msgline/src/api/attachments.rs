@@ -9,10 +9,11 @@ use axum::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
+    api::AppState,
+    caller::Principal,
     db::{self, attachments::Attachment},
     domain::scope::Scope,
     error::{ApiError, ApiResult},
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -3,7 +3,7 @@
 
 use axum::{extract::FromRequestParts, http::request::Parts};
 
-use crate::{error::ApiError, state::Principal};
+use crate::{caller::Principal, error::ApiError};
 
 impl<S: Send + Sync> FromRequestParts<S> for Principal {
     type Rejection = ApiError;

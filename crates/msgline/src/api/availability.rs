@@ -8,12 +8,13 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{extract::ApiQuery, openapi::schemas};
 use crate::{
+    api::AppState,
+    caller::Principal,
     clock,
     domain::scope::Scope,
     error::{ApiError, ApiResult},
     fields::phone_field,
     send::{availability, resolve_line},
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

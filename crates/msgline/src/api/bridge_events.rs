@@ -20,6 +20,7 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
     bridge::{
         BridgeEvent,
         adapter::{Hook, HookError},
@@ -28,7 +29,6 @@ use crate::{
     error::{ApiError, ApiResult},
     fields::from_value,
     inbound::{self, Handled},
-    state::AppState,
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -10,11 +10,7 @@ use super::{
     messages::{IdempotencyKey, header_key, respond},
     openapi::schemas,
 };
-use crate::{
-    error::ApiResult,
-    send::card::send_card_request,
-    state::{AppState, Principal},
-};
+use crate::{api::AppState, caller::Principal, error::ApiResult, send::card::send_card_request};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(send_card))

@@ -15,6 +15,8 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     db::{
         self,
         contacts::{Contact, ContactFields},
@@ -22,7 +24,6 @@ use crate::{
     domain::scope::Scope,
     error::{ApiError, ApiResult},
     fields::{bounded, email_field, phone_field},
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

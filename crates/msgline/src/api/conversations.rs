@@ -14,6 +14,8 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     clock,
     db::{
         self,
@@ -21,7 +23,6 @@ use crate::{
     },
     domain::scope::Scope,
     error::{ApiError, ApiResult},
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

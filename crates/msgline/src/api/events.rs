@@ -11,11 +11,12 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     clock,
     db::{self, attempts::Attempt},
     domain::scope::Scope,
     error::ApiResult,
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

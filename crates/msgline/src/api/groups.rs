@@ -19,6 +19,8 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     db,
     domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
@@ -27,7 +29,6 @@ use crate::{
         groups::{self, CHANGES_PATH, ChangeInput, GroupInput, MAX_PARTICIPANTS},
         request::{MAX_BODY_CHARS, idempotency},
     },
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -12,7 +12,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::openapi::schemas;
 
-use crate::{domain::apikey::hash_secret, error::ApiError, state::AppState};
+use crate::{api::AppState, domain::apikey::hash_secret, error::ApiError};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz)).routes(routes!(metrics))
@@ -71,7 +71,15 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
                 .into_response();
         }
     }
-    match crate::metrics::render(&state).await {
+    let backlog = crate::db::stats::snapshot(&state.db).await.map(|snapshot| crate::metrics::Backlog {
+        outbox: snapshot.outbox,
+        oldest_outbox_at: snapshot.oldest_outbox_at,
+        webhook_deliveries: snapshot.webhook_backlog,
+        events_unfanned: snapshot.events_unfanned,
+        oldest_webhook_at: snapshot.oldest_webhook_at,
+        lines: snapshot.lines,
+    });
+    match backlog.map_err(anyhow::Error::from).and_then(|backlog| crate::metrics::render(&backlog)) {
         Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
         Err(error) => {
             tracing::error!(error = %error, "could not read the metrics");

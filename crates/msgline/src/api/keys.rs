@@ -17,6 +17,8 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     clock,
     db::{
         self,
@@ -25,7 +27,6 @@ use crate::{
     domain::scope::{Scope, Scopes},
     error::{ApiError, ApiResult},
     fields::bounded,
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -174,7 +175,7 @@ async fn rotate_key(
     let (new, secret, ends) = db::keys::rotate(&state.db, &caller.org_id, &id, grace_seconds * 1000)
         .await?
         .ok_or_else(|| ApiError::not_found("key"))?;
-    state.auth.changed(&state.db, &id).await;
+    state.auth().changed(&state.db, &id).await;
     let mut body = view(&new, Some(&secret));
     body["previous_key_id"] = json!(id);
     body["previous_key_expires_at"] = json!(clock::rfc3339(ends));
@@ -201,6 +202,6 @@ async fn revoke_key(
         return Err(ApiError::not_found("key"));
     }
     let revoked = db::keys::revoke(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("key"))?;
-    state.auth.changed(&state.db, &id).await;
+    state.auth().changed(&state.db, &id).await;
     Ok(Json(view(&revoked, None)))
 }

@@ -12,11 +12,12 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     clock,
     db::{self, Paged, lines::Line},
     domain::scope::Scope,
     error::{ApiError, ApiResult},
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -17,6 +17,8 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     db::{self, messages::MessageFilter},
     domain::{
         lifecycle::{Direction, MessageStatus},
@@ -24,7 +26,6 @@ use crate::{
     },
     error::{ApiError, ApiResult},
     send::{Sent, request::send_text},
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -4,6 +4,7 @@ mod agents;
 mod attachments;
 pub mod auth;
 mod availability;
+pub mod bench;
 mod bridge_events;
 pub mod contact_cards;
 mod contacts;
@@ -19,6 +20,7 @@ pub mod messages;
 pub mod openapi;
 mod opt_outs;
 pub mod polls;
+pub mod state;
 mod webhooks;
 
 use std::time::Instant;
@@ -34,7 +36,9 @@ use tracing::Instrument;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::{error::ApiError, ids, ratelimit::Policy, state::AppState};
+pub use state::AppState;
+
+use crate::{error::ApiError, ids, ratelimit::Policy};
 
 pub const BASE: &str = "/api/v1/messaging";
 
@@ -67,7 +71,7 @@ pub fn router(state: AppState) -> Router {
         .split_for_parts();
     let mut router = Router::new();
     if state.config.bench_routes {
-        router = router.merge(crate::bench::server::routes());
+        router = router.merge(bench::routes());
     }
     router
         .merge(routes)
@@ -150,14 +154,14 @@ async fn route_template(req: Request, next: Next) -> Response {
 /// Authenticates the bearer key and counts the request against the caller's rate limits.
 async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let header = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let principal = match state.auth.authenticate(&state.db, header.and_then(auth::bearer)).await {
+    let principal = match state.auth().authenticate(&state.db, header.and_then(auth::bearer)).await {
         Ok(principal) => principal,
         Err(error) => return error.into_response(),
     };
     let is_send = req.method() == Method::POST
         && req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str() == format!("{BASE}/messages"));
     let policies: &[Policy] = if is_send { &[Policy::Global, Policy::Send] } else { &[Policy::Global] };
-    let allowances = match state.limits.check_all(policies, &principal.caller()).await {
+    let allowances = match state.limits().check_all(policies, &principal.caller()).await {
         Ok(allowances) => allowances,
         Err((policy, retry_after)) => {
             crate::metrics::rate_limited(policy.name());

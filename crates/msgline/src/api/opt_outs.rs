@@ -15,11 +15,12 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     db::{self, opt_outs::OptOut, orgs::Replies},
     domain::{opt_out::REPLY_MAX_CHARS, scope::Scope},
     error::{ApiError, ApiResult},
     fields::phone_field,
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

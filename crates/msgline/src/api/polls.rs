@@ -16,11 +16,12 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     db,
     domain::scope::Scope,
     error::{ApiError, ApiResult},
     send::poll::send_poll_request,
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -19,6 +19,8 @@ use super::{
     openapi::schemas,
 };
 use crate::{
+    api::AppState,
+    caller::Principal,
     clock,
     db::{
         self,
@@ -28,7 +30,6 @@ use crate::{
     domain::{scope::Scope, webhook::Subscriptions},
     error::{ApiError, ApiResult},
     fields::bounded,
-    state::{AppState, Principal},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

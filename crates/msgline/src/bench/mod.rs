@@ -24,7 +24,6 @@ use crate::{admin, db::Db, ids};
 
 pub mod peer;
 mod report;
-pub mod server;
 mod soak;
 
 use report::{LoadCpu, print_table};
@@ -471,7 +470,7 @@ async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Valu
 
 async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
     // A million messages over many conversations; the one read is an ordinary thread.
-    let seeded = server::seed_messages(&h.db, args.read_rows).await?;
+    let seeded = crate::api::bench::seed_messages(&h.db, args.read_rows).await?;
     let http = client(args.connections);
     let url = format!("{}/api/v1/messaging/messages?conversation_id={}&limit=50", h.base, seeded);
     let keys = h.keys.clone();

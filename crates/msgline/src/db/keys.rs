@@ -9,6 +9,9 @@ use crate::{
     ids,
 };
 
+/// The PostgreSQL channel a key's revocation or rotation is announced on, to every instance.
+pub const CHANNEL: &str = "msgline_keys";
+
 #[derive(Debug, Clone)]
 pub struct KeyRecord {
     pub id: String,
@@ -181,11 +184,7 @@ pub async fn rotate(db: &Db, org_id: &str, id: &str, grace_ms: i64) -> sqlx::Res
 /// Nothing to tell on SQLite, which one instance serves.
 pub async fn announce_change(db: &Db, id: &str) -> sqlx::Result<()> {
     if db.backend() == super::Backend::Postgres {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(crate::workers::instances::CHANNEL)
-            .bind(id)
-            .execute(db.writer())
-            .await?;
+        sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(id).execute(db.writer()).await?;
     }
     Ok(())
 }

@@ -34,15 +34,6 @@ pub struct StatusReport {
 /// meanwhile by the dispatcher or another callback is never undone or repeated. Returns, per
 /// report, whether it moved its message (`false`: a repeat, or a report the message is past).
 pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -> sqlx::Result<Vec<bool>> {
-    let statuses: Vec<MessageStatus> = reports.iter().map(|r| r.status).collect();
-    let moved = apply_reports_unmetered(db, line_id, reports).await?;
-    for (status, moved) in statuses.iter().zip(&moved) {
-        crate::metrics::status_moves(status.as_str(), u64::from(*moved));
-    }
-    Ok(moved)
-}
-
-async fn apply_reports_unmetered(db: &Db, line_id: &str, reports: Vec<StatusReport>) -> sqlx::Result<Vec<bool>> {
     let backend = db.backend();
     if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
         let line = line_id.to_string();

@@ -10,7 +10,7 @@ use crate::{
     db::{self, lines::Line},
     domain::phone::E164,
     error::ApiResult,
-    state::AppState,
+    send::Sender,
 };
 
 /// Callers asking about the same (line, number) wait for one another here: the first asks the
@@ -45,7 +45,7 @@ pub struct Availability {
     pub checked_at: Option<i64>,
 }
 
-pub async fn check(state: &AppState, org_id: &str, line: &Line, phone: &E164) -> ApiResult<Availability> {
+pub async fn check(state: &Sender, org_id: &str, line: &Line, phone: &E164) -> ApiResult<Availability> {
     let capabilities = state.lines.capabilities(line).await;
     let sms = capabilities.is_none_or(|c| c.sms);
     let now = clock::now_ms();

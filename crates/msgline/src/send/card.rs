@@ -9,6 +9,7 @@ use super::{
     request::{MAX_BODY_CHARS, SendFields, idempotency},
 };
 use crate::{
+    caller::Principal,
     db,
     domain::{
         lifecycle::MessageKind,
@@ -20,7 +21,7 @@ use crate::{
     egress::EgressError,
     error::{ApiError, ApiResult},
     fields::{bounded, email_field, from_value, required_text},
-    state::{AppState, Principal},
+    send::Sender,
 };
 
 /// `POST /contact-cards`: the card, and who receives it.
@@ -50,7 +51,7 @@ pub struct SendCard {
 }
 
 /// The card's photo: fetched, decoded, or the default.
-pub async fn photo(state: &AppState, url: Option<&str>, base64: Option<&str>) -> ApiResult<Photo> {
+pub async fn photo(state: &Sender, url: Option<&str>, base64: Option<&str>) -> ApiResult<Photo> {
     match (url, base64) {
         (Some(_), Some(_)) => Err(ApiError::invalid("photo_url", "give photo_url or photo_base64, not both")),
         (Some(url), None) => {
@@ -76,7 +77,7 @@ pub async fn photo(state: &AppState, url: Option<&str>, base64: Option<&str>) ->
 
 /// `POST /contact-cards` after the HTTP layer; hosted agents send through it too.
 pub async fn send_card_request(
-    state: &AppState,
+    state: &Sender,
     caller: &Principal,
     raw: Value,
     header_key: Option<&str>,

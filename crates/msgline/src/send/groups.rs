@@ -9,6 +9,7 @@ use sqlx::AnyConnection;
 use super::{Idempotency, Sent, resolve_line};
 use crate::{
     bridge::client::SendOutcome,
+    caller::Principal,
     clock,
     db::{
         self,
@@ -24,7 +25,7 @@ use crate::{
         phone::E164,
     },
     error::{ApiError, ApiResult},
-    state::{AppState, Principal},
+    send::Sender,
 };
 
 pub const MAX_PARTICIPANTS: usize = 31;
@@ -66,7 +67,7 @@ fn failure(group: &Conversation, message: &Message) -> ApiError {
     }
 }
 
-async fn load(state: &AppState, group_id: &str, message_id: &str) -> ApiResult<(Conversation, Message)> {
+async fn load(state: &Sender, group_id: &str, message_id: &str) -> ApiResult<(Conversation, Message)> {
     let mut conn = state.db.writer().acquire().await?;
     let group = db::conversations::get_any(&mut conn, group_id).await?.ok_or_else(|| ApiError::not_found("group"))?;
     let message = db::messages::get_any(&mut conn, message_id).await?.ok_or_else(|| ApiError::not_found("message"))?;
@@ -74,7 +75,7 @@ async fn load(state: &AppState, group_id: &str, message_id: &str) -> ApiResult<(
 }
 
 /// A repeated request with the same key: answered from the group as it is now.
-async fn replay(state: &AppState, prior: Prior) -> ApiResult<Sent> {
+async fn replay(state: &Sender, prior: Prior) -> ApiResult<Sent> {
     let noted = match &prior {
         Prior::Done { body, .. } | Prior::InProgress { body: Some(body) } => body.clone(),
         _ => return super::replay(prior),
@@ -106,7 +107,7 @@ async fn replay(state: &AppState, prior: Prior) -> ApiResult<Sent> {
 
 /// Which participants the line says are not reachable over iMessage (remembered answers first).
 async fn unreachable(
-    state: &AppState,
+    state: &Sender,
     org_id: &str,
     line: &db::lines::Line,
     participants: &[E164],
@@ -135,7 +136,7 @@ async fn unreachable(
 
 /// Creates a group with its opening message.
 pub async fn create(
-    state: &AppState,
+    state: &Sender,
     principal: &Principal,
     input: GroupInput,
     key: Option<Idempotency>,
@@ -205,7 +206,7 @@ pub async fn create(
                     .await?;
             // Written already claimed: this request calls the line itself (below).
             let mut batch = db::Batch::new();
-            let claimed_until = now + crate::workers::dispatcher::lease_ms(&state.config);
+            let claimed_until = now + crate::dispatch::lease_ms(state.config.bridge_timeout_ms);
             let message = db::messages::stage_insert_at(
                 &mut batch,
                 NewMessage {
@@ -383,7 +384,7 @@ fn change_answer(group: &Conversation, change: &GroupChange, duplicate: bool) ->
     }
 }
 
-async fn replay_change(state: &AppState, prior: Prior) -> ApiResult<Sent> {
+async fn replay_change(state: &Sender, prior: Prior) -> ApiResult<Sent> {
     let noted = match &prior {
         Prior::Done { body, .. } | Prior::InProgress { body: Some(body) } => body.clone(),
         _ => return super::replay(prior),
@@ -405,7 +406,7 @@ async fn replay_change(state: &AppState, prior: Prior) -> ApiResult<Sent> {
 /// request calls the line and answers 200 when the change is applied, 202 while its outcome is
 /// unknown (the reconciler asks the line later), or the line's refusal.
 pub async fn change(
-    state: &AppState,
+    state: &Sender,
     principal: &Principal,
     group_id: &str,
     input: ChangeInput,
@@ -545,7 +546,7 @@ pub async fn change(
 
 /// Changes `pending` since before this were left by an instance that stopped mid-call (a call
 /// ends within the bridge timeout); the reconciler asks the line about them.
-pub fn stale_pending_before(state: &AppState) -> i64 {
+pub fn stale_pending_before(state: &Sender) -> i64 {
     clock::now_ms() - state.config.bridge_timeout_ms as i64 - 60_000
 }
 

@@ -8,7 +8,7 @@ use crate::{
     egress::EgressError,
     error::{ApiError, ApiResult},
     media,
-    state::AppState,
+    send::Sender,
 };
 
 /// The most attachments one message carries.
@@ -19,7 +19,7 @@ const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Checks every URL (so a bad one is refused before any is fetched), then fetches and stores
 /// each. Files stored for a request that then fails are left to the janitor.
-pub async fn fetch_all(state: &AppState, org_id: &str, urls: &[String]) -> ApiResult<Vec<Attachment>> {
+pub async fn fetch_all(state: &Sender, org_id: &str, urls: &[String]) -> ApiResult<Vec<Attachment>> {
     if urls.len() > MAX_MEDIA {
         return Err(ApiError::invalid("media_urls", format!("a message carries at most {MAX_MEDIA} files")));
     }

@@ -5,6 +5,7 @@
 
 pub mod availability;
 pub mod card;
+mod context;
 pub mod groups;
 pub mod media;
 pub mod poll;
@@ -16,9 +17,11 @@ pub mod signals;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
+pub use context::{Parts as SenderParts, Sender};
 pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
 
 use crate::{
+    caller::Principal,
     clock,
     db::{
         self,
@@ -30,7 +33,6 @@ use crate::{
         lifecycle::{ConversationKind, Direction, MessageKind, MessageStatus},
     },
     error::{ApiError, ApiResult},
-    state::{AppState, Principal},
 };
 
 /// One outbound message, as parsed from a request.
@@ -154,7 +156,7 @@ fn outbound(
 /// The answer of an earlier request with the same key, if there is one: lets a handler skip
 /// expensive work (fetching a photo) for a replay.
 pub async fn prior(
-    state: &AppState,
+    state: &Sender,
     principal: &Principal,
     idempotency: Option<&Idempotency>,
 ) -> ApiResult<Option<Sent>> {
@@ -173,7 +175,7 @@ pub async fn prior(
 
 /// Accepts a message for delivery: 202 with the envelope, or a replay.
 pub async fn submit(
-    state: &AppState,
+    state: &Sender,
     principal: &Principal,
     input: SendInput,
     idempotency: Option<Idempotency>,
@@ -203,7 +205,7 @@ pub async fn submit(
     // A free dispatcher slot lets this request call the line itself once its message is
     // committed: the message is written claimed, and no claim has to find it.
     let slot = state.dispatch.try_take();
-    let claimed_until = slot.as_ref().map(|_| now + crate::workers::dispatcher::lease_ms(&state.config));
+    let claimed_until = slot.as_ref().map(|_| now + crate::dispatch::lease_ms(state.config.bridge_timeout_ms));
     loop {
         let mut batch = db::Batch::new();
         let (conversation_id, contact_id) = target.stage_thread(&state.db, &mut batch, &principal.org_id, now).await?;
@@ -264,7 +266,7 @@ pub async fn submit(
                             }
                             resolve::Destination::Group { .. } => (ConversationKind::Group, None),
                         };
-                        crate::workers::dispatcher::hand_over(state, slot, (message.clone(), kind, phone));
+                        state.dispatch.hand_over(slot, (message.clone(), kind, phone));
                     }
                     None => state.dispatch.wake(),
                 }

@@ -9,11 +9,12 @@ use super::{
     request::{SendFields, idempotency},
 };
 use crate::{
+    caller::Principal,
     db,
     domain::{lifecycle::MessageKind, poll, scope::Scope},
     error::{ApiError, ApiResult},
     fields::from_value,
-    state::{AppState, Principal},
+    send::Sender,
 };
 
 /// `POST /polls`: a native iMessage poll.
@@ -32,7 +33,7 @@ pub struct SendPoll {
 
 /// `POST /polls` after the HTTP layer; hosted agents send through it too.
 pub async fn send_poll_request(
-    state: &AppState,
+    state: &Sender,
     caller: &Principal,
     raw: Value,
     header_key: Option<&str>,

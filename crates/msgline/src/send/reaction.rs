@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Idempotency, Recipient, SendInput, Sent, request::idempotency};
 use crate::{
+    caller::Principal,
     db::{self, reactions::NewReaction},
     domain::{
         lifecycle::{Channel, Direction, MessageKind, MessageStatus, Tapback},
@@ -15,7 +16,7 @@ use crate::{
     },
     error::{ApiError, ApiResult},
     fields::from_value,
-    state::{AppState, Principal},
+    send::Sender,
 };
 
 /// `POST /messages/{id}/reactions`.
@@ -41,7 +42,7 @@ pub fn parse_tapback(field: &str, text: &str) -> ApiResult<Tapback> {
 
 /// `POST /messages/{id}/reactions` after the HTTP layer.
 pub async fn add(
-    state: &AppState,
+    state: &Sender,
     caller: &Principal,
     target_id: &str,
     raw: Value,
@@ -58,7 +59,7 @@ pub async fn add(
 /// `DELETE /messages/{id}/reactions/{reaction}` after the HTTP layer: takes the line's tapback
 /// back, as a reaction message with `removed: true`.
 pub async fn remove(
-    state: &AppState,
+    state: &Sender,
     caller: &Principal,
     target_id: &str,
     tapback: &str,
@@ -84,7 +85,7 @@ fn keyed(
 }
 
 async fn submit(
-    state: &AppState,
+    state: &Sender,
     caller: &Principal,
     target_id: &str,
     tapback: Tapback,

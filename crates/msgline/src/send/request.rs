@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{Idempotency, Recipient, SendInput, Sent};
 use crate::{
+    caller::Principal,
     domain::{
         idempotency::{IdempotencyKey, fingerprint},
         lifecycle::MessageKind,
@@ -15,7 +16,7 @@ use crate::{
     },
     error::{ApiError, ApiResult},
     fields::{from_value, phone_field, required_text},
-    state::{AppState, Principal},
+    send::Sender,
 };
 
 /// The longest message text, in characters.
@@ -135,7 +136,7 @@ pub struct SendMessage {
 
 /// `POST /messages` after the HTTP layer; hosted agents send through it too.
 pub async fn send_text(
-    state: &AppState,
+    state: &Sender,
     caller: &Principal,
     raw: Value,
     header_key: Option<&str>,

@@ -2,13 +2,14 @@
 
 use super::SendInput;
 use crate::{
+    caller::Principal,
     db::{self, conversations::Conversation, lines::Line},
     domain::{
         lifecycle::{Channel, ConversationKind},
         phone::E164,
     },
     error::{ApiError, ApiResult},
-    state::{AppState, Principal},
+    send::Sender,
 };
 
 /// Who a send goes to, as the request named them (at least one).
@@ -171,7 +172,7 @@ fn line_mismatch() -> ApiError {
 /// The line a send uses: the one named; else the key's line; else the organisation's only
 /// usable line.
 pub async fn resolve_line(
-    state: &AppState,
+    state: &Sender,
     principal: &Principal,
     line_id: Option<&str>,
     line_e164: Option<&str>,
@@ -216,7 +217,7 @@ pub async fn resolve_line(
 
 /// 409 `recipient_opted_out` if any of `phones` opted out of the organisation's messages on the
 /// line: checked before anything of a send is written.
-pub async fn refuse_opted_out(state: &AppState, org_id: &str, line_id: &str, phones: &[&str]) -> ApiResult<()> {
+pub async fn refuse_opted_out(state: &Sender, org_id: &str, line_id: &str, phones: &[&str]) -> ApiResult<()> {
     match db::opt_outs::first_opted_out(&state.db, org_id, line_id, phones).await? {
         None => Ok(()),
         Some(phone) => Err(opted_out(&phone)),
@@ -232,7 +233,7 @@ fn opted_out(phone: &str) -> ApiError {
 }
 
 /// Resolves line, destination and channel for a send.
-pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput) -> ApiResult<Target> {
+pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -> ApiResult<Target> {
     let recipient = &input.recipient;
     let org = principal.org_id.as_str();
     let conversation = match &recipient.conversation_id {
@@ -375,7 +376,7 @@ pub async fn resolve(state: &AppState, principal: &Principal, input: &SendInput)
 /// Explicit channels are checked against the line; the automatic choice is iMessage where the
 /// line has it and the recipient is reachable over it, else SMS.
 async fn choose_channel(
-    state: &AppState,
+    state: &Sender,
     org_id: &str,
     line: &Line,
     destination: &Destination,
@@ -435,7 +436,7 @@ async fn choose_channel(
 /// bridge. Returns the answer and, when the bridge was asked, what to remember. `stored`: what
 /// the contact row said, if it was read already.
 async fn reachability(
-    state: &AppState,
+    state: &Sender,
     org_id: &str,
     line: &Line,
     phone: &E164,

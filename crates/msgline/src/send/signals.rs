@@ -7,6 +7,7 @@ use axum::http::StatusCode;
 
 use crate::{
     bridge::{ConversationSignal, client::SendOutcome},
+    caller::Principal,
     clock,
     db::{self, conversations::Conversation, lines::LineKind},
     domain::{
@@ -14,11 +15,11 @@ use crate::{
         scope::Scope,
     },
     error::{ApiError, ApiResult},
-    state::{AppState, Principal},
+    send::Sender,
 };
 
 /// The caller's conversation, or 404.
-async fn conversation(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Conversation> {
+async fn conversation(state: &Sender, caller: &Principal, id: &str) -> ApiResult<Conversation> {
     db::conversations::get(&state.db, &caller.org_id, id)
         .await?
         .filter(|c| caller.may_use_line(&c.line_id))
@@ -37,7 +38,7 @@ fn signal_for(conversation: &Conversation, typing: Option<bool>) -> Conversation
 
 /// Whether the conversation runs over iMessage: a group always; a direct one when its latest
 /// message went over iMessage.
-async fn over_imessage(state: &AppState, conversation: &Conversation) -> ApiResult<bool> {
+async fn over_imessage(state: &Sender, conversation: &Conversation) -> ApiResult<bool> {
     if conversation.kind == ConversationKind::Group {
         return Ok(true);
     }
@@ -65,7 +66,7 @@ fn answered(outcome: SendOutcome) -> ApiResult<()> {
 
 /// Shows the line typing in the conversation. The indicator hides by itself after a few seconds,
 /// or when the next message goes out. iMessage conversations of dedicated lines only.
-pub async fn typing(state: &AppState, caller: &Principal, id: &str) -> ApiResult<()> {
+pub async fn typing(state: &Sender, caller: &Principal, id: &str) -> ApiResult<()> {
     caller.require(Scope::Send)?;
     let conversation = conversation(state, caller, id).await?;
     let line = state.lines.get(&conversation.line_id).await?.ok_or_else(|| ApiError::not_found("line"))?;
@@ -89,7 +90,7 @@ pub async fn typing(state: &AppState, caller: &Principal, id: &str) -> ApiResult
 /// Marks the conversation's inbound messages read (`read_at`) and, where the line sends read
 /// receipts (an iMessage conversation on a dedicated line whose device has them), sends one. The
 /// marks stay if the receipt cannot be sent; calling again sends it.
-pub async fn read(state: &AppState, caller: &Principal, id: &str) -> ApiResult<()> {
+pub async fn read(state: &Sender, caller: &Principal, id: &str) -> ApiResult<()> {
     caller.require(Scope::Send)?;
     let conversation = conversation(state, caller, id).await?;
     db::messages::mark_read(&state.db, &conversation.org_id, &conversation.id, clock::now_ms()).await?;

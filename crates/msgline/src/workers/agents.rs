@@ -9,15 +9,15 @@ use tokio::sync::{Semaphore, watch};
 
 use super::pause;
 use crate::{
+    agents::Agents,
     agents::{self, Outcome},
     clock, db,
-    state::AppState,
 };
 
 /// Most runs one instance executes at once.
 const CONCURRENCY: usize = 8;
 
-pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(state: Agents, mut shutdown: watch::Receiver<bool>) {
     let slots = Arc::new(Semaphore::new(CONCURRENCY));
     loop {
         let claimed = match step(&state, &slots).await {
@@ -40,7 +40,7 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
 
 /// Claims as many due runs as there are free slots and starts each in a slot of its own;
 /// returns how many it claimed. It does not wait for them.
-pub async fn step(state: &AppState, slots: &Arc<Semaphore>) -> anyhow::Result<usize> {
+pub async fn step(state: &Agents, slots: &Arc<Semaphore>) -> anyhow::Result<usize> {
     let free = slots.available_permits();
     if free == 0 {
         return Ok(0);

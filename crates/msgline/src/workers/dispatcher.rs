@@ -1,7 +1,7 @@
 //! The dispatcher: claims outbox jobs (the claim is committed first), calls the line's bridge
 //! within the bridge timeout, records the attempt and moves the message. A send that finds a
 //! free slot skips the claim: its message is written already claimed, and its request hands it
-//! over here once that is committed ([`hand_over`]).
+//! over through the dispatch seam once that is committed ([`take_handovers`]).
 //!
 //! A send is retried only where the bridge cannot have received it (the connection was refused,
 //! or it answered 503). After a timeout or an unclear answer the message is `unknown` and the
@@ -9,61 +9,34 @@
 
 use std::{sync::Arc, time::Duration};
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::{
     bridge::{ReactionRequest, SendRequest, client::SendOutcome},
     clock,
-    config::Config,
     db::{self, messages::ForDispatch, outbox::Job},
+    dispatch::{Handover, lease_ms},
     domain::lifecycle::{ConversationKind, MessageKind, MessageStatus},
-    state::AppState,
+    send::Sender,
 };
 
 const BATCH: usize = 100;
 
-/// The dispatcher's calls in flight, shared with the send path: a send takes a free slot to
-/// call the line itself, and wakes the dispatcher when it leaves its message queued instead.
-pub struct Slots {
-    wake: Notify,
-    permits: Arc<Semaphore>,
-    /// How many there are (`MSGLINE_DISPATCH_CONCURRENCY`).
-    size: usize,
-}
-
-impl Slots {
-    pub fn new(size: usize) -> Self {
-        let size = size.max(1);
-        Self { wake: Notify::new(), permits: Arc::new(Semaphore::new(size)), size }
-    }
-
-    /// Tells the dispatcher that something may be due.
-    pub fn wake(&self) {
-        self.wake.notify_one();
-    }
-
-    /// A free slot, if there is one, for a message its request will hand over.
-    pub fn try_take(&self) -> Option<OwnedSemaphorePermit> {
-        self.permits.clone().try_acquire_owned().ok()
-    }
-}
-
-/// How long a claim lasts: the bridge's timeout and a margin. A claim that runs out (its
-/// instance stopped mid-call) is the reconciler's to settle.
-pub fn lease_ms(config: &Config) -> i64 {
-    config.bridge_timeout_ms as i64 + 5_000
-}
-
-/// Delivers a message that its request wrote already claimed (first attempt), in the slot that
-/// request took. If this instance stops before the line answers, the claim runs out and the
-/// reconciler asks the line: nothing is lost, nothing is sent twice.
-pub fn hand_over(state: &AppState, slot: OwnedSemaphorePermit, message: ForDispatch) {
-    let job = Job { message_id: message.0.id.clone(), line_id: message.0.line_id.clone(), attempts: 1 };
-    spawn_delivery(state, slot, job, Some(message));
+/// Installs, in the send path's dispatch seam, the delivery of what a send hands over: the call
+/// runs at once in the slot the request took. The seam keeps only a weak handle of the send path
+/// (it is part of it).
+pub fn take_handovers(sender: &Sender) {
+    let weak = sender.downgrade();
+    sender.dispatch.on_handover(move |handover: Handover| {
+        let Some(sender) = Sender::upgrade(&weak) else { return };
+        let message = handover.message;
+        let job = Job { message_id: message.0.id.clone(), line_id: message.0.line_id.clone(), attempts: 1 };
+        spawn_delivery(&sender, handover.slot, job, Some(message));
+    });
 }
 
 /// Delivers a claimed job in the background, in the slot it holds until the outcome is recorded.
-fn spawn_delivery(state: &AppState, slot: OwnedSemaphorePermit, job: Job, message: Option<ForDispatch>) {
+fn spawn_delivery(state: &Sender, slot: OwnedSemaphorePermit, job: Job, message: Option<ForDispatch>) {
     let state = state.clone();
     tokio::spawn(async move {
         if let Err(error) = deliver(&state, &job, message).await {
@@ -74,8 +47,8 @@ fn spawn_delivery(state: &AppState, slot: OwnedSemaphorePermit, job: Job, messag
     });
 }
 
-pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
-    let permits = state.dispatch.permits.clone();
+pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
+    let permits = state.dispatch.permits().clone();
     loop {
         if *shutdown.borrow() {
             break;
@@ -89,7 +62,7 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
         };
         if claimed == 0 {
             tokio::select! {
-                _ = state.dispatch.wake.notified() => {}
+                _ = state.dispatch.woken() => {}
                 _ = tokio::time::sleep(Duration::from_millis(250)) => {}
                 _ = shutdown.changed() => {}
             }
@@ -98,20 +71,20 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
     // Let calls in flight finish and record their outcome.
     let _ = tokio::time::timeout(
         state.config.bridge_timeout() + Duration::from_secs(1),
-        permits.acquire_many(state.dispatch.size as u32),
+        permits.acquire_many(state.dispatch.size() as u32),
     )
     .await;
 }
 
 /// Claims what is due (as many as there are free slots) and starts delivering each; returns
 /// how many it claimed.
-pub async fn step(state: &AppState, permits: &Arc<Semaphore>) -> sqlx::Result<usize> {
+pub async fn step(state: &Sender, permits: &Arc<Semaphore>) -> sqlx::Result<usize> {
     let free = permits.available_permits().min(BATCH);
     if free == 0 {
         let _ = permits.acquire().await;
         return Ok(0);
     }
-    let lease_ms = lease_ms(&state.config);
+    let lease_ms = lease_ms(state.config.bridge_timeout_ms);
     let jobs = db::outbox::claim_pending(&state.db, clock::now_ms(), lease_ms, free as i64).await?;
     let claimed = jobs.len();
     // One read for the whole claim, on a reader: the writer stays free for the writes. If it
@@ -131,7 +104,7 @@ fn retry_delay(attempts: i64) -> i64 {
     (250i64 << attempts.clamp(1, 6).saturating_sub(1)).min(5_000)
 }
 
-async fn deliver(state: &AppState, job: &Job, message: Option<ForDispatch>) -> anyhow::Result<()> {
+async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>) -> anyhow::Result<()> {
     let Some(line) = state.lines.get(&job.line_id).await? else {
         anyhow::bail!("line {} is gone", job.line_id);
     };

@@ -4,26 +4,29 @@
 //! [`LISTENER_NAME`]; those connections also tell how many instances share the database, and an
 //! instance without Redis warns once when it is not alone (its rate limits are its own).
 
-use std::{str::FromStr, time::Duration};
+use std::{str::FromStr, sync::Arc, time::Duration};
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokio::sync::watch;
 
 use super::pause;
-use crate::{db::Backend, state::AppState};
+use crate::{
+    caller::AuthCache,
+    config::Config,
+    db::{Backend, Db, keys::CHANNEL},
+};
 
-pub const CHANNEL: &str = "msgline_keys";
 pub const LISTENER_NAME: &str = "msgline instance";
 
 /// How often an instance counts the others.
 const COUNT_EVERY: Duration = Duration::from_secs(30);
 const FIRST_COUNT: Duration = Duration::from_secs(5);
 
-pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
-    if state.db.backend() != Backend::Postgres {
+pub async fn run(db: Db, config: Config, auth: Arc<AuthCache>, mut shutdown: watch::Receiver<bool>) {
+    if db.backend() != Backend::Postgres {
         return;
     }
-    let options = match PgConnectOptions::from_str(&state.config.database_url) {
+    let options = match PgConnectOptions::from_str(&config.database_url) {
         Ok(options) => options.application_name(LISTENER_NAME),
         Err(error) => {
             tracing::warn!(error = %error, "cannot listen for key changes; other instances' revocations apply after the key cache time");
@@ -51,25 +54,25 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
             continue;
         }
         // Whatever changed while this instance was not listening is forgotten with the rest.
-        state.auth.clear();
+        auth.clear();
         // The first count once the instances started together have had time to start.
         let mut count = tokio::time::interval_at(tokio::time::Instant::now() + FIRST_COUNT, COUNT_EVERY);
         loop {
             tokio::select! {
                 _ = shutdown.changed() => return,
                 _ = count.tick() => {
-                    if !warned && state.config.redis_url.is_none() {
-                        warned = warn_if_not_alone(&state).await;
+                    if !warned && config.redis_url.is_none() {
+                        warned = warn_if_not_alone(&db).await;
                     }
                 }
                 notification = listener.try_recv() => match notification {
-                    Ok(Some(notification)) => state.auth.forget(notification.payload()),
+                    Ok(Some(notification)) => auth.forget(notification.payload()),
                     // The connection was lost and is made again on the next call: what was
                     // announced meanwhile is unknown, so nothing cached is trusted.
-                    Ok(None) => state.auth.clear(),
+                    Ok(None) => auth.clear(),
                     Err(error) => {
                         tracing::warn!(error = %error, "lost the connection that hears of key changes");
-                        state.auth.clear();
+                        auth.clear();
                         break;
                     }
                 },
@@ -82,12 +85,12 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
 }
 
 /// Warns (and answers `true`) when other instances listen on this database too.
-async fn warn_if_not_alone(state: &AppState) -> bool {
+async fn warn_if_not_alone(db: &Db) -> bool {
     let instances: Result<i64, _> = sqlx::query_scalar(
         "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
     )
     .bind(LISTENER_NAME)
-    .fetch_one(state.db.writer())
+    .fetch_one(db.writer())
     .await;
     match instances {
         Ok(instances) if instances > 1 => {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::pause;
-use crate::{clock, db, state::AppState};
+use crate::{clock, db, send::Sender};
 
 const EVERY: Duration = Duration::from_secs(300);
 /// Bridge callback ids are kept a week: longer than any bridge retries a callback.
@@ -17,7 +17,7 @@ const BRIDGE_EVENT_RETENTION_MS: i64 = 7 * 86_400_000;
 /// far longer than any request or callback takes to commit its rows.
 pub const ORPHAN_FILE_AFTER_MS: i64 = 3_600_000;
 
-pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
     while pause(&mut shutdown, EVERY).await {
         if let Err(error) = step(&state).await {
             tracing::error!(error = %error, "clean-up failed");
@@ -30,7 +30,7 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
 
 /// Removes the media store's files that no attachment row holds and that are older than
 /// [`ORPHAN_FILE_AFTER_MS`]; returns how many. A file's key ends with its attachment's id.
-pub async fn orphaned_files(state: &AppState) -> anyhow::Result<u64> {
+pub async fn orphaned_files(state: &Sender) -> anyhow::Result<u64> {
     let keys = state.media.keys_written_before(clock::now_ms() - ORPHAN_FILE_AFTER_MS).await?;
     let mut removed = 0;
     for chunk in keys.chunks(200) {
@@ -53,7 +53,7 @@ pub async fn orphaned_files(state: &AppState) -> anyhow::Result<u64> {
 const BATCH: i64 = 500;
 
 /// Deletes expired idempotency records and callback ids older than a week; returns how many.
-pub async fn step(state: &AppState) -> sqlx::Result<u64> {
+pub async fn step(state: &Sender) -> sqlx::Result<u64> {
     let now = clock::now_ms();
     let expired = in_batches(|| db::idempotency::delete_expired(&state.db, now, BATCH)).await?;
     let old_callbacks =

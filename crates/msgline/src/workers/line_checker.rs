@@ -15,7 +15,7 @@ use crate::{
     clock,
     db::{self, lines::Line},
     domain::lifecycle::MessageStatus,
-    state::AppState,
+    send::Sender,
 };
 
 const EVERY: Duration = Duration::from_secs(30);
@@ -25,7 +25,7 @@ const HOUR_MS: i64 = 3_600_000;
 /// The most messages asked about per line in one catch-up.
 const CATCH_UP_BATCH: i64 = 500;
 
-pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
     let mut connected = HashSet::new();
     for round in 1_u64.. {
         if let Err(error) = connect(&state, &mut connected).await {
@@ -45,7 +45,7 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-pub async fn step(state: &AppState) -> sqlx::Result<usize> {
+pub async fn step(state: &Sender) -> sqlx::Result<usize> {
     let lines = db::lines::list_all(&state.db).await?;
     for line in &lines {
         state.lines.refresh(line).await?;
@@ -54,7 +54,7 @@ pub async fn step(state: &AppState) -> sqlx::Result<usize> {
 }
 
 /// Registers msgline with every line's device not yet registered since this instance started.
-pub async fn connect(state: &AppState, connected: &mut HashSet<String>) -> sqlx::Result<()> {
+pub async fn connect(state: &Sender, connected: &mut HashSet<String>) -> sqlx::Result<()> {
     for line in db::lines::list_all(&state.db).await? {
         if connected.contains(&line.id) {
             continue;
@@ -74,7 +74,7 @@ pub async fn connect(state: &AppState, connected: &mut HashSet<String>) -> sqlx:
     Ok(())
 }
 
-async fn catch_up_all(state: &AppState, since: i64) -> sqlx::Result<()> {
+async fn catch_up_all(state: &Sender, since: i64) -> sqlx::Result<()> {
     for line in db::lines::list_all(&state.db).await? {
         if state.lines.client().reports_may_be_lost(&line) {
             catch_up(state, &line, since).await?;
@@ -85,7 +85,7 @@ async fn catch_up_all(state: &AppState, since: i64) -> sqlx::Result<()> {
 
 /// Asks the line about its messages moved since `since` that still wait for a receipt, and moves
 /// each forward to where the line says it is. Returns how many moved.
-pub async fn catch_up(state: &AppState, line: &Line, since: i64) -> sqlx::Result<usize> {
+pub async fn catch_up(state: &Sender, line: &Line, since: i64) -> sqlx::Result<usize> {
     let mut moved = 0;
     for id in db::messages::awaiting_receipts(&state.db, &line.id, since, CATCH_UP_BATCH).await? {
         let StatusLookup::Known(answer) = state.lines.client().message_status(line, &id).await else { continue };

@@ -14,19 +14,26 @@ use std::time::Duration;
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use crate::state::AppState;
+use std::sync::Arc;
 
-/// Starts every worker; they stop when `shutdown` turns true.
-pub fn spawn_all(state: &AppState, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+use crate::{agents::Agents, caller::AuthCache, send::Sender};
+
+/// Starts every worker, each with what it uses; they stop when `shutdown` turns true.
+pub fn spawn_all(
+    sender: &Sender,
+    agents: &Agents,
+    auth: &Arc<AuthCache>,
+    shutdown: watch::Receiver<bool>,
+) -> Vec<JoinHandle<()>> {
     vec![
-        tokio::spawn(dispatcher::run(state.clone(), shutdown.clone())),
-        tokio::spawn(reconciler::run(state.clone(), shutdown.clone())),
-        tokio::spawn(line_checker::run(state.clone(), shutdown.clone())),
-        tokio::spawn(agents::run(state.clone(), shutdown.clone())),
-        tokio::spawn(webhooks::run(state.clone(), shutdown.clone())),
-        tokio::spawn(statistics::run(state.clone(), shutdown.clone())),
-        tokio::spawn(instances::run(state.clone(), shutdown.clone())),
-        tokio::spawn(janitor::run(state.clone(), shutdown)),
+        tokio::spawn(dispatcher::run(sender.clone(), shutdown.clone())),
+        tokio::spawn(reconciler::run(sender.clone(), shutdown.clone())),
+        tokio::spawn(line_checker::run(sender.clone(), shutdown.clone())),
+        tokio::spawn(agents::run(agents.clone(), shutdown.clone())),
+        tokio::spawn(webhooks::run(sender.clone(), shutdown.clone())),
+        tokio::spawn(statistics::run(sender.db.clone(), shutdown.clone())),
+        tokio::spawn(instances::run(sender.db.clone(), sender.config.clone(), auth.clone(), shutdown.clone())),
+        tokio::spawn(janitor::run(sender.clone(), shutdown)),
     ]
 }
 

@@ -14,12 +14,12 @@ use crate::{
     db::{self, group_changes::ChangeState, outbox::Job},
     domain::lifecycle::{ConversationKind, MessageStatus},
     send,
-    state::AppState,
+    send::Sender,
 };
 
 const BATCH: i64 = 50;
 
-pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
     loop {
         let settled = match step(&state).await {
             Ok(n) => n,
@@ -37,7 +37,7 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
 
 /// Asks about one batch of unsettled messages and one of unsettled group changes; returns how
 /// many it looked at.
-pub async fn step(state: &AppState) -> anyhow::Result<usize> {
+pub async fn step(state: &Sender) -> anyhow::Result<usize> {
     // A failure here must not keep messages from being asked about.
     let changes = settle_changes(state).await.unwrap_or_else(|error| {
         tracing::error!(error = %error, "could not settle group changes");
@@ -66,7 +66,7 @@ pub async fn step(state: &AppState) -> anyhow::Result<usize> {
 
 /// Asks the line about group changes whose outcome is unknown: `applied` or `failed` settles
 /// one; a change the line never received failed; anything else is asked again later.
-async fn settle_changes(state: &AppState) -> anyhow::Result<usize> {
+async fn settle_changes(state: &Sender) -> anyhow::Result<usize> {
     let now = clock::now_ms();
     let stale = send::groups::stale_pending_before(state);
     let changes = db::group_changes::claim_unknown(&state.db, now, now + 60_000, BATCH, stale).await?;
@@ -101,7 +101,7 @@ async fn settle_changes(state: &AppState) -> anyhow::Result<usize> {
 /// a report that it went out (`submitted` or later) means the group exists, a `failed` one that
 /// it does not. Their outbox jobs ended with those reports, so nothing else would ask. Groups
 /// whose opening message is still unknown are left to the job that asks the line about them.
-async fn settle_reported_groups(state: &AppState) -> anyhow::Result<usize> {
+async fn settle_reported_groups(state: &Sender) -> anyhow::Result<usize> {
     let stale = send::groups::stale_pending_before(state);
     let groups = db::conversations::unsettled_groups(&state.db, stale, BATCH).await?;
     let mut settled = 0;
@@ -159,7 +159,7 @@ fn next_ask(age_ms: i64) -> i64 {
 
 /// A group whose creation is unsettled is asked about first: its opening message's fate
 /// follows the group's.
-async fn settle_group(state: &AppState, line: &db::lines::Line, job: &Job) -> anyhow::Result<bool> {
+async fn settle_group(state: &Sender, line: &db::lines::Line, job: &Job) -> anyhow::Result<bool> {
     let group = {
         let mut conn = state.db.writer().acquire().await?;
         let Some(message) = db::messages::get_any(&mut conn, &job.message_id).await? else { return Ok(false) };
@@ -215,7 +215,7 @@ async fn settle_group(state: &AppState, line: &db::lines::Line, job: &Job) -> an
     Ok(settled)
 }
 
-async fn settle(state: &AppState, job: &Job) -> anyhow::Result<()> {
+async fn settle(state: &Sender, job: &Job) -> anyhow::Result<()> {
     let Some(line) = state.lines.get(&job.line_id).await? else { return Ok(()) };
     if settle_group(state, &line, job).await? {
         return Ok(());

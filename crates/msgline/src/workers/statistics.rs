@@ -7,19 +7,16 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::pause;
-use crate::{
-    db::{self, Backend},
-    state::AppState,
-};
+use crate::db::{self, Backend, Db};
 
 const EVERY: Duration = Duration::from_secs(1);
 
-pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
-    if state.db.backend() != Backend::Postgres {
+pub async fn run(db: Db, mut shutdown: watch::Receiver<bool>) {
+    if db.backend() != Backend::Postgres {
         return;
     }
     while pause(&mut shutdown, EVERY).await {
-        match db::planner::analyze_grown(&state.db).await {
+        match db::planner::analyze_grown(&db).await {
             Ok(tables) if !tables.is_empty() => tracing::debug!(?tables, "analysed tables that grew"),
             Ok(_) => {}
             Err(error) => tracing::warn!(error = %error, "could not refresh the planner's statistics"),

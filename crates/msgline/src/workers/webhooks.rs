@@ -23,7 +23,7 @@ use crate::{
     },
     domain::webhook::{RetrySchedule, jittered, parse_duration, parse_retry_after, signature_header},
     ids,
-    state::AppState,
+    send::Sender,
 };
 
 /// How long a receiver has to answer.
@@ -56,7 +56,7 @@ impl Settings {
     }
 }
 
-pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
     let settings = match Settings::from_config(&state.config) {
         Ok(settings) => Arc::new(settings),
         Err(error) => {
@@ -102,7 +102,7 @@ pub async fn run(state: AppState, mut shutdown: watch::Receiver<bool>) {
 
 /// Fans out new events, then claims what is due (as many as there are free slots) and starts
 /// posting each; returns how many events and deliveries it took.
-pub async fn step(state: &AppState, settings: &Arc<Settings>, permits: &Arc<Semaphore>) -> anyhow::Result<usize> {
+pub async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Arc<Semaphore>) -> anyhow::Result<usize> {
     let fanned = db::webhook_deliveries::fan_out(&state.db, FAN_OUT_BATCH).await?;
     let free = permits.available_permits().min(CLAIM_BATCH);
     let now = clock::now_ms();
@@ -135,7 +135,7 @@ pub async fn step(state: &AppState, settings: &Arc<Settings>, permits: &Arc<Sema
     Ok(fanned + count)
 }
 
-async fn prune(state: &AppState) -> sqlx::Result<()> {
+async fn prune(state: &Sender) -> sqlx::Result<()> {
     let before = clock::now_ms() - RETENTION_MS;
     while db::webhook_deliveries::prune(&state.db, before, 1000).await? > 0 {}
     Ok(())
@@ -184,7 +184,7 @@ fn after_failure(settings: &Settings, claimed: &Claimed, retry_after: Option<Dur
 /// Posts one claimed delivery and records what came of it. `webhook` is the endpoint as read
 /// at `read_at`.
 async fn deliver(
-    state: &AppState,
+    state: &Sender,
     settings: &Settings,
     claimed: &Claimed,
     webhook: Option<db::webhooks::Webhook>,

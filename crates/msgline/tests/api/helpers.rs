@@ -6,7 +6,7 @@
 
 use std::{process::Output, time::Duration};
 
-use msgline::{Application, Config, db::Db, state::AppState};
+use msgline::{AppState, Application, Config, db::Db};
 use reqwest::{Method, StatusCode, header::HeaderMap};
 use serde_json::Value;
 use sqlx::{Connection, Row};

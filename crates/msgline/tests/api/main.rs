@@ -10,6 +10,7 @@ mod trials;
 
 mod agents;
 mod android;
+mod architecture;
 mod availability;
 mod bluebubbles;
 mod bridge_files;

@@ -79,6 +79,8 @@ async fn an_mcp_client_lists_the_tools_sends_a_message_and_reads_it_back() {
         )
         .await;
     assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    assert_eq!(init["serverInfo"]["name"], "msgline", "{init}");
+    assert_eq!(init["serverInfo"]["version"], env!("CARGO_PKG_VERSION"), "{init}");
     session.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
 
     let listed = session.request("tools/list", json!({})).await;

@@ -27,7 +27,7 @@ use utoipa::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::BASE;
-use crate::state::AppState;
+use crate::api::AppState;
 
 pub const PATH: &str = "/api/v1/openapi.json";
 

@@ -6,10 +6,10 @@ use axum::{Router, extract::State, http::StatusCode};
 use sqlx::Row;
 
 use crate::{
+    api::AppState,
     db::{self, Backend, Db},
     error::ApiError,
     ids,
-    state::AppState,
 };
 
 /// Creates the floor's table.

@@ -1,83 +1,21 @@
-//! What every handler, worker and hosted agent reaches: the shared [`AppState`], and the
-//! [`Principal`] a request or an agent run acts as, with the cache that turns API keys into one.
+//! Who a request or an agent run acts as: the [`Principal`] (an API key's organisation, scopes
+//! and line binding, or a hosted agent's), and the cache that turns API keys into one.
 
 use std::{
     collections::HashMap,
-    ops::Deref,
-    sync::{Arc, RwLock},
+    sync::RwLock,
     time::{Duration, Instant},
 };
 
 use crate::{
-    bridge::{client::BridgeClient, directory::LineDirectory},
     clock,
-    config::Config,
     db::{self, Db},
     domain::{
         apikey,
         scope::{Scope, Scopes},
     },
-    egress::Egress,
     error::{ApiError, ApiResult},
-    ratelimit::RateLimits,
 };
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState(Arc<Inner>);
-
-pub struct Inner {
-    pub db: Db,
-    pub config: Config,
-    pub auth: AuthCache,
-    pub limits: RateLimits,
-    pub lines: LineDirectory,
-    /// The dispatcher's slots for calls to lines, which sends take to call the line at once.
-    pub dispatch: crate::workers::dispatcher::Slots,
-    /// The one client for customer-supplied URLs.
-    pub egress: Egress,
-    /// The client for the operator-configured model endpoint of hosted agents.
-    pub model_http: reqwest::Client,
-    /// Contacts and conversations sends have already written.
-    pub threads: crate::send::ThreadCache,
-    /// Turns for asking a line's device about a number's reachability (`GET /availability`).
-    pub asking: crate::send::availability::Asking,
-    /// Where attachments' bytes are kept.
-    pub media: crate::media::MediaStore,
-}
-
-impl Deref for AppState {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
-        &self.0
-    }
-}
-
-impl AppState {
-    pub fn new(db: Db, config: Config) -> anyhow::Result<Self> {
-        let limits = match &config.redis_url {
-            Some(url) => RateLimits::shared(config.rate_limit_per_minute, config.send_rate_limit_per_minute, url)?,
-            None => RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
-        };
-        let media = crate::media::MediaStore::open(&config.media_store)?;
-        Ok(AppState(Arc::new(Inner {
-            auth: AuthCache::new(std::time::Duration::from_secs(config.key_cache_seconds)),
-            limits,
-            lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone(), media.clone())),
-            dispatch: crate::workers::dispatcher::Slots::new(config.dispatch_concurrency),
-            egress: Egress::new(config.allow_private_targets),
-            model_http: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .expect("HTTP client builds"),
-            threads: Default::default(),
-            asking: Default::default(),
-            media,
-            db,
-            config,
-        })))
-    }
-}
 
 /// Who is calling: an API key of one organisation, with its scopes and optional line binding.
 #[derive(Debug, Clone)]

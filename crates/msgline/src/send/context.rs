@@ -1,0 +1,67 @@
+//! What the send path works with: the database, the lines, the dispatcher's slots and the
+//! caches sends fill. The API's handlers, the hosted agents and the workers that move messages
+//! (dispatcher, reconciler, line checker) hold one; nothing else is in it.
+
+use std::{ops::Deref, sync::Arc};
+
+use crate::{
+    bridge::{client::BridgeClient, directory::LineDirectory},
+    config::Config,
+    db::Db,
+    dispatch::Dispatch,
+    egress::Egress,
+    media::MediaStore,
+};
+
+/// The send path's handles; cheap to clone.
+#[derive(Clone)]
+pub struct Sender(Arc<Parts>);
+
+pub struct Parts {
+    pub db: Db,
+    pub config: Config,
+    pub lines: LineDirectory,
+    /// The dispatcher's slots for calls to lines, which sends take to call the line at once.
+    pub dispatch: Dispatch,
+    /// The one client for customer-supplied URLs.
+    pub egress: Egress,
+    /// Contacts and conversations sends have already written.
+    pub threads: super::ThreadCache,
+    /// Turns for asking a line's device about a number's reachability (`GET /availability`).
+    pub asking: super::availability::Asking,
+    /// Where attachments' bytes are kept.
+    pub media: MediaStore,
+}
+
+impl Deref for Sender {
+    type Target = Parts;
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
+}
+
+impl Sender {
+    pub fn new(db: Db, config: Config) -> anyhow::Result<Self> {
+        let media = MediaStore::open(&config.media_store)?;
+        Ok(Sender(Arc::new(Parts {
+            lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone(), media.clone())),
+            dispatch: Dispatch::new(config.dispatch_concurrency),
+            egress: Egress::new(config.allow_private_targets),
+            threads: Default::default(),
+            asking: Default::default(),
+            media,
+            db,
+            config,
+        })))
+    }
+
+    /// A handle that does not keep the send path alive (for what the send path itself holds).
+    pub fn downgrade(&self) -> std::sync::Weak<Parts> {
+        Arc::downgrade(&self.0)
+    }
+
+    /// The send path again from a [`Sender::downgrade`], while it is alive.
+    pub fn upgrade(weak: &std::sync::Weak<Parts>) -> Option<Sender> {
+        weak.upgrade().map(Sender)
+    }
+}
