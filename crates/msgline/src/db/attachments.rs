@@ -130,7 +130,7 @@ pub async fn existing(db: &Db, ids: &[&str]) -> sqlx::Result<std::collections::H
     if ids.is_empty() {
         return Ok(Default::default());
     }
-    let sql = format!("SELECT id FROM attachments WHERE id IN ({})", super::batch::placeholders(ids.len()));
+    let sql = format!("SELECT id FROM attachments WHERE id IN ({})", super::engine::batch::placeholders(ids.len()));
     let mut query = sqlx::query(&sql);
     for id in ids {
         query = query.bind(*id);

@@ -255,7 +255,7 @@ async fn participants(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, V
     }
     let sql = format!(
         "SELECT conversation_id, phone FROM conversation_participants WHERE conversation_id IN ({}) ORDER BY phone",
-        super::batch::placeholders(ids.len())
+        super::engine::batch::placeholders(ids.len())
     );
     let mut query = sqlx::query(&sql);
     for id in ids {

@@ -407,7 +407,7 @@ pub async fn get_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Ve
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = format!("SELECT {COLUMNS} FROM messages WHERE id IN ({})", super::batch::placeholders(ids.len()));
+    let sql = format!("SELECT {COLUMNS} FROM messages WHERE id IN ({})", super::engine::batch::placeholders(ids.len()));
     let mut query = sqlx::query(&sql);
     for id in ids {
         query = query.bind(*id);
@@ -432,10 +432,12 @@ pub async fn for_dispatch(db: &Db, ids: &[&str]) -> sqlx::Result<HashMap<String,
     // every conversation and contact.
     let (wanted, args) = match db.backend() {
         super::Backend::Postgres => (
-            super::batch::texts_of(super::Backend::Postgres, 1),
+            super::engine::batch::texts_of(super::Backend::Postgres, 1),
             vec![serde_json::to_string(ids).expect("ids serialise").into()],
         ),
-        super::Backend::Sqlite => (super::batch::placeholders(ids.len()), ids.iter().map(|id| (*id).into()).collect()),
+        super::Backend::Sqlite => {
+            (super::engine::batch::placeholders(ids.len()), ids.iter().map(|id| (*id).into()).collect())
+        }
     };
     let sql = format!(
         "SELECT {columns}, c.kind AS conversation_kind, ct.phone AS contact_phone FROM messages m JOIN conversations c ON c.id = m.conversation_id \

@@ -8,27 +8,23 @@ pub mod agents;
 pub mod attachments;
 pub mod attempts;
 pub mod availability;
-mod batch;
 pub mod bridge_refs;
 pub mod contacts;
 pub mod conversations;
+mod engine;
 pub mod events;
 pub mod group_changes;
-mod group_commit;
 pub mod idempotency;
 pub mod keys;
 pub mod lines;
-mod merge;
 pub mod messages;
 mod migrate;
 pub mod moves;
-mod native;
 mod opt_out_checks;
 pub mod opt_outs;
 pub mod orgs;
 pub mod outbox;
 mod page;
-pub mod planner;
 pub mod polls;
 pub mod reactions;
 pub mod reports;
@@ -37,8 +33,8 @@ pub mod unrouted;
 pub mod webhook_deliveries;
 pub mod webhooks;
 
-pub use batch::{Arg, Batch};
-use group_commit::GroupWriter;
+pub use engine::{Arg, Batch, planner};
+use engine::{group_commit::GroupWriter, native};
 pub use page::{ListQuery, Page, Paged};
 
 use std::time::Duration;
@@ -207,10 +203,10 @@ impl Db {
             return readers.query(sql, args, map).await;
         }
         if let Some(readers) = &self.pg_readers {
-            let rows = batch::bind(sqlx::query::<sqlx::Postgres>(&sql), args).fetch_all(readers).await?;
+            let rows = engine::batch::bind(sqlx::query::<sqlx::Postgres>(&sql), args).fetch_all(readers).await?;
             return rows.iter().map(|row| map(&PgNamed::new(row))).collect();
         }
-        let rows = batch::bind(sqlx::query(&sql), args).fetch_all(&self.reader).await?;
+        let rows = engine::batch::bind(sqlx::query(&sql), args).fetch_all(&self.reader).await?;
         rows.iter().map(|row| map(row)).collect()
     }
 
@@ -399,7 +395,7 @@ pub async fn write_returning<T: Send + 'static>(
     if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
         return lane.run(move |conn| native::rows(conn, &sql, &args, |row| map(row))).await;
     }
-    let rows = batch::bind(sqlx::query(&sql), args).fetch_all(db.writer()).await?;
+    let rows = engine::batch::bind(sqlx::query(&sql), args).fetch_all(db.writer()).await?;
     rows.iter().map(|row| map(row)).collect()
 }
 

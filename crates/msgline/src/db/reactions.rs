@@ -83,7 +83,7 @@ pub async fn standing(db: &Db, org_id: &str, targets: &[&str]) -> sqlx::Result<H
     if targets.is_empty() {
         return Ok(HashMap::new());
     }
-    let wanted = super::batch::texts_of(db.backend(), 2);
+    let wanted = super::engine::batch::texts_of(db.backend(), 2);
     let sql = format!(
         "SELECT r.target_id, r.message_id, r.reaction, r.removed, r.created_at, m.direction, m.status, \
          CASE WHEN m.direction = 'outbound' THEN l.e164 ELSE ct.phone END AS sender \

@@ -45,19 +45,20 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
                     if messages.contains_key(&report.message_id) {
                         continue;
                     }
-                    let found = super::native::rows(conn, &sql, &[(&report.message_id).into()], |row| from_row(row))?;
+                    let found =
+                        super::engine::native::rows(conn, &sql, &[(&report.message_id).into()], |row| from_row(row))?;
                     messages.extend(found.into_iter().map(|m| (m.id.clone(), m)));
                 }
                 // Read in the transaction the moves run in, as the messages are.
                 let mut endpoints = HashSet::new();
                 for org in messages.values().map(|m| m.org_id.as_str()).collect::<HashSet<_>>() {
-                    if super::native::finds(conn, super::events::HAS_ENDPOINT, &org.into())? {
+                    if super::engine::native::finds(conn, super::events::HAS_ENDPOINT, &org.into())? {
                         endpoints.insert(org.to_string());
                     }
                 }
                 let (moves, moved) = plan_reports(backend, &line, &reports, &mut messages, Some(&endpoints));
                 for batch in moves {
-                    super::native::run_batch(conn, &batch)?;
+                    super::engine::native::run_batch(conn, &batch)?;
                 }
                 Ok(moved)
             })
@@ -74,7 +75,8 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
 pub async fn apply_in(conn: &mut AnyConnection, line_id: &str, reports: &[StatusReport]) -> sqlx::Result<Vec<bool>> {
     let backend = super::Backend::of(conn);
     let (mut moved, moves) = plan(conn, backend, &[(line_id, reports)], false).await?;
-    super::merge::execute(conn, &moves.iter().collect::<Vec<_>>(), super::merge::Lookup::Estimated).await?;
+    super::engine::merge::execute(conn, &moves.iter().collect::<Vec<_>>(), super::engine::merge::Lookup::Estimated)
+        .await?;
     Ok(moved.pop().unwrap_or_default())
 }
 
@@ -120,7 +122,7 @@ pub(super) async fn plan(
 async fn lock_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Vec<Message>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM messages WHERE id IN ({}) ORDER BY id FOR UPDATE",
-        super::batch::lane_texts_of(1)
+        super::engine::batch::lane_texts_of(1)
     );
     let rows = sqlx::query(&sql).bind(serde_json::to_string(ids).expect("ids are strings")).fetch_all(conn).await?;
     rows.iter().map(from_row).collect()
@@ -134,7 +136,8 @@ async fn with_endpoints<'a>(
 ) -> sqlx::Result<HashSet<String>> {
     use sqlx::Row;
     let orgs: Vec<&str> = orgs.collect::<HashSet<_>>().into_iter().collect();
-    let sql = format!("SELECT DISTINCT org_id FROM webhooks WHERE org_id IN ({})", super::batch::lane_texts_of(1));
+    let sql =
+        format!("SELECT DISTINCT org_id FROM webhooks WHERE org_id IN ({})", super::engine::batch::lane_texts_of(1));
     let rows = sqlx::query(&sql).bind(serde_json::to_string(&orgs).expect("ids are strings")).fetch_all(conn).await?;
     rows.iter().map(|row| row.try_get(0)).collect()
 }

@@ -73,7 +73,7 @@ fn pending_sql(db: &Db) -> String {
 }
 
 fn enabled_sql(orgs: usize) -> String {
-    let placeholders = super::batch::placeholders(orgs);
+    let placeholders = super::engine::batch::placeholders(orgs);
     format!("SELECT {} FROM webhooks WHERE enabled = 1 AND org_id IN ({placeholders})", webhooks::COLUMNS)
 }
 
@@ -98,7 +98,7 @@ fn plan_fan_out(events: &[Pending], endpoints: &[Webhook], now: i64) -> super::B
         stage_deliveries(&mut batch, &endpoint.org_id, &endpoint.id, event_ids, now);
     }
     for chunk in events.chunks(INSERT_CHUNK) {
-        let placeholders = super::batch::placeholders(chunk.len());
+        let placeholders = super::engine::batch::placeholders(chunk.len());
         batch.push(
             format!("UPDATE events SET webhooks_pending = 0 WHERE id IN ({placeholders})"),
             chunk.iter().map(|e| super::Arg::from(&e.id)).collect(),
@@ -127,15 +127,15 @@ pub async fn fan_out(db: &Db, limit: i64) -> sqlx::Result<usize> {
     if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
         return lane
             .run(move |conn| {
-                let events = super::native::rows(conn, &sql, &[limit.into()], |row| pending_from_row(row))?;
+                let events = super::engine::native::rows(conn, &sql, &[limit.into()], |row| pending_from_row(row))?;
                 if events.is_empty() {
                     return Ok(0);
                 }
                 let orgs = orgs_of(&events);
                 let args: Vec<super::Arg> = orgs.iter().map(super::Arg::from).collect();
                 let endpoints =
-                    super::native::rows(conn, &enabled_sql(orgs.len()), &args, |row| webhooks::from_row(row))?;
-                super::native::run_batch(conn, &plan_fan_out(&events, &endpoints, clock::now_ms()))?;
+                    super::engine::native::rows(conn, &enabled_sql(orgs.len()), &args, |row| webhooks::from_row(row))?;
+                super::engine::native::run_batch(conn, &plan_fan_out(&events, &endpoints, clock::now_ms()))?;
                 Ok(events.len())
             })
             .await;
@@ -232,7 +232,7 @@ pub async fn events(db: &Db, ids: impl IntoIterator<Item = &str>) -> sqlx::Resul
     }
     let sql = format!(
         "SELECT id, type, data, created_at FROM events WHERE id IN ({})",
-        super::batch::placeholders(ids.len())
+        super::engine::batch::placeholders(ids.len())
     );
     let args = ids.iter().map(|id| (*id).into()).collect();
     let found = db

@@ -3,15 +3,15 @@
 
 use rusqlite::Connection;
 /// How often the checkpointer copies the log into the database file.
-pub(super) const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+pub(in crate::db) const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The log's length, in pages, past which it is started over (16,384 pages of 4 KiB: 64 MiB).
-pub(super) const LOG_LIMIT_PAGES: i64 = 16_384;
+pub(in crate::db) const LOG_LIMIT_PAGES: i64 = 16_384;
 
 /// The checkpointer's connection. Its passive checkpoints never wait; when it starts the log
 /// over itself (see [`Checkpoints::turn`]) it waits up to this busy timeout (5 s), which is
 /// shorter than the writer's (30 s): the writer waits for it, never fails because of it.
-pub(super) const CHECKPOINTER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA cache_size = -500;";
+pub(in crate::db) const CHECKPOINTER_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA cache_size = -500;";
 
 /// Few enough pages for the writer to copy while writers wait (about 0.5 MiB).
 const FEW_PAGES: i64 = 128;
@@ -22,7 +22,7 @@ const RESTART_PATIENCE: std::time::Duration = std::time::Duration::from_millis(5
 
 /// How long the checkpointer leaves a start-over to the committer before doing it itself (when
 /// no shared commit runs, writes come only through sqlx, or none come at all).
-pub(super) const COMMITTER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+pub(in crate::db) const COMMITTER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Keeping the write-ahead log short, between two threads.
 ///
@@ -46,19 +46,19 @@ pub(super) const COMMITTER_PATIENCE: std::time::Duration = std::time::Duration::
 /// file is not cut, only written again from its start; `journal_size_limit` (in
 /// [`super::WRITER_PRAGMAS`]) cuts it back when a burst left it longer than twice the limit.
 #[derive(Default)]
-pub(super) struct Checkpoints {
+pub(in crate::db) struct Checkpoints {
     state: std::sync::Mutex<Asking>,
 }
 
 #[derive(Default)]
-pub(super) struct Asking {
+pub(in crate::db) struct Asking {
     /// When the checkpointer asked for a start-over that has not happened yet.
-    pub(super) asked: Option<std::time::Instant>,
+    pub(in crate::db) asked: Option<std::time::Instant>,
     /// Start-overs in a row that readers kept from finishing; after each, the checkpointer waits
     /// twice as long (from a turn up to [`MOST_TURNS_APART`] turns) before it asks again, so that
     /// a long read (a big list, a report) does not cost writers a wait on every turn.
-    pub(super) failed: u32,
-    pub(super) not_before: Option<std::time::Instant>,
+    pub(in crate::db) failed: u32,
+    pub(in crate::db) not_before: Option<std::time::Instant>,
 }
 
 /// Most turns between two asks after failed start-overs (8 s).
@@ -68,13 +68,13 @@ const MOST_TURNS_APART: u32 = 32;
 const HARD_LIMIT_FACTOR: i64 = 4;
 
 impl Checkpoints {
-    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, Asking> {
+    pub(in crate::db) fn state(&self) -> std::sync::MutexGuard<'_, Asking> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// One turn of the checkpointer. It leaves a start-over to the committer for `patience`
     /// (zero: there is no committer to ask).
-    pub(super) fn turn(
+    pub(in crate::db) fn turn(
         &self,
         conn: &Connection,
         limit_pages: i64,
@@ -119,7 +119,7 @@ impl Checkpoints {
 
     /// Called by the writer after a commit, holding the write lock: starts the log over if the
     /// checkpointer asked for it.
-    pub(super) fn after_commit(&self, conn: &Connection) {
+    pub(in crate::db) fn after_commit(&self, conn: &Connection) {
         if self.state().asked.is_none() {
             return;
         }
@@ -173,7 +173,7 @@ fn briefly(tries: i32) -> bool {
 
 /// `PRAGMA wal_checkpoint(mode)`: whether it was kept from finishing, the log's length and how
 /// much of it is copied, in pages.
-pub(super) fn wal_checkpoint(conn: &Connection, mode: &str) -> rusqlite::Result<(i64, i64, i64)> {
+pub(in crate::db) fn wal_checkpoint(conn: &Connection, mode: &str) -> rusqlite::Result<(i64, i64, i64)> {
     conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
 }
 

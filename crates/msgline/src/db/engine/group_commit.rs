@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::{Backend, Batch};
 
 /// Most requests one commit carries.
-pub(super) const MAX_GROUP: usize = 256;
+pub(in crate::db) const MAX_GROUP: usize = 256;
 
 /// Every statement a PostgreSQL lane runs finds its rows by key (a merged statement joins its
 /// rows to the table on the key). PostgreSQL keeps a prepared statement's generic plan until the
@@ -117,7 +117,7 @@ impl GroupWriter {
     }
 
     /// The committer thread that [`GroupWriter::native`] runs units of work on: a SQLite file's.
-    pub(super) fn native_lane(&self) -> Option<NativeLane<'_>> {
+    pub(in crate::db) fn native_lane(&self) -> Option<NativeLane<'_>> {
         self.native.as_ref().map(NativeLane)
     }
 
@@ -146,7 +146,7 @@ impl GroupWriter {
 
     /// Applies a line's status reports on PostgreSQL's lane that moves messages; returns, per
     /// report, whether it was new.
-    pub(super) async fn apply_reports(
+    pub(in crate::db) async fn apply_reports(
         &self,
         line_id: String,
         reports: Vec<super::reports::StatusReport>,
@@ -286,14 +286,14 @@ async fn run_postgres(conn: &mut sqlx::AnyConnection, jobs: &[Job]) -> sqlx::Res
 }
 
 /// SQLite's committer thread.
-pub(super) struct NativeLane<'a>(&'a mpsc::Sender<Box<dyn super::native::Unit>>);
+pub(in crate::db) struct NativeLane<'a>(&'a mpsc::Sender<Box<dyn super::native::Unit>>);
 
 impl NativeLane<'_> {
     /// Runs `work` on the committer thread inside a shared commit, and returns its result once
     /// that commit is durable. A unit that fails is rolled back alone, not with the others; to
     /// that end `work` may be run again (after a rollback), so it must not act outside the
     /// database.
-    pub(super) async fn run<T: Send + 'static>(
+    pub(in crate::db) async fn run<T: Send + 'static>(
         &self,
         work: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> sqlx::Result<T> {

@@ -72,7 +72,7 @@ pub struct Batch {
 
 /// One statement of a batch, its parameters `$1..$n` in the order of `args`.
 #[derive(Debug, Clone)]
-pub(super) struct Statement {
+pub(in crate::db) struct Statement {
     pub sql: String,
     pub args: Vec<Arg>,
     /// For an insert that [`Batch::push_if_updated`] made wait for its update on SQLite (`sql`
@@ -119,7 +119,7 @@ fn renumber(sql: &str, offset: usize) -> String {
 }
 
 /// `sql` with each parameter `$N` replaced by `to(N)`.
-pub(super) fn map_params(sql: &str, mut to: impl FnMut(usize) -> String) -> String {
+pub(in crate::db) fn map_params(sql: &str, mut to: impl FnMut(usize) -> String) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut chars = sql.chars().peekable();
     while let Some(c) = chars.next() {
@@ -138,7 +138,7 @@ pub(super) fn map_params(sql: &str, mut to: impl FnMut(usize) -> String) -> Stri
 }
 
 /// Binds `args` in order, on either driver's query.
-pub(super) fn bind<'q, DB: sqlx::Database>(
+pub(in crate::db) fn bind<'q, DB: sqlx::Database>(
     mut query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
     args: Vec<Arg>,
 ) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
@@ -168,7 +168,7 @@ impl Batch {
 
     /// [`Batch::push`] for a statement that running again right after, with the same
     /// arguments, changes nothing more (see [`Statement::repeatable`]).
-    pub(super) fn push_repeatable(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
+    pub(in crate::db) fn push_repeatable(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
         self.push(sql, args);
         if let Some(last) = self.statements.last_mut() {
             last.repeatable = true;
@@ -178,7 +178,7 @@ impl Batch {
 
     /// Notes that the last statement writes nothing unless `sql`, with `$1` = `arg`, finds a row
     /// (see [`Statement::guard`]).
-    pub(super) fn guard_last(&mut self, sql: &'static str, arg: Arg) -> &mut Self {
+    pub(in crate::db) fn guard_last(&mut self, sql: &'static str, arg: Arg) -> &mut Self {
         if let Some(last) = self.statements.last_mut() {
             last.guard = Some((sql, arg));
         }
@@ -287,7 +287,7 @@ impl Batch {
 
     /// Notes that the batch updates the row `key` names, which many batches update (see
     /// [`Batch::hot_row`]).
-    pub(super) fn mark_hot_row(&mut self, key: &str) -> &mut Self {
+    pub(in crate::db) fn mark_hot_row(&mut self, key: &str) -> &mut Self {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut hasher);
@@ -296,18 +296,18 @@ impl Batch {
     }
 
     /// The hash of the contended row the batch updates, if any.
-    pub(super) fn hot_row(&self) -> Option<u64> {
+    pub(in crate::db) fn hot_row(&self) -> Option<u64> {
         self.hot_row
     }
 
     /// Notes that the batch changes existing messages (see [`Batch::moves_messages`]).
-    pub(super) fn mark_moves_messages(&mut self) -> &mut Self {
+    pub(in crate::db) fn mark_moves_messages(&mut self) -> &mut Self {
         self.moves_messages = true;
         self
     }
 
     /// Whether the batch changes messages that exist already.
-    pub(super) fn moves_messages(&self) -> bool {
+    pub(in crate::db) fn moves_messages(&self) -> bool {
         self.moves_messages
     }
 
@@ -316,7 +316,7 @@ impl Batch {
     }
 
     /// The statements, in order.
-    pub(super) fn statements(&self) -> &[Statement] {
+    pub(in crate::db) fn statements(&self) -> &[Statement] {
         &self.statements
     }
 

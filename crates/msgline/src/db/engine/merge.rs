@@ -27,7 +27,7 @@ const ROWS: &str = "_m";
 
 /// How a merged statement that looks rows up reads its rows.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) enum Lookup {
+pub(in crate::db) enum Lookup {
     /// On a connection that may plan a scan: through `msgline_rows`, whose one-row estimate
     /// keeps the plan on the key.
     Estimated,
@@ -37,7 +37,7 @@ pub(super) enum Lookup {
 }
 
 /// Runs `sequences` (each a batch whose order matters) in the open transaction on `conn`.
-pub(super) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch], lookup: Lookup) -> sqlx::Result<()> {
+pub(in crate::db) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch], lookup: Lookup) -> sqlx::Result<()> {
     // Sequences by shape, in the order each shape first appears.
     let mut shapes: Vec<Vec<&Batch>> = Vec::new();
     for sequence in sequences {
