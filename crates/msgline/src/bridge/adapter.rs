@@ -10,10 +10,11 @@ use std::collections::HashMap;
 
 use axum::http::HeaderMap;
 
+pub use super::call::FileError;
 use super::{
     BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
     SendRequest,
-    client::{CallResult, SendOutcome, StatusLookup},
+    call::{CallResult, SendOutcome, StatusLookup},
 };
 use crate::db::lines::Line;
 
@@ -77,17 +78,6 @@ impl Hook<'_> {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
-}
-
-/// Why a file could not be fetched from a line's device.
-#[derive(Debug)]
-pub enum FileError {
-    /// Larger than allowed: the message is kept without it.
-    TooLarge,
-    /// The device did not give it now (it may later): the callback is refused, to be retried.
-    Unavailable(String),
-    /// msgline will not fetch it (a URL off the bridge's origin): the message is kept without it.
-    Refused(String),
 }
 
 /// Why a webhook was refused.

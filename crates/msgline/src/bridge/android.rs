@@ -26,7 +26,7 @@ use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
+    call::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
 };
 use crate::{
     clock,

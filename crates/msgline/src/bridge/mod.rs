@@ -10,6 +10,7 @@
 pub mod adapter;
 pub mod android;
 pub mod bluebubbles;
+pub mod call;
 pub mod client;
 pub mod directory;
 pub mod protocol;

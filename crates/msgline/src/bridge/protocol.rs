@@ -10,7 +10,7 @@ use super::{
     BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
     ReachabilityRequest, SendAnswer, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
+    call::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
 };
 use crate::db::lines::Line;
 

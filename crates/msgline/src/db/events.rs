@@ -3,7 +3,7 @@
 
 use sqlx::AnyConnection;
 
-use super::{Batch, messages::Message};
+use super::Batch;
 use crate::{clock, ids};
 
 /// An event row's insert, its values given by [`values`].
@@ -65,27 +65,22 @@ pub async fn insert(
     Ok((done.rows_affected() == 1).then_some(id))
 }
 
-/// `messaging.message.<status>` with the message as it now is.
-pub async fn insert_message_event(conn: &mut AnyConnection, message: &Message) -> sqlx::Result<Option<String>> {
-    let kind = format!("messaging.message.{}", message.status);
-    insert(conn, &message.org_id, &kind, Some(&message.id), message.event_data()).await
-}
-
-/// Stages `messaging.message.<status>` into a batch.
-pub fn stage_message_event(batch: &mut Batch, message: &Message) {
+/// Stages `messaging.message.<status>` of a message into a batch, with `data` (the message as
+/// it now is: `Message::event_data`).
+pub fn stage_message_event(batch: &mut Batch, org_id: &str, message_id: &str, status: &str, data: String) {
     batch
         .push(
             insert_sql(),
             vec![
                 ids::new_id("evt").into(),
-                (&message.org_id).into(),
-                format!("messaging.message.{}", message.status).into(),
-                (&message.id).into(),
-                message.event_data().into(),
+                org_id.into(),
+                format!("messaging.message.{status}").into(),
+                message_id.into(),
+                data.into(),
                 clock::now_ms().into(),
             ],
         )
-        .guard_last(HAS_ENDPOINT, (&message.org_id).into());
+        .guard_last(HAS_ENDPOINT, org_id.into());
 }
 
 /// The types of the events written for a message, oldest first (for tests and diagnostics).

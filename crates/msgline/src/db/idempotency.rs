@@ -30,16 +30,7 @@ pub enum Prior {
 
 const WHERE: &str = "org_id = $1 AND method = $2 AND path = $3 AND idem_key = $4";
 
-/// A send's idempotency key, as its message holds it.
-#[derive(Debug, Clone)]
-pub struct SendKey {
-    /// `<path> <key>`: a key is scoped by the route it was sent to.
-    pub key: String,
-    pub fingerprint: String,
-    /// What the answer carried beside the message (a contact card, a poll), serialised.
-    pub extra: Option<String>,
-    pub expires_at: i64,
-}
+pub use super::messages::SendKey;
 
 /// Stages the release of a send's key from the message holding it if its time is up, for a
 /// send that found it held (the rare case: a key reused after its time), so that the send's

@@ -13,6 +13,17 @@ use crate::{
     ids,
 };
 
+/// A send's idempotency key, as its message holds it.
+#[derive(Debug, Clone)]
+pub struct SendKey {
+    /// `<path> <key>`: a key is scoped by the route it was sent to.
+    pub key: String,
+    pub fingerprint: String,
+    /// What the answer carried beside the message (a contact card, a poll), serialised.
+    pub extra: Option<String>,
+    pub expires_at: i64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Message {
     pub id: String,
@@ -214,7 +225,7 @@ pub fn stage_insert_at(
     batch: &mut Batch,
     new: NewMessage,
     now: i64,
-    key: Option<&super::idempotency::SendKey>,
+    key: Option<&SendKey>,
     claimed_until: Option<i64>,
 ) -> Message {
     let queued = new.status == MessageStatus::Queued && new.direction == Direction::Outbound;
@@ -281,7 +292,7 @@ pub fn stage_insert_at(
          AND (last_message_at IS NULL OR last_message_at < $1)",
         vec![now.into(), (&message.conversation_id).into()],
     );
-    events::stage_message_event(batch, &message);
+    events::stage_message_event(batch, &message.org_id, &message.id, message.status.as_str(), message.event_data());
     message
 }
 

@@ -219,7 +219,7 @@ async fn advance_staged(
         .fetch_optional(&mut *conn)
         .await?;
     let Some(message) = row.as_ref().map(from_row).transpose()? else { return Ok(None) };
-    events::stage_message_event(batch, &message);
+    events::stage_message_event(batch, &message.org_id, &message.id, message.status.as_str(), message.event_data());
     Ok(Some(message))
 }
 

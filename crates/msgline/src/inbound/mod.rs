@@ -40,7 +40,7 @@ pub struct Rules {
 }
 
 impl Rules {
-    pub fn of(config: &crate::Config) -> Self {
+    pub fn of(config: &crate::config::Config) -> Self {
         Rules {
             agent_runs_per_minute: config.agent_runs_per_minute,
             poll_open_ms: (config.poll_open_seconds as i64).saturating_mul(1000),

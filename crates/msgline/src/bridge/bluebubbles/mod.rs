@@ -41,7 +41,7 @@ use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    client::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
+    call::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
 };
 use crate::{
     clock,

@@ -9,10 +9,7 @@
 use sqlx::{AnyPool, Executor};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Backend, Batch};
-
-/// Most requests one commit carries.
-pub(in crate::db) const MAX_GROUP: usize = 256;
+use super::{Backend, Batch, MAX_GROUP};
 
 /// Every statement a PostgreSQL lane runs finds its rows by key (a merged statement joins its
 /// rows to the table on the key). PostgreSQL keeps a prepared statement's generic plan until the

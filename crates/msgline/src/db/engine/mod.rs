@@ -18,6 +18,9 @@ pub mod planner;
 
 pub use batch::{Arg, Batch};
 
+/// Most requests one commit carries.
+pub(in crate::db) const MAX_GROUP: usize = 256;
+
 // What the engine uses of the storage layer around it.
 #[cfg(test)]
 use super::is_unique_violation;

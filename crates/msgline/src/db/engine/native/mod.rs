@@ -20,7 +20,7 @@ use rusqlite::{Connection, ffi};
 use sqlx::AnyPool;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Arg, group_commit::MAX_GROUP};
+use super::{Arg, MAX_GROUP};
 
 mod checkpoint;
 use checkpoint::{CHECKPOINT_EVERY, CHECKPOINTER_PRAGMAS, COMMITTER_PATIENCE, Checkpoints, LOG_LIMIT_PAGES};
