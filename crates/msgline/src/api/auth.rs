@@ -1,5 +1,5 @@
 //! Bearer-key authentication over HTTP: the `Authorization` header's key becomes the request's
-//! [`Principal`] (see [`crate::state::AuthCache`]).
+//! [`Principal`] (see [`crate::caller::AuthCache`]).
 
 use axum::{extract::FromRequestParts, http::request::Parts};
 
