@@ -110,11 +110,11 @@ impl AsyncWrite for JsonErrors {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        // The HTTP layer's own error answers are a head alone, in one slice.
-        let single = bufs.iter().filter(|b| !b.is_empty()).count() == 1;
-        if self.replacing.is_some() || (single && bufs.iter().any(|b| replacement(b).is_some())) {
-            let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
-            return self.poll_write(cx, first);
+        // The HTTP layer's own error answers are a head alone, in one slice: poll_write sees
+        // it whole (and writes the rest of a replacement under way).
+        let mut written = bufs.iter().filter(|b| !b.is_empty());
+        if let (Some(only), None) = (written.next(), written.next()) {
+            return self.poll_write(cx, only);
         }
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }

@@ -292,19 +292,22 @@ impl BridgeEvent {
     /// never sent again) keeps its message this way; PostgreSQL cannot store a NUL in text, and
     /// in a text message it means nothing.
     pub fn without_nul(self) -> BridgeEvent {
-        fn strip(value: &mut Value) {
+        /// Whether it took any out.
+        fn strip(value: &mut Value) -> bool {
             match value {
-                Value::String(text) if text.contains('\0') => text.retain(|c| c != '\0'),
-                Value::Array(items) => items.iter_mut().for_each(strip),
-                Value::Object(map) => map.values_mut().for_each(strip),
-                _ => {}
+                Value::String(text) if text.contains('\0') => {
+                    text.retain(|c| c != '\0');
+                    true
+                }
+                Value::Array(items) => items.iter_mut().fold(false, |any, item| strip(item) | any),
+                Value::Object(map) => map.values_mut().fold(false, |any, item| strip(item) | any),
+                _ => false,
             }
         }
         let Ok(mut value) = serde_json::to_value(&self) else { return self };
-        if !value.to_string().contains("\\u0000") {
+        if !strip(&mut value) {
             return self;
         }
-        strip(&mut value);
         serde_json::from_value(value).unwrap_or(self)
     }
 }

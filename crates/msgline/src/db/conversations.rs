@@ -356,17 +356,44 @@ pub async fn get_any(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<O
     Ok(Some(conversation))
 }
 
+/// A group whose creation is unsettled while the line has reported on its opening message.
+#[derive(Debug, Clone)]
+pub struct ReportedGroup {
+    pub group_id: String,
+    pub message_id: String,
+    /// The opening message's status: `submitted`, `sent`, `delivered`, `read` or `failed`.
+    pub status: String,
+    pub error: Option<String>,
+}
+
 /// Up to `limit` groups still `unknown`, or `creating` since before `stale_before` (a creation's
-/// call ends within the bridge timeout), through `conversations_unsettled_groups`: (org, id).
-pub async fn unsettled_groups(db: &Db, stale_before: i64, limit: i64) -> sqlx::Result<Vec<(String, String)>> {
-    sqlx::query_as(
-        "SELECT org_id, id FROM conversations WHERE group_state IN ('creating', 'unknown') \
-         AND (group_state = 'unknown' OR created_at < $1) ORDER BY created_at LIMIT $2",
+/// call ends within the bridge timeout), whose opening message the line has reported on. Read
+/// through `conversations_unsettled_groups` and `messages_by_conversation`; a group whose opening
+/// message is itself still unknown is not one of them, so such groups never crowd out the rest.
+pub async fn reported_unsettled_groups(db: &Db, stale_before: i64, limit: i64) -> sqlx::Result<Vec<ReportedGroup>> {
+    let rows = sqlx::query(
+        "SELECT g.id, m.id, m.status, m.error FROM \
+         (SELECT c.id, (SELECT o.id FROM messages o WHERE o.org_id = c.org_id AND o.conversation_id = c.id \
+                        ORDER BY o.id LIMIT 1) AS opening \
+          FROM conversations c WHERE c.group_state IN ('creating', 'unknown') \
+          AND (c.group_state = 'unknown' OR c.created_at < $1)) g \
+         JOIN messages m ON m.id = g.opening \
+         WHERE m.status IN ('submitted', 'sent', 'delivered', 'read', 'failed') LIMIT $2",
     )
     .bind(stale_before)
     .bind(limit)
     .fetch_all(db.reader())
-    .await
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(ReportedGroup {
+                group_id: row.try_get(0)?,
+                message_id: row.try_get(1)?,
+                status: row.try_get(2)?,
+                error: row.try_get(3)?,
+            })
+        })
+        .collect()
 }
 
 /// Moves a group out of `creating` or `unknown`; returns whether it moved.

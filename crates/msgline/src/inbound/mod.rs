@@ -87,11 +87,10 @@ pub async fn handle_all(db: &Db, line: &Line, events: &[BridgeEvent], rules: Rul
 /// answer keeps the events' order; a status msgline does not know moves nothing.
 async fn statuses_in_bulk(db: &Db, line: &Line, events: &[BridgeEvent]) -> anyhow::Result<Vec<Handled>> {
     let parsed: Vec<Option<db::reports::StatusReport>> = events.iter().map(|e| report_of(line, e)).collect();
-    let reports: Vec<_> = parsed.iter().flatten().cloned().collect();
-    let statuses: Vec<MessageStatus> = reports.iter().map(|r: &db::reports::StatusReport| r.status).collect();
+    let reports = parsed.iter().flatten().cloned().collect();
     let moved = db::reports::apply_reports(db, &line.id, reports).await?;
-    for (status, moved) in statuses.iter().zip(&moved) {
-        crate::metrics::status_moves(status.as_str(), u64::from(*moved));
+    for (report, moved) in parsed.iter().flatten().zip(&moved) {
+        crate::metrics::status_moves(report.status.as_str(), u64::from(*moved));
     }
     let mut moved = moved.into_iter();
     Ok(parsed

@@ -103,37 +103,20 @@ async fn settle_changes(state: &Sender) -> anyhow::Result<usize> {
 /// whose opening message is still unknown are left to the job that asks the line about them.
 async fn settle_reported_groups(state: &Sender) -> anyhow::Result<usize> {
     let stale = send::groups::stale_pending_before(state);
-    let groups = db::conversations::unsettled_groups(&state.db, stale, BATCH).await?;
-    let mut settled = 0;
-    for (org_id, group_id) in groups {
-        // Read first: most unsettled groups wait on their message's job, and need no write.
-        let message = {
-            let mut conn = state.db.reader().acquire().await?;
-            let Some(opening) = db::messages::first_in_conversation(&mut conn, &org_id, &group_id).await? else {
-                continue;
-            };
-            db::messages::get_any(&mut conn, &opening).await?
-        };
-        let Some(message) = message else { continue };
-        let outcome = match message.status {
-            MessageStatus::Submitted | MessageStatus::Sent | MessageStatus::Delivered | MessageStatus::Read => {
-                "created"
-            }
-            MessageStatus::Failed => "failed",
-            _ => continue,
-        };
+    let groups = db::conversations::reported_unsettled_groups(&state.db, stale, BATCH).await?;
+    for group in &groups {
+        let outcome = if group.status == "failed" { "failed" } else { "created" };
         // Conditional on the group being unsettled still: an instance doing the same, or the
         // job's own lookup, settles it once.
         state
             .db
             .transaction(async |tx| {
-                send::groups::settle(tx, &group_id, &message.id, outcome, message.error.as_deref()).await
+                send::groups::settle(tx, &group.group_id, &group.message_id, outcome, group.error.as_deref()).await
             })
             .await?;
-        tracing::info!(group = %group_id, outcome, "settled a group from its opening message's reports");
-        settled += 1;
+        tracing::info!(group = %group.group_id, outcome, "settled a group from its opening message's reports");
     }
-    Ok(settled)
+    Ok(groups.len())
 }
 
 /// The status a line's lookup answer settles a message at: one the protocol allows
