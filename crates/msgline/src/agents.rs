@@ -284,9 +284,9 @@ async fn perform(
     };
     match sent {
         Ok(sent) => {
-            let message_id = sent.body["message"]["id"].as_str().map(str::to_string);
-            let result = json!({"ok": true, "message_id": message_id, "status": sent.body["message"]["status"]});
-            ("ok", result, message_id)
+            let message = sent.message;
+            let result = json!({"ok": true, "message_id": message.id, "status": message.status});
+            ("ok", result, Some(message.id))
         }
         // The same call was performed by an earlier attempt of this run.
         Err(error) if error.code == "idempotency_key_reused" => {
@@ -296,8 +296,15 @@ async fn perform(
     }
 }
 
+/// What the model reads of a refused call: the error's code, message and fields, as the API
+/// would have answered them.
 fn error_result(error: &ApiError) -> Value {
-    let mut body = error.body();
-    body["ok"] = json!(false);
-    body
+    let mut result = serde_json::Map::new();
+    result.insert("error".into(), json!(error.code));
+    if let Some(message) = &error.message {
+        result.insert("message".into(), json!(message));
+    }
+    result.extend(error.extra.clone());
+    result.insert("ok".into(), json!(false));
+    Value::Object(result)
 }

@@ -22,7 +22,7 @@ use crate::{
     clock,
     db::{
         self,
-        agents::{Agent, TOOLS},
+        agents::{Agent, TOOLS, ToolCall},
     },
     domain::scope::Scope,
     error::{ApiError, ApiResult},
@@ -172,7 +172,7 @@ async fn create_agent(
             }
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(agent.to_json())))
+    Ok((StatusCode::CREATED, Json(agent_json(&agent))))
 }
 
 async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Agent> {
@@ -219,7 +219,7 @@ async fn update_agent(
             }
         })
         .await?;
-    Ok(Json(agent.to_json()))
+    Ok(Json(agent_json(&agent)))
 }
 
 /// The caller's agents.
@@ -240,7 +240,7 @@ async fn list_agents(
     let page = page?;
     let mut paged = db::agents::list(&state.db, &caller.org_id, &page).await?;
     paged.rows.retain(|a| caller.may_use_line(&a.line_id));
-    Ok(Json(list(paged, Agent::to_json)))
+    Ok(Json(list(paged, agent_json)))
 }
 
 /// An agent.
@@ -254,7 +254,7 @@ async fn list_agents(
 )]
 async fn get_agent(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Agents)?;
-    Ok(Json(find(&state, &caller, &id).await?.to_json()))
+    Ok(Json(agent_json(&find(&state, &caller, &id).await?)))
 }
 
 /// Delete an agent.
@@ -310,9 +310,41 @@ async fn list_runs(
             "error": run.error,
             "created_at": clock::rfc3339(run.created_at),
             "finished_at": clock::rfc3339_opt(run.finished_at),
-            "tool_calls": calls.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
+            "tool_calls": calls.iter().map(tool_call_json).collect::<Vec<_>>(),
         }));
     }
     let next = paged.next.map(|id| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id));
     Ok(Json(json!({"data": data, "next_cursor": next})))
+}
+
+/// An agent as the API shows it (its photo only as `has_photo`).
+fn agent_json(agent: &Agent) -> Value {
+    json!({
+        "id": agent.id,
+        "name": agent.name,
+        "line_id": agent.line_id,
+        "photo_url": agent.photo_url,
+        "has_photo": agent.photo.is_some(),
+        "instructions": agent.instructions,
+        "tools": agent.tools,
+        "model": agent.model,
+        "enabled": agent.enabled,
+        "created_at": clock::rfc3339(agent.created_at),
+        "updated_at": clock::rfc3339(agent.updated_at),
+    })
+}
+
+/// A run's tool call: its arguments and result as JSON where they are JSON.
+fn tool_call_json(call: &ToolCall) -> Value {
+    let json_or_text = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_else(|_| Value::String(text.into()));
+    json!({
+        "seq": call.seq,
+        "call_id": call.call_id,
+        "tool": call.tool,
+        "arguments": json_or_text(&call.arguments),
+        "status": call.status,
+        "result": json_or_text(&call.result),
+        "message_id": call.message_id,
+        "created_at": clock::rfc3339(call.created_at),
+    })
 }

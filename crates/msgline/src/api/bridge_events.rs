@@ -26,7 +26,7 @@ use crate::{
         adapter::{Hook, HookError},
     },
     db,
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, ErrorKind},
     fields::from_value,
     inbound::{self, Handled},
 };
@@ -202,7 +202,7 @@ async fn fetch_files(
                     continue;
                 }
                 Err(crate::bridge::adapter::FileError::Unavailable(why)) => {
-                    return Err(ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, "line_unavailable")
+                    return Err(ApiError::new(ErrorKind::Unavailable, "line_unavailable")
                         .with_message(format!("a file of event {} could not be fetched ({why}); try again", event.id))
                         .with_retry_after(1));
                 }

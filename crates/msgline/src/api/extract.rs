@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::{
     db::{Page, Paged},
-    error::ApiError,
+    error::{ApiError, ErrorKind},
     fields::parse_json,
 };
 
@@ -59,7 +59,7 @@ fn json_declared(req: &Request) -> Result<(), ApiError> {
     let json = essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"));
     match json {
         true => Ok(()),
-        false => Err(ApiError::new(axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+        false => Err(ApiError::new(ErrorKind::UnsupportedMedia, "unsupported_media_type")
             .with_message("send the body as JSON, with Content-Type: application/json")),
     }
 }

@@ -6,27 +6,27 @@ use std::collections::BTreeSet;
 use axum::{
     Json,
     extract::{Path, State},
-    http::HeaderMap,
-    response::Response,
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
 };
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     extract::ApiJson,
-    messages::{IdempotencyKey, header_key, respond},
+    messages::{IdempotencyKey, header_key, replayed},
     openapi::schemas,
 };
 use crate::{
     api::AppState,
     caller::Principal,
-    db,
+    db::{self, group_changes::ChangeState},
     domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
     fields::{bounded, from_value, phone_field, required_text},
     send::{
-        groups::{self, CHANGES_PATH, ChangeInput, GroupInput, MAX_PARTICIPANTS},
+        groups::{self, CHANGES_PATH, ChangeInput, ChangeSent, GroupInput, GroupSent, MAX_PARTICIPANTS},
         request::{MAX_BODY_CHARS, idempotency},
     },
 };
@@ -132,8 +132,31 @@ async fn create_group(
     // The fingerprint is made from the normalised request once the line is known.
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), "/groups", &raw)?;
     let input = GroupInput { participants, body, name, line_id: request.line_id, line_e164 };
-    let sent = groups::create(&state, &caller, input, key).await?;
-    Ok(respond(sent))
+    Ok(respond_group(groups::create(&state, &caller, input, key).await?))
+}
+
+/// A group's answer: 201 `created` (200 on a replay) or 202 while the line's answer is unknown,
+/// with `{group, message, duplicate, delivery_unknown}`.
+fn respond_group(sent: GroupSent) -> Response {
+    let status = match sent.group.group_state.as_deref() {
+        Some("created") if !sent.replayed => StatusCode::CREATED,
+        Some("created") => StatusCode::OK,
+        _ => StatusCode::ACCEPTED,
+    };
+    let body = json!({
+        "group": sent.group.group_json(),
+        "message": sent.message.to_json(),
+        "duplicate": sent.replayed,
+        "delivery_unknown": sent.message.delivery_unknown,
+    });
+    replayed((status, Json(body)).into_response(), sent.replayed)
+}
+
+/// A change's answer: 200 applied, 202 while pending or unknown, with `{group, change, duplicate}`.
+fn respond_change(sent: ChangeSent) -> Response {
+    let status = if sent.change.state == ChangeState::Applied { StatusCode::OK } else { StatusCode::ACCEPTED };
+    let body = json!({"group": sent.group.group_json(), "change": sent.change.to_json(), "duplicate": sent.replayed});
+    replayed((status, Json(body)).into_response(), sent.replayed)
 }
 
 /// A group.
@@ -215,7 +238,7 @@ async fn rename_group(
     let name = bounded("name", Some(name), 100)?.unwrap_or_default();
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
     let input = ChangeInput { name: Some(name), ..ChangeInput::default() };
-    Ok(respond(groups::change(&state, &caller, &id, input, key).await?))
+    Ok(respond_change(groups::change(&state, &caller, &id, input, key).await?))
 }
 
 /// Numbers for a change of participants: E.164, each once, at most 31.
@@ -267,7 +290,7 @@ async fn change_participants(
     }
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
     let input = ChangeInput { name: None, add, remove, leave: false };
-    Ok(respond(groups::change(&state, &caller, &id, input, key).await?))
+    Ok(respond_change(groups::change(&state, &caller, &id, input, key).await?))
 }
 
 /// `POST /groups/{id}/leave` (the body is optional). Leaving cannot be undone, so a body with
@@ -311,5 +334,5 @@ async fn leave_group(
     let request: LeaveGroup = from_value(raw.clone())?;
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
     let input = ChangeInput { leave: true, ..ChangeInput::default() };
-    Ok(respond(groups::change(&state, &caller, &id, input, key).await?))
+    Ok(respond_change(groups::change(&state, &caller, &id, input, key).await?))
 }

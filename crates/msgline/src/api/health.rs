@@ -12,7 +12,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::openapi::schemas;
 
-use crate::{api::AppState, domain::apikey::hash_secret, error::ApiError};
+use crate::{
+    api::AppState,
+    domain::apikey::hash_secret,
+    error::{ApiError, ErrorKind},
+};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz)).routes(routes!(metrics))
@@ -83,7 +87,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
         Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response(),
         Err(error) => {
             tracing::error!(error = %error, "could not read the metrics");
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "metrics_unavailable")
+            ApiError::new(ErrorKind::Unavailable, "metrics_unavailable")
                 .with_message("the metrics could not be read")
                 .into_response()
         }

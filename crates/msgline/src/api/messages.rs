@@ -4,11 +4,11 @@
 use axum::{
     Json,
     extract::{Path, State},
-    http::{HeaderMap, HeaderName, HeaderValue},
+    http::{HeaderMap, HeaderName, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -22,10 +22,11 @@ use crate::{
     db::{self, messages::MessageFilter},
     domain::{
         lifecycle::{Direction, MessageStatus},
+        payload::Payload,
         scope::Scope,
     },
     error::{ApiError, ApiResult},
-    send::{Sent, request::send_text},
+    send::{Accepted, request::send_text},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -49,10 +50,26 @@ pub fn header_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
         .transpose()
 }
 
-/// The HTTP answer of a send: its status and body, and `Idempotent-Replayed` on a replay.
-pub fn respond(sent: Sent) -> Response {
-    let mut response = (sent.status, Json(sent.body)).into_response();
-    if sent.replayed {
+/// The HTTP answer of an accepted send: 202 with `{message, duplicate, delivery_unknown}` and
+/// the card or poll the message carries; a replay is 200 with `duplicate: true` and
+/// `Idempotent-Replayed: true`.
+pub fn respond(sent: Accepted) -> Response {
+    let message = &sent.message;
+    let mut body = json!({
+        "message": message.to_json(),
+        "duplicate": sent.replayed,
+        "delivery_unknown": message.delivery_unknown,
+    });
+    if let Some((name, value)) = message.payload.as_ref().and_then(Payload::envelope_extra) {
+        body[name] = value;
+    }
+    let status = if sent.replayed { StatusCode::OK } else { StatusCode::ACCEPTED };
+    replayed((status, Json(body)).into_response(), sent.replayed)
+}
+
+/// Marks a response that repeats an earlier request's answer.
+pub fn replayed(mut response: Response, replayed: bool) -> Response {
+    if replayed {
         response.headers_mut().insert(HeaderName::from_static("idempotent-replayed"), HeaderValue::from_static("true"));
     }
     response

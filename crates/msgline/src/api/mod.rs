@@ -9,6 +9,7 @@ mod bridge_events;
 pub mod contact_cards;
 mod contacts;
 mod conversations;
+pub mod errors;
 mod events;
 pub mod extract;
 mod groups;
@@ -38,7 +39,11 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub use state::AppState;
 
-use crate::{error::ApiError, ids, ratelimit::Policy};
+use crate::{
+    error::{ApiError, ErrorKind},
+    ids,
+    ratelimit::Policy,
+};
 
 pub const BASE: &str = "/api/v1/messaging";
 
@@ -79,7 +84,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn(route_template))
         .fallback(|| async { ApiError::not_found("route") })
         .method_not_allowed_fallback(|| async {
-            ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+            ApiError::new(ErrorKind::NotAllowed, "method_not_allowed")
                 .with_message("this route does not take that method")
         })
         .layer(middleware::from_fn(refuse_unreadable_urls))

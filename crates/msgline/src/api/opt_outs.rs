@@ -100,7 +100,7 @@ async fn clear_opt_out(
 )]
 async fn get_settings(State(state): State<AppState>, caller: Principal) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    Ok(Json(db::orgs::replies(state.db.reader(), &caller.org_id).await?.to_json()))
+    Ok(Json(replies_json(&db::orgs::replies(state.db.reader(), &caller.org_id).await?)))
 }
 
 /// `PATCH /settings`: an omitted reply is left as it is, `""` goes back to the default; at least
@@ -161,5 +161,20 @@ async fn update_settings(
         opt_in: reply("opt_in_reply", body.opt_in_reply)?,
         help: reply("help_reply", body.help_reply)?,
     };
-    Ok(Json(db::orgs::set_replies(&state.db, &caller.org_id, &changes).await?.to_json()))
+    Ok(Json(replies_json(&db::orgs::set_replies(&state.db, &caller.org_id, &changes).await?)))
+}
+
+/// The automatic replies as the API shows them: the texts in force, and whether each is the
+/// default.
+fn replies_json(replies: &Replies) -> Value {
+    json!({
+        "opt_out_reply": replies.opt_out_text(),
+        "opt_in_reply": replies.opt_in_text(),
+        "help_reply": replies.help_text(),
+        "defaults": {
+            "opt_out_reply": replies.opt_out.is_none(),
+            "opt_in_reply": replies.opt_in.is_none(),
+            "help_reply": replies.help.is_none(),
+        },
+    })
 }

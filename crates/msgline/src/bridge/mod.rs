@@ -45,7 +45,7 @@ pub struct SendRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vcard: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub poll: Option<Value>,
+    pub poll: Option<crate::domain::payload::PollSummary>,
     /// For `reaction`: the tapback and the message it reacts to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reaction: Option<ReactionRequest>,
@@ -326,15 +326,7 @@ impl SendRequest {
     /// caption).
     pub fn plain_text(&self, card_as_text: bool) -> String {
         match (self.kind.as_str(), &self.poll, &self.vcard) {
-            ("poll", Some(poll), _) => {
-                let question = poll.get("question").and_then(Value::as_str).unwrap_or(&self.body);
-                let options: Vec<String> = poll
-                    .get("options")
-                    .and_then(Value::as_array)
-                    .map(|o| o.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-                    .unwrap_or_default();
-                crate::domain::poll::fallback_text(question, &options)
-            }
+            ("poll", Some(poll), _) => crate::domain::poll::fallback_text(&poll.question, &poll.options),
             ("contact_card", _, Some(vcard)) if card_as_text => {
                 let card = crate::domain::vcard::text_summary(vcard);
                 if self.body.trim().is_empty() { card } else { format!("{}\n{card}", self.body) }

@@ -1,6 +1,5 @@
 //! Hosted agents, their runs and tool calls.
 
-use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
 use super::{Backend, Db, ListQuery, Page, Paged};
@@ -26,22 +25,6 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "name": self.name,
-            "line_id": self.line_id,
-            "photo_url": self.photo_url,
-            "has_photo": self.photo.is_some(),
-            "instructions": self.instructions,
-            "tools": self.tools,
-            "model": self.model,
-            "enabled": self.enabled,
-            "created_at": clock::rfc3339(self.created_at),
-            "updated_at": clock::rfc3339(self.updated_at),
-        })
-    }
-
     pub fn has_tool(&self, tool: &str) -> bool {
         self.tools.iter().any(|t| t == tool)
     }
@@ -316,21 +299,6 @@ pub struct ToolCall {
     pub result: String,
     pub message_id: Option<String>,
     pub created_at: i64,
-}
-
-impl ToolCall {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "seq": self.seq,
-            "call_id": self.call_id,
-            "tool": self.tool,
-            "arguments": serde_json::from_str::<Value>(&self.arguments).unwrap_or(Value::String(self.arguments.clone())),
-            "status": self.status,
-            "result": serde_json::from_str::<Value>(&self.result).unwrap_or(Value::String(self.result.clone())),
-            "message_id": self.message_id,
-            "created_at": clock::rfc3339(self.created_at),
-        })
-    }
 }
 
 pub async fn tool_calls(db: &Db, run_id: &str) -> sqlx::Result<Vec<ToolCall>> {

@@ -1,10 +1,9 @@
 //! Attachments' rows: which organisation and message a stored file belongs to, and what it is.
 
-use serde_json::{Value, json};
 use sqlx::Row;
 
 use super::{Batch, Db};
-use crate::ids;
+use crate::{domain::payload::AttachmentSummary, ids};
 
 #[derive(Debug, Clone)]
 pub struct Attachment {
@@ -63,8 +62,13 @@ impl Attachment {
     }
 
     /// As a message lists it.
-    pub fn summary(&self) -> Value {
-        json!({"id": self.id, "content_type": self.content_type, "size": self.size, "filename": self.filename})
+    pub fn summary(&self) -> AttachmentSummary {
+        AttachmentSummary {
+            id: self.id.clone(),
+            content_type: self.content_type.clone(),
+            size: self.size,
+            filename: self.filename.clone(),
+        }
     }
 }
 

@@ -20,8 +20,8 @@ pub struct IdemScope<'a> {
 /// What an earlier request with the same key left.
 #[derive(Debug, Clone)]
 pub enum Prior {
-    /// The same request finished: answer it again.
-    Done { status: u16, body: Value },
+    /// The same request finished; `body` names what it made (a group's ids).
+    Done { body: Value },
     /// The same request is still running; `body` is what it noted so far (a group's ids).
     InProgress { body: Option<Value> },
     /// Another request used this key.
@@ -43,20 +43,20 @@ pub fn stage_take_expired(batch: &mut super::Batch, org_id: &str, key: &str, now
 }
 
 /// What a send with this key made, while the key lasts: the message, the fingerprint of the
-/// request that made it, and the rest of its answer ([`SendKey::extra`]).
+/// request that made it.
 pub async fn find_send(
     db: &Db,
     org_id: &str,
     key: &str,
     now: i64,
-) -> sqlx::Result<Option<(super::messages::Message, String, Option<String>)>> {
+) -> sqlx::Result<Option<(super::messages::Message, String)>> {
     let sql = format!(
-        "SELECT {}, idem_fingerprint, idem_extra FROM messages WHERE org_id = $1 AND idem_key = $2 AND idem_expires_at > $3",
+        "SELECT {}, idem_fingerprint FROM messages WHERE org_id = $1 AND idem_key = $2 AND idem_expires_at > $3",
         super::messages::COLUMNS
     );
     let rows = db
         .read_rows(sql, vec![org_id.into(), key.into(), now.into()], |row| {
-            Ok((super::messages::from_row(row)?, row.text("idem_fingerprint")?, row.opt_text("idem_extra")?))
+            Ok((super::messages::from_row(row)?, row.text("idem_fingerprint")?))
         })
         .await?;
     Ok(rows.into_iter().next())
@@ -69,7 +69,7 @@ async fn read(
     now: i64,
 ) -> sqlx::Result<Option<Prior>> {
     let row = sqlx::query(&format!(
-        "SELECT fingerprint, state, response_status, response_body FROM idempotency_keys WHERE {WHERE} AND expires_at > $5"
+        "SELECT fingerprint, state, response_body FROM idempotency_keys WHERE {WHERE} AND expires_at > $5"
     ))
     .bind(scope.org_id)
     .bind(scope.method)
@@ -84,12 +84,11 @@ async fn read(
         return Ok(Some(Prior::Mismatch));
     }
     let state: String = row.try_get(1)?;
-    let status: Option<i64> = row.try_get(2)?;
-    let body: Option<Value> = row.try_get::<Option<String>, _>(3)?.and_then(|b| serde_json::from_str(&b).ok());
+    let body: Option<Value> = row.try_get::<Option<String>, _>(2)?.and_then(|b| serde_json::from_str(&b).ok());
     if state != "done" {
         return Ok(Some(Prior::InProgress { body }));
     }
-    Ok(Some(Prior::Done { status: status.unwrap_or(200) as u16, body: body.unwrap_or(Value::Null) }))
+    Ok(Some(Prior::Done { body: body.unwrap_or(Value::Null) }))
 }
 
 /// A read outside any transaction: lets replays answer without redoing the request's work.
@@ -135,34 +134,17 @@ pub async fn claim(
     Ok(Some(read(&mut *conn, scope, fingerprint, now).await?.unwrap_or(Prior::InProgress { body: None })))
 }
 
-/// Stages [`complete`] into a batch.
-pub fn stage_complete(batch: &mut super::Batch, scope: &IdemScope<'_>, status: u16, body: &Value) {
-    batch.push(
-        format!("UPDATE idempotency_keys SET state = 'done', response_status = $5, response_body = $6 WHERE {WHERE}"),
-        vec![
-            scope.org_id.into(),
-            scope.method.into(),
-            scope.path.into(),
-            scope.key.into(),
-            (status as i64).into(),
-            body.to_string().into(),
-        ],
-    );
-}
-
-/// Stores the response a claimed key answered with.
-pub async fn complete(conn: &mut AnyConnection, scope: &IdemScope<'_>, status: u16, body: &Value) -> sqlx::Result<()> {
-    sqlx::query(&format!(
-        "UPDATE idempotency_keys SET state = 'done', response_status = $5, response_body = $6 WHERE {WHERE}"
-    ))
-    .bind(scope.org_id)
-    .bind(scope.method)
-    .bind(scope.path)
-    .bind(scope.key)
-    .bind(status as i64)
-    .bind(body.to_string())
-    .execute(&mut *conn)
-    .await?;
+/// Marks a claimed key's request finished; `body` names what it made (a group's ids), from
+/// which a replay answers as things now stand.
+pub async fn complete(conn: &mut AnyConnection, scope: &IdemScope<'_>, body: &Value) -> sqlx::Result<()> {
+    sqlx::query(&format!("UPDATE idempotency_keys SET state = 'done', response_body = $5 WHERE {WHERE}"))
+        .bind(scope.org_id)
+        .bind(scope.method)
+        .bind(scope.path)
+        .bind(scope.key)
+        .bind(body.to_string())
+        .execute(&mut *conn)
+        .await?;
     Ok(())
 }
 

@@ -9,7 +9,10 @@ use sqlx::{AnyConnection, Row};
 use super::{Batch, Db, ListQuery, Page, Paged, events};
 use crate::{
     clock,
-    domain::lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
+    domain::{
+        lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
+        payload::Payload,
+    },
     ids,
 };
 
@@ -19,8 +22,6 @@ pub struct SendKey {
     /// `<path> <key>`: a key is scoped by the route it was sent to.
     pub key: String,
     pub fingerprint: String,
-    /// What the answer carried beside the message (a contact card, a poll), serialised.
-    pub extra: Option<String>,
     pub expires_at: i64,
 }
 
@@ -35,7 +36,7 @@ pub struct Message {
     pub channel: Channel,
     pub kind: MessageKind,
     pub body: String,
-    pub payload: Option<Value>,
+    pub payload: Option<Payload>,
     pub status: MessageStatus,
     pub error: Option<String>,
     pub delivery_unknown: bool,
@@ -87,10 +88,7 @@ impl Message {
             sent_at: clock::rfc3339_opt(self.sent_at),
             delivered_at: clock::rfc3339_opt(self.delivered_at),
             read_at: clock::rfc3339_opt(self.read_at),
-            extra: match &self.payload {
-                Some(Value::Object(payload)) => Some(payload),
-                _ => None,
-            },
+            payload: self.payload.as_ref(),
             reactions: None,
         }
     }
@@ -138,7 +136,7 @@ pub struct MessageView<'a> {
     delivered_at: Option<String>,
     read_at: Option<String>,
     #[serde(flatten)]
-    extra: Option<&'a serde_json::Map<String, Value>>,
+    payload: Option<&'a Payload>,
     /// The reactions standing on the message, on API reads (webhook events leave them out).
     #[serde(skip_serializing_if = "Option::is_none")]
     reactions: Option<&'a [super::reactions::Standing]>,
@@ -168,7 +166,7 @@ pub(super) fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Mes
         channel: super::parsed(row, "channel")?,
         kind: super::parsed(row, "kind")?,
         body: row.text("body")?,
-        payload: payload.and_then(|p| serde_json::from_str(&p).ok()),
+        payload: payload.as_deref().and_then(Payload::from_text),
         status: super::parsed(row, "status")?,
         error: row.opt_text("error")?,
         delivery_unknown: row.int("delivery_unknown")? != 0,
@@ -194,7 +192,7 @@ pub struct NewMessage {
     pub channel: Channel,
     pub kind: MessageKind,
     pub body: String,
-    pub payload: Option<Value>,
+    pub payload: Option<Payload>,
     pub status: MessageStatus,
     pub agent_id: Option<String>,
     pub attachment: Option<String>,
@@ -271,7 +269,7 @@ pub fn stage_insert_at(
             message.channel.as_str().into(),
             message.kind.as_str().into(),
             (&message.body).into(),
-            message.payload.as_ref().map(Value::to_string).into(),
+            message.payload.as_ref().map(Payload::to_text).into(),
             message.status.as_str().into(),
             message.agent_id.clone().into(),
             now.into(),
@@ -280,7 +278,8 @@ pub fn stage_insert_at(
             queued.then_some(now).into(),
             key.map(|k| k.key.clone()).into(),
             key.map(|k| k.fingerprint.clone()).into(),
-            key.and_then(|k| k.extra.clone()).into(),
+            // `idem_extra`: older builds kept a card's or a poll's summary here; the payload has it.
+            Option::<String>::None.into(),
             key.map(|k| k.expires_at).into(),
             i64::from(claimed_until.is_some()).into(),
             claimed_until.into(),

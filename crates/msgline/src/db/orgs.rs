@@ -50,20 +50,6 @@ impl Replies {
     pub fn help_text(&self) -> String {
         self.help.clone().unwrap_or_else(|| opt_out::default_help_reply(&self.org_name))
     }
-
-    /// As the API shows them: the texts in force, and whether each is the default.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "opt_out_reply": self.opt_out_text(),
-            "opt_in_reply": self.opt_in_text(),
-            "help_reply": self.help_text(),
-            "defaults": {
-                "opt_out_reply": self.opt_out.is_none(),
-                "opt_in_reply": self.opt_in.is_none(),
-                "help_reply": self.help.is_none(),
-            },
-        })
-    }
 }
 
 /// The organisation's replies, through any executor.

@@ -3,13 +3,15 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
 use sqlx::AnyConnection;
 
 use super::{Batch, Columns, Db};
 use crate::{
     clock,
-    domain::lifecycle::{Direction, MessageStatus, Tapback},
+    domain::{
+        lifecycle::{Direction, MessageStatus, Tapback},
+        payload::{Payload, ReactionSummary},
+    },
 };
 
 /// A reaction message's row: what it reacts to, and how.
@@ -25,9 +27,13 @@ pub struct NewReaction {
 }
 
 impl NewReaction {
-    /// The `reaction` object of the reaction message's JSON.
-    pub fn payload(&self) -> Value {
-        json!({"reaction": {"type": self.tapback, "target_message_id": self.target_id, "removed": self.removed}})
+    /// The reaction message's payload.
+    pub fn payload(&self) -> Payload {
+        Payload::Reaction(ReactionSummary {
+            tapback: self.tapback,
+            target_message_id: self.target_id.clone(),
+            removed: self.removed,
+        })
     }
 }
 

@@ -4,6 +4,7 @@ pub mod apikey;
 pub mod idempotency;
 pub mod lifecycle;
 pub mod opt_out;
+pub mod payload;
 pub mod phone;
 pub mod photo;
 pub mod poll;

@@ -18,6 +18,7 @@ use crate::{
     domain::{
         lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
         opt_out::{self, Keyword},
+        payload::{Payload, VoteSummary},
         poll, reaction,
     },
 };
@@ -267,10 +268,10 @@ async fn inbound(
     };
     // Files: a message of kind media with the text as its caption, whatever the text says.
     if !files.is_empty() {
-        let listed: Vec<_> = files.iter().map(|f| f.summary()).collect();
+        let listed = files.iter().map(|f| f.summary()).collect();
         let new = NewMessage {
             kind: MessageKind::Media,
-            payload: Some(json!({"attachments": listed})),
+            payload: Some(Payload::Media(listed)),
             ..text(Direction::Inbound, MessageStatus::Received, body.to_string())
         };
         let message = db::messages::insert(conn, new).await?;
@@ -427,9 +428,12 @@ async fn record_vote(
             channel,
             kind: MessageKind::PollVote,
             body: poll::vote_text(option, &poll.question),
-            payload: Some(
-                json!({"poll_vote": {"poll_id": poll.id, "option": option, "option_index": index, "reply": reply}}),
-            ),
+            payload: Some(Payload::PollVote(VoteSummary {
+                poll_id: poll.id.clone(),
+                option: option.clone(),
+                option_index: index,
+                reply: reply.map(str::to_string),
+            })),
             status: MessageStatus::Received,
             agent_id: None,
             attachment: None,

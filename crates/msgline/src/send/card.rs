@@ -2,10 +2,10 @@
 //! vCard 3.0 with its photo, and a caption as the message text.
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::{
-    Sent,
+    Accepted,
     request::{MAX_BODY_CHARS, SendFields, idempotency},
 };
 use crate::{
@@ -13,6 +13,7 @@ use crate::{
     db,
     domain::{
         lifecycle::MessageKind,
+        payload::{CardSummary, Payload},
         phone::E164,
         photo::{MAX_PHOTO_BYTES, Photo},
         scope::Scope,
@@ -82,7 +83,7 @@ pub async fn send_card_request(
     raw: Value,
     header_key: Option<&str>,
     sending_agent: Option<&str>,
-) -> ApiResult<Sent> {
+) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
     let mut request: SendCard = from_value(raw.clone())?;
     // A hosted agent's card: its name, its line's number and its photo fill what is omitted.
@@ -131,10 +132,7 @@ pub async fn send_card_request(
         note: note.as_deref(),
         photo: Some(&photo),
     };
-    let summary = json!({"name": name, "phone": phone});
     input.attachment = Some(card.to_vcard());
-    input.payload = Some(json!({"contact_card": summary}));
-    let mut extra = Map::new();
-    extra.insert("contact_card".into(), summary);
-    super::submit(state, caller, input, idempotency, extra).await
+    input.payload = Some(Payload::ContactCard(CardSummary { name, phone: phone.into_string() }));
+    super::submit(state, caller, input, idempotency).await
 }

@@ -1,12 +1,11 @@
 //! iMessage group creation: the group and its opening message come into existence together, and
 //! the request waits for the line's answer (up to the bridge timeout) to say which of the spec's
-//! outcomes happened: 201 created, 202 unknown, or the line's refusal.
+//! outcomes happened: created, unknown, or the line's refusal.
 
-use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::AnyConnection;
 
-use super::{Idempotency, Sent, resolve_line};
+use super::{Idempotency, resolve_line, unanswered};
 use crate::{
     bridge::client::SendOutcome,
     caller::Principal,
@@ -40,31 +39,38 @@ pub struct GroupInput {
     pub line_e164: Option<String>,
 }
 
-/// `{group, message, duplicate, delivery_unknown}`.
-fn envelope(group: &Conversation, message: &Message, duplicate: bool) -> Value {
-    json!({
-        "group": group.group_json(),
-        "message": message.to_json(),
-        "duplicate": duplicate,
-        "delivery_unknown": message.delivery_unknown,
-    })
+/// A group as its request left it: `group_state` `created` (the line made it) or `unknown` (its
+/// answer was lost; the reconciler asks the line). A refusal is an error instead.
+#[derive(Debug)]
+pub struct GroupSent {
+    pub group: Conversation,
+    pub message: Message,
+    /// The request repeated an earlier one with the same key: nothing was done again.
+    pub replayed: bool,
 }
 
-fn refusal_body(status: StatusCode, code: &str, reason: &str, group: &Conversation, message: &Message) -> ApiError {
-    ApiError::new(status, code.to_string())
-        .with_message(reason.to_string())
-        .with("group", group.group_json())
-        .with("message_id", message.id.clone())
+/// A group change as its request left it: applied, or pending or unknown (the reconciler asks
+/// the line). A refusal is an error instead.
+#[derive(Debug)]
+pub struct ChangeSent {
+    pub group: Conversation,
+    pub change: GroupChange,
+    pub replayed: bool,
+}
+
+/// The line's refusal, by its reason: unreachable or rejected.
+fn line_refusal(reason: String) -> ApiError {
+    if reason.starts_with("the line could not be reached") {
+        ApiError::line_unavailable(reason)
+    } else {
+        ApiError::line_rejected(reason)
+    }
 }
 
 /// The error a failed group answers with, first time and on every replay.
 fn failure(group: &Conversation, message: &Message) -> ApiError {
     let reason = message.error.clone().unwrap_or_else(|| "the line refused the group".into());
-    if reason.starts_with("the line could not be reached") {
-        refusal_body(StatusCode::SERVICE_UNAVAILABLE, "line_unavailable", &reason, group, message)
-    } else {
-        refusal_body(StatusCode::BAD_GATEWAY, "line_rejected", &reason, group, message)
-    }
+    line_refusal(reason).with("group", group.group_json()).with("message_id", message.id.clone())
 }
 
 async fn load(state: &Sender, group_id: &str, message_id: &str) -> ApiResult<(Conversation, Message)> {
@@ -75,33 +81,20 @@ async fn load(state: &Sender, group_id: &str, message_id: &str) -> ApiResult<(Co
 }
 
 /// A repeated request with the same key: answered from the group as it is now.
-async fn replay(state: &Sender, prior: Prior) -> ApiResult<Sent> {
+async fn replay(state: &Sender, prior: Prior) -> ApiResult<GroupSent> {
     let noted = match &prior {
-        Prior::Done { body, .. } | Prior::InProgress { body: Some(body) } => body.clone(),
-        _ => return super::replay(prior),
+        Prior::Done { body } | Prior::InProgress { body: Some(body) } => body.clone(),
+        _ => return Err(unanswered(&prior)),
     };
     let message_id = noted["message"]["id"].as_str().or_else(|| noted["message_id"].as_str());
     let (Some(group_id), Some(message_id)) = (noted["group"]["id"].as_str(), message_id) else {
-        return super::replay(prior);
+        return Err(unanswered(&prior));
     };
     let (group, message) = load(state, group_id, message_id).await?;
-    let sent = |status| Sent { status, body: envelope(&group, &message, true), replayed: true, message: None };
     match group.group_state.as_deref() {
-        Some("created") => Ok(sent(StatusCode::OK)),
-        Some("unknown") => Ok(sent(StatusCode::ACCEPTED)),
-        Some("failed") => match prior {
-            Prior::Done { status, body } if status >= 400 => Ok(Sent {
-                status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
-                body,
-                replayed: true,
-                message: None,
-            }),
-            _ => {
-                let error = failure(&group, &message);
-                Ok(Sent { status: error.status, body: error.body(), replayed: true, message: None })
-            }
-        },
-        _ => super::replay(Prior::InProgress { body: None }),
+        Some("created" | "unknown") => Ok(GroupSent { group, message, replayed: true }),
+        Some("failed") => Err(failure(&group, &message).replayed()),
+        _ => Err(unanswered(&Prior::InProgress { body: None })),
     }
 }
 
@@ -140,7 +133,7 @@ pub async fn create(
     principal: &Principal,
     input: GroupInput,
     key: Option<Idempotency>,
-) -> ApiResult<Sent> {
+) -> ApiResult<GroupSent> {
     let line = resolve_line(state, principal, input.line_id.as_deref(), input.line_e164.as_deref()).await?;
     let mut participants: Vec<E164> = input.participants.into_iter().filter(|p| p.as_str() != line.e164).collect();
     participants.sort();
@@ -179,9 +172,11 @@ pub async fn create(
     super::resolve::refuse_opted_out(state, &principal.org_id, &line.id, &phones).await?;
     let refused = unreachable(state, &principal.org_id, &line, &participants).await?;
     if !refused.is_empty() {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "participants_not_reachable")
-            .with_message("these participants are not reachable over iMessage; groups never fall back to SMS")
-            .with("participants", refused));
+        return Err(ApiError::refused(
+            "participants_not_reachable",
+            "these participants are not reachable over iMessage; groups never fall back to SMS",
+        )
+        .with("participants", refused));
     }
 
     // Written and committed before the line is called, with the job already claimed.
@@ -250,9 +245,9 @@ pub async fn create(
     let result = state.lines.client().create_group(&line, &call).await;
     crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);
 
-    let (status, body, message) = state
+    let (group, message) = state
         .db
-        .transaction(async |tx| -> ApiResult<(StatusCode, Value, Message)> {
+        .transaction(async |tx| -> ApiResult<(Conversation, Message)> {
             let error_text = match &result.outcome {
                 SendOutcome::Accepted => None,
                 SendOutcome::Rejected(reason) => Some(reason.clone()),
@@ -287,25 +282,19 @@ pub async fn create(
                 "unknown" => db::outbox::mark_unknown(tx, &message.id, clock::now_ms() + 500).await?,
                 _ => db::outbox::complete(tx, &message.id).await?,
             }
-            let (status, body) = match state_now {
-                "created" => (StatusCode::CREATED, envelope(&group, &message, false)),
-                "unknown" => (StatusCode::ACCEPTED, envelope(&group, &message, false)),
-                _ => {
-                    let error = failure(&group, &message);
-                    (error.status, error.body())
-                }
-            };
             if let Some(idem) = &idempotency {
-                db::idempotency::complete(tx, &idem.scope(&principal.org_id), status.as_u16(), &body).await?;
+                let made = json!({"group": {"id": group.id}, "message": {"id": message.id}});
+                db::idempotency::complete(tx, &idem.scope(&principal.org_id), &made).await?;
             }
-            Ok((status, body, message))
+            Ok((group, message))
         })
         .await?;
-    if status.is_success() {
-        crate::metrics::message_accepted(message.channel.as_str(), message.kind.as_str());
-    }
     crate::metrics::status_moves(message.status.as_str(), 1);
-    Ok(Sent { status, body, replayed: false, message: Some(message) })
+    if group.group_state.as_deref() == Some("failed") {
+        return Err(failure(&group, &message));
+    }
+    crate::metrics::message_accepted(message.channel.as_str(), message.kind.as_str());
+    Ok(GroupSent { group, message, replayed: false })
 }
 
 /// Moves a group to `created`, `unknown` or `failed` with its opening message (`submitted`,
@@ -354,52 +343,31 @@ pub struct ChangeInput {
 /// The route all group changes share their idempotency keys on.
 pub const CHANGES_PATH: &str = "/groups/changes";
 
-/// `{group, change, duplicate}`.
-fn change_envelope(group: &Conversation, change: &GroupChange, duplicate: bool) -> Value {
-    json!({"group": group.group_json(), "change": change.to_json(), "duplicate": duplicate})
-}
-
-/// The error a failed change answers with, first time and on every replay.
-fn change_failure(group: &Conversation, change: &GroupChange) -> ApiError {
-    let reason = change.error.clone().unwrap_or_else(|| "the line refused the change".into());
-    let (status, code) = if reason.starts_with("the line could not be reached") {
-        (StatusCode::SERVICE_UNAVAILABLE, "line_unavailable")
-    } else {
-        (StatusCode::BAD_GATEWAY, "line_rejected")
-    };
-    ApiError::new(status, code).with_message(reason).with("group", group.group_json()).with("change", change.to_json())
-}
-
-/// The answer for a change as it now stands.
-fn change_answer(group: &Conversation, change: &GroupChange, duplicate: bool) -> (StatusCode, Value) {
-    match change.state {
-        ChangeState::Applied => (StatusCode::OK, change_envelope(group, change, duplicate)),
-        ChangeState::Unknown | ChangeState::Pending => {
-            (StatusCode::ACCEPTED, change_envelope(group, change, duplicate))
-        }
-        ChangeState::Failed => {
-            let error = change_failure(group, change);
-            (error.status, error.body())
-        }
+/// The answer for a change as it now stands: a refusal if it failed.
+fn change_answer(group: Conversation, change: GroupChange, replayed: bool) -> ApiResult<ChangeSent> {
+    if change.state == ChangeState::Failed {
+        let reason = change.error.clone().unwrap_or_else(|| "the line refused the change".into());
+        let error = line_refusal(reason).with("group", group.group_json()).with("change", change.to_json());
+        return Err(if replayed { error.replayed() } else { error });
     }
+    Ok(ChangeSent { group, change, replayed })
 }
 
-async fn replay_change(state: &Sender, prior: Prior) -> ApiResult<Sent> {
+async fn replay_change(state: &Sender, prior: Prior) -> ApiResult<ChangeSent> {
     let noted = match &prior {
-        Prior::Done { body, .. } | Prior::InProgress { body: Some(body) } => body.clone(),
-        _ => return super::replay(prior),
+        Prior::Done { body } | Prior::InProgress { body: Some(body) } => body.clone(),
+        _ => return Err(unanswered(&prior)),
     };
-    let Some(change_id) = noted["change"]["id"].as_str() else { return super::replay(prior) };
+    let Some(change_id) = noted["change"]["id"].as_str() else { return Err(unanswered(&prior)) };
     let mut conn = state.db.writer().acquire().await?;
     let change =
         db::group_changes::get_any(&mut conn, change_id).await?.ok_or_else(|| ApiError::not_found("change"))?;
     let group =
         db::conversations::get_any(&mut conn, &change.group_id).await?.ok_or_else(|| ApiError::not_found("group"))?;
     if change.state == ChangeState::Pending {
-        return super::replay(Prior::InProgress { body: None });
+        return Err(unanswered(&Prior::InProgress { body: None }));
     }
-    let (status, body) = change_answer(&group, &change, true);
-    Ok(Sent { status, body, replayed: true, message: None })
+    change_answer(group, change, true)
 }
 
 /// Renames a group or changes its participants, with the creation's rules and outcomes: the
@@ -411,7 +379,7 @@ pub async fn change(
     group_id: &str,
     input: ChangeInput,
     key: Option<Idempotency>,
-) -> ApiResult<Sent> {
+) -> ApiResult<ChangeSent> {
     let group = db::conversations::get(&state.db, &principal.org_id, group_id)
         .await?
         .filter(|g| g.kind == ConversationKind::Group && principal.may_use_line(&g.line_id))
@@ -459,9 +427,11 @@ pub async fn change(
     super::resolve::refuse_opted_out(state, &principal.org_id, &line.id, &added).await?;
     let refused = unreachable(state, &principal.org_id, &line, &input.add).await?;
     if !refused.is_empty() {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "participants_not_reachable")
-            .with_message("these participants are not reachable over iMessage; groups never fall back to SMS")
-            .with("participants", refused));
+        return Err(ApiError::refused(
+            "participants_not_reachable",
+            "these participants are not reachable over iMessage; groups never fall back to SMS",
+        )
+        .with("participants", refused));
     }
 
     let written = state
@@ -528,20 +498,20 @@ pub async fn change(
         SendOutcome::Unknown(error) => (ChangeState::Unknown, Some(error.clone())),
     };
     let next_ask = (settled == ChangeState::Unknown).then(|| clock::now_ms() + 500);
-    let (status, body) = state
+    let (change, group) = state
         .db
-        .transaction(async |tx| -> ApiResult<(StatusCode, Value)> {
-            let (change, group) = db::group_changes::settle(tx, &change.id, settled, error.as_deref(), next_ask)
+        .transaction(async |tx| -> ApiResult<(GroupChange, Conversation)> {
+            let settled = db::group_changes::settle(tx, &change.id, settled, error.as_deref(), next_ask)
                 .await?
                 .ok_or_else(|| ApiError::not_found("group"))?;
-            let (status, body) = change_answer(&group, &change, false);
             if let Some(idem) = &idempotency {
-                db::idempotency::complete(tx, &idem.scope(&principal.org_id), status.as_u16(), &body).await?;
+                db::idempotency::complete(tx, &idem.scope(&principal.org_id), &json!({"change": {"id": change.id}}))
+                    .await?;
             }
-            Ok((status, body))
+            Ok(settled)
         })
         .await?;
-    Ok(Sent { status, body, replayed: false, message: None })
+    change_answer(group, change, false)
 }
 
 /// Changes `pending` since before this were left by an instance that stopped mid-call (a call

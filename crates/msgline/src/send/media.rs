@@ -6,7 +6,7 @@ use crate::{
     clock,
     db::attachments::Attachment,
     egress::EgressError,
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, ErrorKind},
     media,
     send::Sender,
 };
@@ -31,7 +31,7 @@ pub async fn fetch_all(state: &Sender, org_id: &str, urls: &[String]) -> ApiResu
     let mut attachments = Vec::with_capacity(urls.len());
     for (position, url) in urls.iter().enumerate() {
         let fetched = state.egress.get(url, max, FETCH_TIMEOUT).await.map_err(|error| match error {
-            EgressError::TooLarge(_) => ApiError::new(axum::http::StatusCode::PAYLOAD_TOO_LARGE, "media_too_large")
+            EgressError::TooLarge(_) => ApiError::new(ErrorKind::TooLarge, "media_too_large")
                 .with_message(format!("{url} is larger than {max} bytes"))
                 .with("field", "media_urls"),
             other => ApiError::invalid("media_urls", format!("{url} could not be fetched: {other}")),

@@ -14,9 +14,6 @@ pub mod request;
 mod resolve;
 pub mod signals;
 
-use axum::http::StatusCode;
-use serde_json::{Map, Value, json};
-
 pub use context::{Parts as SenderParts, Sender};
 pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
 
@@ -31,6 +28,7 @@ use crate::{
     domain::{
         idempotency::IdempotencyKey,
         lifecycle::{ConversationKind, Direction, MessageKind, MessageStatus},
+        payload::Payload,
     },
     error::{ApiError, ApiResult},
 };
@@ -47,8 +45,8 @@ pub struct SendInput {
     pub body: String,
     /// `text`, `contact_card` or `poll`.
     pub kind: MessageKind,
-    /// Stored with the message and merged into its JSON (`contact_card`, `poll`).
-    pub payload: Option<Value>,
+    /// What the message carries beside its text (a card's summary, a poll, a reaction, files).
+    pub payload: Option<Payload>,
     pub agent_id: Option<String>,
     /// iMessage or nothing (polls): an SMS-only recipient or line is `poll_requires_imessage`.
     pub imessage_only: bool,
@@ -89,44 +87,28 @@ impl Idempotency {
     }
 }
 
-/// What a send answered: its status and body (the envelope, or a replay of it).
-pub struct Sent {
-    pub status: StatusCode,
-    pub body: Value,
+/// A send the line will be asked to deliver: its message as accepted (its payload holds the
+/// card or poll the answer shows beside it), and whether this request replayed an earlier one
+/// with the same key, in which case nothing was accepted again.
+#[derive(Debug)]
+pub struct Accepted {
+    pub message: Message,
     pub replayed: bool,
-    pub message: Option<Message>,
 }
 
-/// A replayed answer: the stored body with `duplicate: true`, status 200.
-pub(crate) fn replay(prior: Prior) -> ApiResult<Sent> {
+/// Why a key's earlier request gives no answer to replay: it is still running, or it was a
+/// different request.
+pub(crate) fn unanswered(prior: &Prior) -> ApiError {
     match prior {
-        Prior::Done { body, .. } => {
-            let mut body = body;
-            body["duplicate"] = json!(true);
-            Ok(Sent { status: StatusCode::OK, body, replayed: true, message: None })
+        Prior::Mismatch => {
+            ApiError::conflict("idempotency_key_reused", "this Idempotency-Key was used with a different request")
         }
-        Prior::InProgress { .. } => Err(ApiError::conflict(
+        Prior::Done { .. } | Prior::InProgress { .. } => ApiError::conflict(
             "idempotency_key_in_progress",
             "a request with this Idempotency-Key is still being processed",
         )
-        .with_retry_after(1)),
-        Prior::Mismatch => {
-            Err(ApiError::conflict("idempotency_key_reused", "this Idempotency-Key was used with a different request"))
-        }
+        .with_retry_after(1),
     }
-}
-
-/// The send envelope: `message`, the flags, and any extra objects (`contact_card`, `poll`).
-pub fn envelope(message: &Message, extra: &Map<String, Value>) -> Value {
-    let mut body = json!({
-        "message": message.to_json(),
-        "duplicate": false,
-        "delivery_unknown": message.delivery_unknown,
-    });
-    for (key, value) in extra {
-        body[key] = value.clone();
-    }
-    body
 }
 
 /// The stored form of an accepted outbound message, queued.
@@ -159,28 +141,25 @@ pub async fn prior(
     state: &Sender,
     principal: &Principal,
     idempotency: Option<&Idempotency>,
-) -> ApiResult<Option<Sent>> {
+) -> ApiResult<Option<Accepted>> {
     let Some(idem) = idempotency else { return Ok(None) };
     let found = db::idempotency::find_send(&state.db, &principal.org_id, &idem.message_key(), clock::now_ms()).await?;
-    let prior = match found {
-        None => return Ok(None),
-        Some((message, fingerprint, extra)) if fingerprint == idem.fingerprint => {
-            let extra = extra.and_then(|extra| serde_json::from_str(&extra).ok()).unwrap_or_default();
-            Prior::Done { status: 202, body: envelope(&message.as_accepted(), &extra) }
+    match found {
+        None => Ok(None),
+        Some((message, fingerprint)) if fingerprint == idem.fingerprint => {
+            Ok(Some(Accepted { message: message.as_accepted(), replayed: true }))
         }
-        Some(_) => Prior::Mismatch,
-    };
-    replay(prior).map(Some)
+        Some(_) => Err(unanswered(&Prior::Mismatch)),
+    }
 }
 
-/// Accepts a message for delivery: 202 with the envelope, or a replay.
+/// Accepts a message for delivery, or answers the earlier request with the same key.
 pub async fn submit(
     state: &Sender,
     principal: &Principal,
     input: SendInput,
     idempotency: Option<Idempotency>,
-    extra: Map<String, Value>,
-) -> ApiResult<Sent> {
+) -> ApiResult<Accepted> {
     let now = clock::now_ms();
     // A key's earlier send is not looked for first: the message's unique key refuses a second
     // one, and the refusal looks. A request that would be refused now looks before answering,
@@ -213,7 +192,6 @@ pub async fn submit(
         let key = idempotency.as_ref().map(|idem| db::idempotency::SendKey {
             key: idem.message_key(),
             fingerprint: idem.fingerprint.clone(),
-            extra: (!extra.is_empty()).then(|| Value::Object(extra.clone()).to_string()),
             expires_at: now + ttl_ms,
         });
         if let Some(key) = key.as_ref().filter(|_| retried) {
@@ -253,7 +231,6 @@ pub async fn submit(
                 },
             );
         }
-        let body = envelope(&message, &extra);
         match state.db.commit(batch).await {
             Ok(()) => {
                 state.threads.remember(&principal.org_id, &target, &message);
@@ -270,7 +247,7 @@ pub async fn submit(
                     }
                     None => state.dispatch.wake(),
                 }
-                return Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) });
+                return Ok(Accepted { message, replayed: false });
             }
             Err(error) if db::is_unique_violation(&error) => {
                 if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {

@@ -2,16 +2,21 @@
 //! its message in the same transaction.
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{
-    PollSpec, Sent,
+    Accepted, PollSpec,
     request::{SendFields, idempotency},
 };
 use crate::{
     caller::Principal,
     db,
-    domain::{lifecycle::MessageKind, poll, scope::Scope},
+    domain::{
+        lifecycle::MessageKind,
+        payload::{Payload, PollSummary},
+        poll,
+        scope::Scope,
+    },
     error::{ApiError, ApiResult},
     fields::from_value,
     send::Sender,
@@ -38,7 +43,7 @@ pub async fn send_poll_request(
     raw: Value,
     header_key: Option<&str>,
     agent_id: Option<&str>,
-) -> ApiResult<Sent> {
+) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
     let request: SendPoll = from_value(raw.clone())?;
     let question = request.question.ok_or_else(|| ApiError::invalid("question", "question is required"))?;
@@ -48,12 +53,13 @@ pub async fn send_poll_request(
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/polls", &raw)?;
     let mut input = request.fields.into_input(question.clone(), MessageKind::Poll)?;
     let spec = PollSpec { id: db::polls::new_id(), question, options };
-    let summary = serde_json::json!({"id": spec.id, "question": spec.question, "options": spec.options});
     input.imessage_only = true;
     input.agent_id = agent_id.map(str::to_string);
-    input.payload = Some(serde_json::json!({"poll": summary}));
+    input.payload = Some(Payload::Poll(PollSummary {
+        id: spec.id.clone(),
+        question: spec.question.clone(),
+        options: spec.options.clone(),
+    }));
     input.poll = Some(spec);
-    let mut extra = Map::new();
-    extra.insert("poll".into(), summary);
-    super::submit(state, caller, input, idempotency, extra).await
+    super::submit(state, caller, input, idempotency).await
 }

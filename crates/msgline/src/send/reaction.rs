@@ -3,9 +3,9 @@
 //! it is idempotent and follows the lifecycle like any message.
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::{Idempotency, Recipient, SendInput, Sent, request::idempotency};
+use super::{Accepted, Idempotency, Recipient, SendInput, request::idempotency};
 use crate::{
     caller::Principal,
     db::{self, reactions::NewReaction},
@@ -14,7 +14,7 @@ use crate::{
         reaction,
         scope::Scope,
     },
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, ErrorKind},
     fields::from_value,
     send::Sender,
 };
@@ -47,7 +47,7 @@ pub async fn add(
     target_id: &str,
     raw: Value,
     header_key: Option<&str>,
-) -> ApiResult<Sent> {
+) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
     let request: SendReaction = from_value(raw)?;
     let text = request.reaction.ok_or_else(|| ApiError::invalid("reaction", "reaction is required"))?;
@@ -64,7 +64,7 @@ pub async fn remove(
     target_id: &str,
     tapback: &str,
     header_key: Option<&str>,
-) -> ApiResult<Sent> {
+) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
     let tapback = parse_tapback("reaction", tapback)?;
     let idempotency = keyed(header_key, None, target_id, tapback, true)?;
@@ -91,7 +91,7 @@ async fn submit(
     tapback: Tapback,
     removed: bool,
     idempotency: Option<Idempotency>,
-) -> ApiResult<Sent> {
+) -> ApiResult<Accepted> {
     // A replay answers what the first request got, whatever has changed since.
     if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
         return Ok(sent);
@@ -104,7 +104,7 @@ async fn submit(
         return Err(ApiError::invalid("id", format!("a message of kind {} cannot be reacted to", target.kind)));
     }
     if target.channel != Channel::Imessage {
-        return Err(ApiError::new(axum::http::StatusCode::BAD_REQUEST, "reaction_requires_imessage")
+        return Err(ApiError::new(ErrorKind::Invalid, "reaction_requires_imessage")
             .with_message("tapbacks are iMessage only: this message went over SMS"));
     }
     if target.direction == Direction::Outbound && target.status == MessageStatus::Failed {
@@ -149,7 +149,7 @@ async fn submit(
         reaction: Some(ReactionSpec { target_id: target.id.clone(), tapback, removed }),
         ..SendInput::default()
     };
-    super::submit(state, caller, input, idempotency, Map::new()).await
+    super::submit(state, caller, input, idempotency).await
 }
 
 /// The reaction a reaction message carries: stored with it, in the same commit.

@@ -3,14 +3,15 @@
 //! both start here, so a request means the same whoever makes it.
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::{Idempotency, Recipient, SendInput, Sent};
+use super::{Accepted, Idempotency, Recipient, SendInput};
 use crate::{
     caller::Principal,
     domain::{
         idempotency::{IdempotencyKey, fingerprint},
         lifecycle::MessageKind,
+        payload::Payload,
         phone::E164,
         scope::Scope,
     },
@@ -141,7 +142,7 @@ pub async fn send_text(
     raw: Value,
     header_key: Option<&str>,
     agent_id: Option<&str>,
-) -> ApiResult<Sent> {
+) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
     let request: SendMessage = from_value(raw.clone())?;
     let media_urls = request.media_urls.unwrap_or_default();
@@ -159,8 +160,7 @@ pub async fn send_text(
             return Ok(sent);
         }
         input.attachments = super::media::fetch_all(state, &caller.org_id, &media_urls).await?;
-        let listed: Vec<Value> = input.attachments.iter().map(|a| a.summary()).collect();
-        input.payload = Some(serde_json::json!({"attachments": listed}));
+        input.payload = Some(Payload::Media(input.attachments.iter().map(|a| a.summary()).collect()));
     }
-    super::submit(state, caller, input, idempotency, Map::new()).await
+    super::submit(state, caller, input, idempotency).await
 }

@@ -8,7 +8,7 @@ use crate::{
         lifecycle::{Channel, ConversationKind},
         phone::E164,
     },
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, ErrorKind},
     send::Sender,
 };
 
@@ -366,7 +366,7 @@ pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -
             return Err(ApiError::conflict("media_unsupported", "this line's device cannot send files"));
         }
         if channel == Channel::Sms && capabilities.is_some_and(|c| !c.mms) {
-            return Err(ApiError::new(axum::http::StatusCode::BAD_REQUEST, "media_requires_mms")
+            return Err(ApiError::new(ErrorKind::Invalid, "media_requires_mms")
                 .with_message("this message would go over SMS, and the line cannot send files over SMS (MMS)"));
         }
     }
@@ -385,7 +385,7 @@ async fn choose_channel(
 ) -> ApiResult<(Channel, Option<bool>)> {
     let capabilities = state.lines.capabilities(line).await;
     let poll_refusal = || {
-        ApiError::new(axum::http::StatusCode::BAD_REQUEST, "poll_requires_imessage")
+        ApiError::new(ErrorKind::Invalid, "poll_requires_imessage")
             .with_message("polls are iMessage only: the line or the recipient cannot use iMessage")
     };
     let phone = match destination {

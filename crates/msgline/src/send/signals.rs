@@ -3,8 +3,6 @@
 //! message: nothing is queued, the line is asked at once, and a call that fails can simply be made
 //! again.
 
-use axum::http::StatusCode;
-
 use crate::{
     bridge::{ConversationSignal, client::SendOutcome},
     caller::Principal,
@@ -14,7 +12,7 @@ use crate::{
         lifecycle::{Channel, ConversationKind},
         scope::Scope,
     },
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, ErrorKind},
     send::Sender,
 };
 
@@ -50,15 +48,15 @@ async fn over_imessage(state: &Sender, conversation: &Conversation) -> ApiResult
 fn answered(outcome: SendOutcome) -> ApiResult<()> {
     match outcome {
         SendOutcome::Accepted => Ok(()),
-        SendOutcome::Rejected(reason) => Err(ApiError::new(StatusCode::BAD_GATEWAY, "line_rejected")
+        SendOutcome::Rejected(reason) => Err(ApiError::new(ErrorKind::LineRejected, "line_rejected")
             .with_message(format!("the line refused it: {reason}"))),
-        SendOutcome::Timeout => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "line_unavailable")
+        SendOutcome::Timeout => Err(ApiError::new(ErrorKind::Unavailable, "line_unavailable")
             .with_message("the line did not answer in time; try again")),
         SendOutcome::Unreachable(why) | SendOutcome::Unknown(why) => {
-            Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "line_unavailable")
+            Err(ApiError::new(ErrorKind::Unavailable, "line_unavailable")
                 .with_message(format!("the line could not be reached ({why}); try again")))
         }
-        SendOutcome::RetryLater => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "line_unavailable")
+        SendOutcome::RetryLater => Err(ApiError::new(ErrorKind::Unavailable, "line_unavailable")
             .with_message("the line asked to be tried later")
             .with_retry_after(1)),
     }
@@ -77,7 +75,7 @@ pub async fn typing(state: &Sender, caller: &Principal, id: &str) -> ApiResult<(
         ));
     }
     if !over_imessage(state, &conversation).await? {
-        return Err(ApiError::new(StatusCode::BAD_REQUEST, "typing_requires_imessage")
+        return Err(ApiError::new(ErrorKind::Invalid, "typing_requires_imessage")
             .with_message("typing indicators are iMessage only: this conversation is over SMS"));
     }
     if state.lines.capabilities(&line).await.is_some_and(|c| !c.typing) {

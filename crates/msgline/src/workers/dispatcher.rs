@@ -16,7 +16,10 @@ use crate::{
     clock,
     db::{self, messages::ForDispatch, outbox::Job},
     dispatch::{Handover, lease_ms},
-    domain::lifecycle::{ConversationKind, MessageKind, MessageStatus},
+    domain::{
+        lifecycle::{ConversationKind, MessageKind, MessageStatus},
+        payload::Payload,
+    },
     send::Sender,
 };
 
@@ -135,7 +138,10 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>) -> any
         kind: message.kind.to_string(),
         body: message.body.clone(),
         vcard: message.attachment.clone().filter(|_| message.kind == MessageKind::ContactCard),
-        poll: message.payload.as_ref().and_then(|p| p.get("poll")).cloned(),
+        poll: match &message.payload {
+            Some(Payload::Poll(poll)) => Some(poll.clone()),
+            _ => None,
+        },
         reaction: reaction_of(&message),
         attachments: if message.kind == MessageKind::Media {
             let base = state.config.public_base();
@@ -203,23 +209,20 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>) -> any
     Ok(())
 }
 
-/// What becomes of the outbox job after a call.
 /// A reaction message's tapback as the line is asked for it. The message keeps the line's name
 /// for the target where an attachment would be (see `send::reaction`).
 fn reaction_of(message: &db::messages::Message) -> Option<ReactionRequest> {
-    if message.kind != MessageKind::Reaction {
-        return None;
-    }
-    let reaction = message.payload.as_ref()?.get("reaction")?;
-    let target_message_id = reaction.get("target_message_id")?.as_str()?.to_string();
+    let Some(Payload::Reaction(reaction)) = &message.payload else { return None };
+    let target_message_id = reaction.target_message_id.clone()?;
     Some(ReactionRequest {
-        tapback: reaction.get("type")?.as_str()?.to_string(),
+        tapback: reaction.tapback.as_str().to_string(),
         target: message.attachment.clone().unwrap_or_else(|| target_message_id.clone()),
         target_message_id,
-        remove: reaction.get("removed").and_then(serde_json::Value::as_bool).unwrap_or(false),
+        remove: reaction.removed,
     })
 }
 
+/// What becomes of the outbox job after a call.
 fn stage_job_end(batch: &mut db::Batch, message_id: &str, outcome: &SendOutcome, attempts: i64, now: i64) {
     match outcome {
         SendOutcome::Accepted | SendOutcome::Rejected(_) => db::outbox::stage_complete(batch, message_id),

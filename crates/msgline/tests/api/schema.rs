@@ -211,7 +211,7 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
         assert_eq!(without_extra, expected, "on {:?}", db.backend());
         let left = strings(&db, "SELECT path, idem_key FROM idempotency_keys").await;
         assert_eq!(left, [vec!["/groups".to_string(), "k3".to_string()]].into_iter().collect());
-        let (message, fingerprint, _) = msgline::db::idempotency::find_send(&db, "org_1", "/messages k1", 10)
+        let (message, fingerprint) = msgline::db::idempotency::find_send(&db, "org_1", "/messages k1", 10)
             .await
             .unwrap()
             .expect("the key finds it");

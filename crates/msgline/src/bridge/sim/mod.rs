@@ -480,7 +480,7 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
         channel: request.channel.clone(),
         kind: request.kind.clone(),
         body: request.body.clone(),
-        poll: request.poll.clone(),
+        poll: request.poll.as_ref().and_then(|poll| serde_json::to_value(poll).ok()),
         vcard: request.vcard.clone(),
         name: None,
         remove: Vec::new(),
