@@ -49,6 +49,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(23, "0023_webhook_queue_indexes"),
     migration!(24, "0024_routing_by_conversation"),
     migration!(25, "0025_unsettled_groups"),
+    migration!(26, "0026_staff"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -28,6 +28,7 @@ mod page;
 pub mod polls;
 pub mod reactions;
 pub mod reports;
+pub mod staff;
 pub mod stats;
 pub mod unrouted;
 pub mod webhook_deliveries;

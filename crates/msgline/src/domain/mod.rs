@@ -10,5 +10,6 @@ pub mod photo;
 pub mod poll;
 pub mod reaction;
 pub mod scope;
+pub mod staff;
 pub mod vcard;
 pub mod webhook;
