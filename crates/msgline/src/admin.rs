@@ -11,7 +11,7 @@ use crate::{
         keys::NewKey,
         lines::{BridgeKind, LineKind, NewLine},
     },
-    domain::{phone::E164, scope::Scopes},
+    domain::{phone::E164, scope::Scopes, staff},
 };
 
 /// Creates an organisation and its first key, which carries every scope.
@@ -184,4 +184,65 @@ pub async fn list_lines(db: &Db) -> anyhow::Result<Value> {
             })
             .collect(),
     ))
+}
+
+/// `msgline admin staff create`: a staff member of an organisation, with a one-time sign-in link
+/// (a day) where they set a password, or with the password given (read from stdin by the
+/// command, never from its arguments).
+pub async fn create_staff(
+    db: &Db,
+    config: &Config,
+    org_id: &str,
+    email: &str,
+    role: &str,
+    password: Option<&str>,
+) -> anyhow::Result<Value> {
+    anyhow::ensure!(db::orgs::get(db, org_id).await?.is_some(), "no organisation {org_id}");
+    let email = staff::parse_email(email).map_err(|e| anyhow::anyhow!("--email: {e}"))?;
+    let role = staff::Role::parse(role).ok_or_else(|| anyhow::anyhow!("--role must be owner or member"))?;
+    let hash = match password {
+        Some(password) => {
+            staff::check_password(password).map_err(|e| anyhow::anyhow!("the password: {e}"))?;
+            Some(staff::hash_password(password))
+        }
+        None => None,
+    };
+    let now = clock::now_ms();
+    let (member, link) =
+        match db::staff::create(db, org_id, &email, role, hash.as_deref(), now, crate::console::LINK_MS).await {
+            Err(error) if db::is_unique_violation(&error) => anyhow::bail!("{email} is a staff member already"),
+            other => other?,
+        };
+    Ok(json!({
+        "staff_id": member.id,
+        "email": member.email,
+        "role": member.role.as_str(),
+        "sign_in_url": format!("{}/console/welcome?token={}", config.public_base(), link.token),
+        "sign_in_url_expires_at": clock::rfc3339(link.expires_at),
+    }))
+}
+
+/// `msgline admin staff list`: an organisation's staff (never a password or a link).
+pub async fn list_staff(db: &Db, org_id: &str) -> anyhow::Result<Value> {
+    let members = db::staff::list(db, org_id).await?;
+    Ok(Value::Array(
+        members
+            .iter()
+            .map(|m| {
+                json!({
+                    "staff_id": m.id,
+                    "email": m.email,
+                    "role": m.role.as_str(),
+                    "has_password": m.has_password,
+                    "created_at": clock::rfc3339(m.created_at),
+                })
+            })
+            .collect(),
+    ))
+}
+
+/// `msgline admin staff remove`: removes a staff member and ends their sessions at once.
+pub async fn remove_staff(db: &Db, staff_id: &str) -> anyhow::Result<Value> {
+    anyhow::ensure!(db::staff::remove(db, None, staff_id, clock::now_ms()).await?, "no staff member {staff_id}");
+    Ok(json!({"staff_id": staff_id, "removed": true}))
 }

@@ -67,7 +67,10 @@ impl Application {
             }
         });
         tracing::info!(addr = %self.listener.local_addr()?, "msgline is serving");
-        let result = axum::serve(api::listener::JsonErrorsListener(self.listener), api::router(state.clone()))
+        let router = api::router(state.clone(), crate::console::router(state.clone()));
+        // The console's sign-in throttle counts failures per client address.
+        let service = router.into_make_service_with_connect_info::<api::listener::ClientAddr>();
+        let result = axum::serve(api::listener::JsonErrorsListener(self.listener), service)
             .with_graceful_shutdown(shutdown)
             .await;
         pruner.abort();

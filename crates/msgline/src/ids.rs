@@ -38,6 +38,19 @@ pub fn new_id(prefix: &str) -> String {
     out
 }
 
+/// The smallest id of a type made at or after `ms`: ids compare with it as their times do, so
+/// `id >= floor(prefix, t)` reads what was made since `t` through an index on the id.
+pub fn floor(prefix: &str, ms: i64) -> String {
+    let value: u128 = ((ms.max(0) as u64 & 0xffff_ffff_ffff) as u128) << RANDOM_BITS;
+    let mut out = String::with_capacity(prefix.len() + 27);
+    out.push_str(prefix);
+    out.push('_');
+    for i in (0..26).rev() {
+        out.push(CROCKFORD[((value >> (5 * i)) & 31) as usize] as char);
+    }
+    out
+}
+
 /// Whether `id` has the given prefix and the shape of an id; a cheap check before a lookup.
 pub fn looks_like(id: &str, prefix: &str) -> bool {
     id.strip_prefix(prefix)
@@ -48,6 +61,15 @@ pub fn looks_like(id: &str, prefix: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_floor_sorts_before_every_id_made_at_or_after_its_time_and_after_older_ones() {
+        let before = new_id("msg");
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let floor = floor("msg", crate::clock::now_ms());
+        let after = new_id("msg");
+        assert!(before < floor && floor <= after, "{before} {floor} {after}");
+    }
 
     #[test]
     fn ids_carry_their_prefix_and_sort_by_time() {

@@ -10,6 +10,7 @@ pub mod bridge;
 pub mod caller;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod db;
 pub mod demo;
 pub mod dispatch;

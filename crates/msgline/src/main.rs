@@ -173,6 +173,38 @@ enum AdminCommand {
         #[command(subcommand)]
         command: LineCommand,
     },
+    /// The people who sign in to the console.
+    Staff {
+        #[command(subcommand)]
+        command: StaffCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum StaffCommand {
+    /// Add a staff member; prints a one-time sign-in link (a day) where they set a password.
+    Create {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        email: String,
+        /// owner (everything) or member (conversations, sends, contacts, groups, agents).
+        #[arg(long, default_value = "member")]
+        role: String,
+        /// Read the password from standard input instead of sending a sign-in link.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List an organisation's staff.
+    List {
+        #[arg(long)]
+        org: String,
+    },
+    /// Remove a staff member; their sessions end at once.
+    Remove {
+        #[arg(long)]
+        id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -372,6 +404,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     answer
                 }
                 AdminCommand::Line { command: LineCommand::List } => admin::list_lines(&db).await?,
+                AdminCommand::Staff { command: StaffCommand::Create { org, email, role, password_stdin } } => {
+                    let password = if password_stdin {
+                        let mut line = String::new();
+                        std::io::stdin().read_line(&mut line)?;
+                        Some(line.trim_end_matches(['\r', '\n']).to_string())
+                    } else {
+                        None
+                    };
+                    admin::create_staff(&db, &config, &org, &email, &role, password.as_deref()).await?
+                }
+                AdminCommand::Staff { command: StaffCommand::List { org } } => admin::list_staff(&db, &org).await?,
+                AdminCommand::Staff { command: StaffCommand::Remove { id } } => admin::remove_staff(&db, &id).await?,
             };
             db.close().await;
             print_json(&answer)

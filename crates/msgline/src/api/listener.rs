@@ -32,6 +32,16 @@ impl axum::serve::Listener for JsonErrorsListener {
     }
 }
 
+/// The address a connection came from, for the handlers that count by it (`ConnectInfo`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, JsonErrorsListener>> for ClientAddr {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, JsonErrorsListener>) -> Self {
+        ClientAddr(*stream.remote_addr())
+    }
+}
+
 /// A connection that rewrites the HTTP layer's own bodiless error answers.
 pub struct JsonErrors {
     inner: TcpStream,

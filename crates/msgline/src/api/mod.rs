@@ -71,7 +71,9 @@ fn routes(authenticate: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<Ap
         .merge(openapi::router())
 }
 
-pub fn router(state: AppState) -> Router {
+/// The API's routes and, merged with them under the same request handling, the pages given
+/// (the console's).
+pub fn router(state: AppState, pages: Router<AppState>) -> Router {
     let (routes, _) = routes(|routes| routes.route_layer(middleware::from_fn_with_state(state.clone(), authenticate)))
         .split_for_parts();
     let mut router = Router::new();
@@ -80,6 +82,7 @@ pub fn router(state: AppState) -> Router {
     }
     router
         .merge(routes)
+        .merge(pages)
         // Inside routing, where the route's template is known: handed to `request_id` below.
         .route_layer(middleware::from_fn(route_template))
         .fallback(|| async { ApiError::not_found("route") })

@@ -97,32 +97,30 @@ pub async fn new_link(db: &Db, staff_id: &str, now: i64, link_ms: i64) -> sqlx::
 
 /// The organisation's staff, oldest first.
 pub async fn list(db: &Db, org_id: &str) -> sqlx::Result<Vec<Staff>> {
-    let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM staff WHERE org_id = $1 AND removed_at IS NULL ORDER BY id"))
-        .bind(org_id)
-        .fetch_all(db.writer())
-        .await?;
+    let rows =
+        sqlx::query(&format!("SELECT {COLUMNS} FROM staff WHERE org_id = $1 AND removed_at IS NULL ORDER BY id"))
+            .bind(org_id)
+            .fetch_all(db.writer())
+            .await?;
     rows.iter().map(from_row).collect()
 }
 
 pub async fn get(db: &Db, org_id: &str, staff_id: &str) -> sqlx::Result<Option<Staff>> {
-    let row = sqlx::query(&format!(
-        "SELECT {COLUMNS} FROM staff WHERE id = $1 AND org_id = $2 AND removed_at IS NULL"
-    ))
-    .bind(staff_id)
-    .bind(org_id)
-    .fetch_optional(db.writer())
-    .await?;
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM staff WHERE id = $1 AND org_id = $2 AND removed_at IS NULL"))
+        .bind(staff_id)
+        .bind(org_id)
+        .fetch_optional(db.writer())
+        .await?;
     row.as_ref().map(from_row).transpose()
 }
 
 /// A live account by email, with its password hash (`None` until set).
 pub async fn for_sign_in(db: &Db, email: &str) -> sqlx::Result<Option<(Staff, Option<String>)>> {
-    let row = sqlx::query(&format!(
-        "SELECT {COLUMNS}, password_hash FROM staff WHERE email = $1 AND removed_at IS NULL"
-    ))
-    .bind(email)
-    .fetch_optional(db.writer())
-    .await?;
+    let row =
+        sqlx::query(&format!("SELECT {COLUMNS}, password_hash FROM staff WHERE email = $1 AND removed_at IS NULL"))
+            .bind(email)
+            .fetch_optional(db.writer())
+            .await?;
     row.as_ref().map(|row| Ok((from_row(row)?, row.try_get(6)?))).transpose()
 }
 
@@ -155,16 +153,15 @@ pub async fn set_password(db: &Db, staff_id: &str, password_hash: &str, now: i64
 
 /// Changes a member's role; their sessions act with the new role from their next request.
 pub async fn set_role(db: &Db, org_id: &str, staff_id: &str, role: Role, now: i64) -> sqlx::Result<bool> {
-    let updated = sqlx::query(
-        "UPDATE staff SET role = $1, updated_at = $2 WHERE id = $3 AND org_id = $4 AND removed_at IS NULL",
-    )
-    .bind(role.as_str())
-    .bind(now)
-    .bind(staff_id)
-    .bind(org_id)
-    .execute(db.writer())
-    .await?
-    .rows_affected();
+    let updated =
+        sqlx::query("UPDATE staff SET role = $1, updated_at = $2 WHERE id = $3 AND org_id = $4 AND removed_at IS NULL")
+            .bind(role.as_str())
+            .bind(now)
+            .bind(staff_id)
+            .bind(org_id)
+            .execute(db.writer())
+            .await?
+            .rows_affected();
     Ok(updated == 1)
 }
 
@@ -281,11 +278,12 @@ pub async fn record_failure(db: &Db, subjects: &[String], now: i64) -> sqlx::Res
 
 /// Failures of a subject since `since`, and the oldest of them (from which the wait is counted).
 pub async fn failures_since(db: &Db, subject: &str, since: i64) -> sqlx::Result<(i64, Option<i64>)> {
-    let row = sqlx::query("SELECT COUNT(*), MIN(failed_at) FROM sign_in_failures WHERE subject = $1 AND failed_at > $2")
-        .bind(subject)
-        .bind(since)
-        .fetch_one(db.writer())
-        .await?;
+    let row =
+        sqlx::query("SELECT COUNT(*), MIN(failed_at) FROM sign_in_failures WHERE subject = $1 AND failed_at > $2")
+            .bind(subject)
+            .bind(since)
+            .fetch_one(db.writer())
+            .await?;
     Ok((row.try_get(0)?, row.try_get(1)?))
 }
 

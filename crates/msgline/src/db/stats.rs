@@ -52,3 +52,16 @@ pub async fn snapshot(db: &Db) -> sqlx::Result<Snapshot> {
     }
     Ok(snapshot)
 }
+
+/// An organisation's outbound messages made since `since_ms`, counted by status.
+pub async fn sends_by_status(db: &Db, org_id: &str, since_ms: i64) -> sqlx::Result<Vec<(String, i64)>> {
+    let rows = sqlx::query(
+        "SELECT status, COUNT(*) FROM messages WHERE org_id = $1 AND id >= $2 AND direction = 'outbound' \
+         GROUP BY status ORDER BY status",
+    )
+    .bind(org_id)
+    .bind(crate::ids::floor("msg", since_ms))
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
+}

@@ -13,6 +13,7 @@ use std::{
 const LAYERS: &[(&str, &[&str])] = &[
     ("tools beside the server", &["demo", "bench", "admin", "mcp", "fuzz", "telemetry"]),
     ("wiring, done once", &["app"]),
+    ("the console's pages, which use the API's state", &["console"]),
     ("the edge and the background work", &["api", "workers"]),
     ("services that use the send path", &["agents", "inbound"]),
     ("the one send path", &["send"]),

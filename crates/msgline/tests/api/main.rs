@@ -16,6 +16,7 @@ mod bluebubbles;
 mod bridge_files;
 mod cards;
 mod cli;
+mod console;
 mod contacts;
 mod conversations;
 mod crash;

@@ -1,0 +1,64 @@
+//! The console: the web pages the people who run msgline sign in to, served by `msgline serve`
+//! under `/console` (`GET /` redirects there). Pages are rendered on the server from templates
+//! embedded in the binary; every text from a message, a contact or an agent is escaped.
+//!
+//! A signed-in staff member is a caller like an API key: each page acts through the same service
+//! functions as the API, with a [`Principal`](crate::caller::Principal) whose scopes come from the
+//! staff member's role and whose rate limits are counted against them (see `session.rs`).
+//!
+//! Every response carries a Content-Security-Policy without inline scripts or styles,
+//! `frame-ancestors 'none'` and a same-origin referrer policy; every state change needs the
+//! session's CSRF token and a same-origin request (see `session.rs`).
+
+mod overview;
+mod pages;
+mod session;
+
+use axum::{
+    Router,
+    extract::Request,
+    http::{HeaderValue, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Redirect, Response},
+    routing::get,
+};
+
+use crate::api::AppState;
+
+pub use session::{IDLE_MS, LIFETIME_MS, LINK_MS};
+
+/// The console's routes: the public ones (sign-in, a sign-in link, the assets) and the pages that
+/// need a session.
+pub fn router(state: AppState) -> Router<AppState> {
+    let signed_in = Router::new()
+        .route("/console", get(overview::page))
+        .route("/console/sign-out", axum::routing::post(session::sign_out))
+        .route_layer(middleware::from_fn_with_state(state, session::require));
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/console") }))
+        .route("/console/sign-in", get(session::sign_in_page).post(session::sign_in))
+        .route("/console/welcome", get(session::welcome_page).post(session::welcome))
+        .route("/console/assets/{name}", get(pages::asset))
+        .merge(signed_in)
+        .layer(middleware::from_fn(secure_headers))
+}
+
+/// The headers every console response carries.
+async fn secure_headers(req: Request, next: Next) -> Response {
+    let mut response = next.run(req).await.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; \
+             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}

@@ -1,0 +1,368 @@
+//! Staff sessions: sign-in (throttled, saying nothing of whether an email exists), the one-time
+//! link where a new member sets a password, sign-out, and the check every signed-in page passes.
+//!
+//! The session cookie `msgline_session` holds a random token; the server keeps only its SHA-256,
+//! and reads the session on every request, so a sign-out, a removal or a new password ends it on
+//! every instance at once. The cookie is HttpOnly and SameSite=Lax, and Secure when
+//! `MSGLINE_PUBLIC_URL` is https. A session ends after 12 idle hours and at 7 days at the latest.
+//!
+//! State changes need the session's CSRF token (a form field derived from the session token) and
+//! a same-origin request: a browser's `Sec-Fetch-Site: cross-site` or an `Origin` of another
+//! host is refused before anything is read.
+
+use axum::{
+    Form,
+    extract::{ConnectInfo, FromRequestParts, Query, Request, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header, request::Parts},
+    middleware::Next,
+    response::{IntoResponse, Redirect, Response},
+};
+use hmac::{Hmac, Mac};
+use minijinja::context;
+use serde::Deserialize;
+use sha2::Sha256;
+
+use super::pages::{notice, render};
+use crate::{
+    api::{AppState, listener::ClientAddr},
+    caller::Principal,
+    clock,
+    db::{self, staff::Staff},
+    domain::{
+        apikey::hash_secret,
+        staff::{check_password, decoy_hash, hash_password, parse_email, verify_password},
+    },
+    ratelimit::Policy,
+};
+
+/// A session ends after this long without a request.
+pub const IDLE_MS: i64 = 12 * 3_600_000;
+/// A session ends this long after sign-in, however busy.
+pub const LIFETIME_MS: i64 = 7 * 24 * 3_600_000;
+/// A sign-in link works this long.
+pub const LINK_MS: i64 = 24 * 3_600_000;
+/// A session's last use is written at most this often (what the idle limit counts from).
+const TOUCH_MS: i64 = 60_000;
+
+/// Failed sign-ins are counted over this window...
+const FAILURE_WINDOW_MS: i64 = 15 * 60_000;
+/// ... and this many for one email, or this many from one address, make the next wait.
+const FAILURES_PER_EMAIL: i64 = 5;
+const FAILURES_PER_ADDRESS: i64 = 20;
+
+const COOKIE: &str = "msgline_session";
+
+/// The signed-in staff member of a console request, as the pages use them.
+#[derive(Clone)]
+pub struct SignedIn {
+    pub staff: Staff,
+    /// The caller the console acts as, with the role's scopes.
+    pub principal: Principal,
+    /// The token every form of this session carries.
+    pub csrf: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SignedIn {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<SignedIn>().cloned().ok_or_else(|| Redirect::to("/console/sign-in").into_response())
+    }
+}
+
+/// The session token of a request's cookie.
+fn cookie_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_string())
+        .filter(|token| token.starts_with("mls_") && token.len() < 100)
+}
+
+/// The CSRF token of a session: an HMAC of a fixed label under the session's own token, so it
+/// needs no storage and changes with every session.
+fn csrf_token(session_token: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(session_token.as_bytes()).expect("any key length");
+    mac.update(b"msgline console csrf");
+    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether a request comes from a page of this console: a cross-site fetch, or an `Origin`
+/// naming another host, is not.
+fn same_origin(headers: &HeaderMap) -> bool {
+    if headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site") {
+        return false;
+    }
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else { return true };
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    origin.split_once("://").is_some_and(|(_, rest)| rest == host)
+}
+
+fn cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
+    let secure =
+        if state.config.public_url.as_deref().is_some_and(|url| url.starts_with("https://")) { "; Secure" } else { "" };
+    let value = format!("{COOKIE}={token}; Path=/console; HttpOnly; SameSite=Lax; Max-Age={max_age_s}{secure}");
+    HeaderValue::from_str(&value).expect("a cookie of token characters")
+}
+
+/// Every signed-in page: a live session, else the sign-in page; a state change also needs the
+/// session's CSRF token (checked by the handler's form) and a same-origin request; the request
+/// counts against the staff member's rate limit.
+pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let Some(token) = cookie_token(req.headers()) else { return Redirect::to("/console/sign-in").into_response() };
+    let now = clock::now_ms();
+    let session = match db::staff::session(&state.db, &hash_secret(&token), now, IDLE_MS).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return Redirect::to("/console/sign-in").into_response(),
+        Err(error) => {
+            tracing::error!(error = %error, "a console session could not be read");
+            return notice(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "The console cannot reach its database.");
+        }
+    };
+    if req.method() != axum::http::Method::GET && !same_origin(req.headers()) {
+        return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
+    }
+    let principal = Principal::staff(&session.staff.org_id, &session.staff.id, session.staff.role.scopes());
+    if let Err((_, retry_after)) = state.limits().check_all(&[Policy::Global], &principal.caller()).await {
+        return notice(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many requests",
+            &format!("Wait {retry_after} seconds and try again."),
+        );
+    }
+    if now - session.last_seen_at > TOUCH_MS
+        && let Err(error) = db::staff::touch_session(&state.db, &session.id, now).await
+    {
+        tracing::warn!(error = %error, "a console session's last use could not be written");
+    }
+    req.extensions_mut().insert(SignedIn { staff: session.staff, principal, csrf: csrf_token(&token) });
+    next.run(req).await
+}
+
+/// A form's CSRF field, checked against the session's.
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    pub csrf: String,
+}
+
+/// Whether a form carries its session's CSRF token.
+pub fn csrf_ok(signed_in: &SignedIn, sent: &str) -> bool {
+    let expected = signed_in.csrf.as_bytes();
+    expected.len() == sent.len() && expected.iter().zip(sent.as_bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+/// The refusal of a form without its session's CSRF token.
+pub fn csrf_refused() -> Response {
+    notice(
+        StatusCode::FORBIDDEN,
+        "Refused",
+        "This form has expired or did not come from this console. Reload the page.",
+    )
+}
+
+/// `GET /console/sign-in`.
+pub async fn sign_in_page() -> Response {
+    render(StatusCode::OK, "sign_in.html", context! {})
+}
+
+#[derive(Deserialize)]
+pub struct SignInForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+}
+
+/// `POST /console/sign-in`. A wrong password, an unknown email and an account without a
+/// password all answer the same, in about the same time.
+pub async fn sign_in(
+    State(state): State<AppState>,
+    ConnectInfo(ClientAddr(address)): ConnectInfo<ClientAddr>,
+    headers: HeaderMap,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    if !same_origin(&headers) {
+        return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
+    }
+    let now = clock::now_ms();
+    let email = parse_email(&form.email).unwrap_or_else(|_| form.email.trim().to_lowercase());
+    let subjects = [format!("email:{email}"), format!("address:{}", address.ip())];
+    match throttled(&state, &subjects, now).await {
+        Ok(Some(wait_s)) => {
+            let minutes = (wait_s + 59) / 60;
+            return render(
+                StatusCode::TOO_MANY_REQUESTS,
+                "sign_in.html",
+                context! { email, error => format!("Too many failed sign-ins. Try again in {minutes} minutes.") },
+            );
+        }
+        Ok(None) => {}
+        Err(error) => return unavailable(error),
+    }
+    let account = match db::staff::for_sign_in(&state.db, &email).await {
+        Ok(account) => account,
+        Err(error) => return unavailable(error),
+    };
+    let stored = account.as_ref().and_then(|(_, hash)| hash.clone());
+    let password = form.password;
+    let stored_or_decoy = stored.clone().unwrap_or_else(|| decoy_hash().to_string());
+    let matches = tokio::task::spawn_blocking(move || verify_password(&password, &stored_or_decoy)).await;
+    let staff = match (account, stored.is_some(), matches) {
+        (Some((staff, _)), true, Ok(true)) => staff,
+        _ => {
+            if let Err(error) = db::staff::record_failure(&state.db, &subjects, now).await {
+                return unavailable(error);
+            }
+            return render(
+                StatusCode::UNAUTHORIZED,
+                "sign_in.html",
+                context! { email, error => "The email or the password is not right." },
+            );
+        }
+    };
+    start(&state, &staff, now).await
+}
+
+/// How long a sign-in must wait, if one of its subjects failed too often lately.
+async fn throttled(state: &AppState, subjects: &[String], now: i64) -> sqlx::Result<Option<i64>> {
+    let mut wait_ms = 0;
+    for subject in subjects {
+        let limit = if subject.starts_with("email:") { FAILURES_PER_EMAIL } else { FAILURES_PER_ADDRESS };
+        let (count, oldest) = db::staff::failures_since(&state.db, subject, now - FAILURE_WINDOW_MS).await?;
+        if count >= limit {
+            wait_ms = wait_ms.max(oldest.unwrap_or(now) + FAILURE_WINDOW_MS - now);
+        }
+    }
+    Ok((wait_ms > 0).then_some((wait_ms + 999) / 1000))
+}
+
+/// Starts a session for `staff` and sends them to the overview.
+async fn start(state: &AppState, staff: &Staff, now: i64) -> Response {
+    match db::staff::start_session(&state.db, &staff.id, now, LIFETIME_MS).await {
+        Ok(token) => {
+            let mut response = Redirect::to("/console").into_response();
+            response.headers_mut().insert(header::SET_COOKIE, cookie(state, &token, LIFETIME_MS / 1000));
+            response
+        }
+        Err(error) => unavailable(error),
+    }
+}
+
+fn unavailable(error: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %error, "a console sign-in could not reach the database");
+    notice(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "The console cannot reach its database. Try again.")
+}
+
+/// `POST /console/sign-out`: ends the session, wherever it is used.
+pub async fn sign_out(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    headers: HeaderMap,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    if !csrf_ok(&signed_in, &form.csrf) {
+        return csrf_refused();
+    }
+    if let Some(token) = cookie_token(&headers)
+        && let Err(error) = db::staff::end_session(&state.db, &hash_secret(&token)).await
+    {
+        return unavailable(error);
+    }
+    let mut response = Redirect::to("/console/sign-in").into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie(&state, "", 0));
+    response
+}
+
+#[derive(Deserialize)]
+pub struct LinkQuery {
+    #[serde(default)]
+    token: String,
+}
+
+/// `GET /console/welcome?token=…`: the page of a one-time sign-in link.
+pub async fn welcome_page(State(state): State<AppState>, Query(query): Query<LinkQuery>) -> Response {
+    match db::staff::by_link(&state.db, &hash_secret(&query.token), clock::now_ms()).await {
+        Ok(Some(staff)) => {
+            render(StatusCode::OK, "welcome.html", context! { email => staff.email, token => query.token })
+        }
+        Ok(None) => expired_link(),
+        Err(error) => unavailable(error),
+    }
+}
+
+fn expired_link() -> Response {
+    notice(
+        StatusCode::NOT_FOUND,
+        "This link does not work",
+        "It was used already, or it is more than a day old. Ask an owner of your organisation for a new one.",
+    )
+}
+
+#[derive(Deserialize)]
+pub struct WelcomeForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    confirm: String,
+}
+
+/// `POST /console/welcome`: sets the password, uses up the link, and signs in.
+pub async fn welcome(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<WelcomeForm>) -> Response {
+    if !same_origin(&headers) {
+        return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
+    }
+    let now = clock::now_ms();
+    let staff = match db::staff::by_link(&state.db, &hash_secret(&form.token), now).await {
+        Ok(Some(staff)) => staff,
+        Ok(None) => return expired_link(),
+        Err(error) => return unavailable(error),
+    };
+    let problem = match check_password(&form.password) {
+        Err(problem) => Some(problem),
+        Ok(()) if form.password != form.confirm => Some("the two passwords differ".to_string()),
+        Ok(()) => None,
+    };
+    if let Some(problem) = problem {
+        return render(
+            StatusCode::BAD_REQUEST,
+            "welcome.html",
+            context! { email => staff.email, token => form.token, error => problem },
+        );
+    }
+    let password = form.password;
+    let Ok(hash) = tokio::task::spawn_blocking(move || hash_password(&password)).await else {
+        return unavailable("the password could not be hashed");
+    };
+    if let Err(error) = db::staff::set_password(&state.db, &staff.id, &hash, now).await {
+        return unavailable(error);
+    }
+    start(&state, &staff, now).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cookie_is_read_and_origins_are_compared_with_the_host() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::COOKIE, HeaderValue::from_static("a=1; msgline_session=mls_abc; b=2"));
+        assert_eq!(cookie_token(&headers).as_deref(), Some("mls_abc"));
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8080"));
+        assert!(same_origin(&headers));
+        headers.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8080"));
+        assert!(same_origin(&headers));
+        headers.insert(header::ORIGIN, HeaderValue::from_static("https://evil.example"));
+        assert!(!same_origin(&headers));
+        headers.remove(header::ORIGIN);
+        headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
+        assert!(!same_origin(&headers));
+        assert_ne!(csrf_token("mls_a"), csrf_token("mls_b"));
+    }
+}
