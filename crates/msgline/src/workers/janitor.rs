@@ -58,7 +58,10 @@ pub async fn step(state: &Sender) -> sqlx::Result<u64> {
     let expired = in_batches(|| db::idempotency::delete_expired(&state.db, now, BATCH)).await?;
     let old_callbacks =
         in_batches(|| db::reports::delete_callbacks_before(&state.db, now - BRIDGE_EVENT_RETENTION_MS, BATCH)).await?;
-    Ok(expired + old_callbacks)
+    // Sign-in failures older than a day count for nothing (the throttle looks back 15 minutes),
+    // nor do sessions past their absolute end.
+    let staff = db::staff::prune(&state.db, now - 24 * 3_600_000, now).await?;
+    Ok(expired + old_callbacks + staff)
 }
 
 /// Runs `delete` (which deletes at most [`BATCH`] rows) until it deletes fewer; returns how many
