@@ -113,6 +113,10 @@ fn cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
 /// session's CSRF token (checked by the handler's form) and a same-origin request; the request
 /// counts against the staff member's rate limit.
 pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    // First, so that a cross-site post is refused as such (its cookie stays home: SameSite=Lax).
+    if req.method() != axum::http::Method::GET && !same_origin(req.headers()) {
+        return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
+    }
     let Some(token) = cookie_token(req.headers()) else { return Redirect::to("/console/sign-in").into_response() };
     let now = clock::now_ms();
     let session = match db::staff::session(&state.db, &hash_secret(&token), now, IDLE_MS).await {
@@ -123,9 +127,6 @@ pub async fn require(State(state): State<AppState>, mut req: Request, next: Next
             return notice(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "The console cannot reach its database.");
         }
     };
-    if req.method() != axum::http::Method::GET && !same_origin(req.headers()) {
-        return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
-    }
     let principal = Principal::staff(&session.staff.org_id, &session.staff.id, session.staff.role.scopes());
     if let Err((_, retry_after)) = state.limits().check_all(&[Policy::Global], &principal.caller()).await {
         return notice(
