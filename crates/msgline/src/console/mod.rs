@@ -10,6 +10,7 @@
 //! `frame-ancestors 'none'` and a same-origin referrer policy; every state change needs the
 //! session's CSRF token and a same-origin request (see `session.rs`).
 
+mod conversations;
 mod overview;
 mod pages;
 mod session;
@@ -20,7 +21,7 @@ use axum::{
     http::{HeaderValue, header},
     middleware::{self, Next},
     response::{IntoResponse, Redirect, Response},
-    routing::get,
+    routing::{get, post},
 };
 
 use crate::api::AppState;
@@ -32,7 +33,11 @@ pub use session::{IDLE_MS, LIFETIME_MS, LINK_MS};
 pub fn router(state: AppState) -> Router<AppState> {
     let signed_in = Router::new()
         .route("/console", get(overview::page))
-        .route("/console/sign-out", axum::routing::post(session::sign_out))
+        .route("/console/sign-out", post(session::sign_out))
+        .route("/console/conversations", get(conversations::list).post(conversations::start))
+        .route("/console/conversations/{id}", get(conversations::thread))
+        .route("/console/conversations/{id}/messages", post(conversations::send))
+        .route("/console/conversations/{id}/live", get(conversations::live))
         .route_layer(middleware::from_fn_with_state(state, session::require));
     Router::new()
         .route("/", get(|| async { Redirect::to("/console") }))

@@ -18,10 +18,16 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("welcome.html", include_str!("templates/welcome.html")),
     ("notice.html", include_str!("templates/notice.html")),
     ("overview.html", include_str!("templates/overview.html")),
+    ("conversations.html", include_str!("templates/conversations.html")),
+    ("thread.html", include_str!("templates/thread.html")),
+    ("thread_messages.html", include_str!("templates/thread_messages.html")),
 ];
 
 /// The static files, by name: content type and bytes.
-const ASSETS: &[(&str, &str, &str)] = &[("console.css", "text/css; charset=utf-8", include_str!("assets/console.css"))];
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("console.css", "text/css; charset=utf-8", include_str!("assets/console.css")),
+    ("console.js", "text/javascript; charset=utf-8", include_str!("assets/console.js")),
+];
 
 fn environment() -> &'static Environment<'static> {
     static ENVIRONMENT: OnceLock<Environment<'static>> = OnceLock::new();
@@ -44,6 +50,14 @@ pub fn render(status: StatusCode, template: &str, context: impl Serialize) -> Re
             (StatusCode::INTERNAL_SERVER_ERROR, "the page could not be rendered").into_response()
         }
     }
+}
+
+/// A part of a page, as text (what a live update sends); empty if it cannot be rendered.
+pub fn render_fragment(template: &str, context: impl Serialize) -> String {
+    environment().get_template(template).and_then(|t| t.render(context)).unwrap_or_else(|error| {
+        tracing::error!(template, error = %error, "a console fragment could not be rendered");
+        String::new()
+    })
 }
 
 /// A page that only says something: a refusal, a wait, a link that no longer works.

@@ -1,0 +1,14 @@
+// msgline console: the only script. A thread with data-live listens to the server's events and
+// puts the messages it sends (HTML rendered and escaped on the server) in place; without
+// JavaScript the page still works, and shows changes on reload.
+"use strict";
+document.addEventListener("DOMContentLoaded", function () {
+  var thread = document.querySelector("[data-live]");
+  if (!thread || !window.EventSource) return;
+  var events = new EventSource(thread.getAttribute("data-live"));
+  events.addEventListener("thread", function (event) {
+    var atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+    thread.innerHTML = event.data;
+    if (atBottom) window.scrollTo(0, document.body.scrollHeight);
+  });
+});
