@@ -20,9 +20,9 @@ use tokio::{
     process::{Child, Command},
 };
 
-use crate::{admin, db::Db, ids};
+use msgline::{Backend, Db, admin, ids};
 
-pub mod peer;
+mod peer;
 mod report;
 mod soak;
 
@@ -117,7 +117,7 @@ struct Harness {
 }
 
 /// A temporary directory removed on drop, without another dependency.
-pub(super) mod tempfile_dir {
+mod tempfile_dir {
     pub struct Dir(pub std::path::PathBuf);
     impl Drop for Dir {
         fn drop(&mut self) {
@@ -227,8 +227,8 @@ impl Harness {
 
     async fn durability(&self) -> String {
         match self.db.backend() {
-            crate::db::Backend::Sqlite => "SQLite WAL, synchronous=NORMAL".into(),
-            crate::db::Backend::Postgres => {
+            Backend::Sqlite => "SQLite WAL, synchronous=NORMAL".into(),
+            Backend::Postgres => {
                 let value: String = sqlx::query("SHOW synchronous_commit")
                     .fetch_one(self.db.writer())
                     .await
@@ -309,7 +309,7 @@ async fn scenario_send(h: &Harness, args: &BenchArgs) -> (Value, i64, i64) {
     let url = format!("{}/api/v1/messaging/messages", h.base);
     let keys = h.keys.clone();
     let from = h.line_e164.clone();
-    let started = crate::clock::now_ms();
+    let started = msgline::clock::now_ms();
     let run = ids::new_id("run");
     let (samples, elapsed) = drive(args.connections, args.seconds, move |worker, n| {
         http.post(&url)
@@ -318,7 +318,7 @@ async fn scenario_send(h: &Harness, args: &BenchArgs) -> (Value, i64, i64) {
             .json(&json!({"to": recipient(n), "from": from, "body": format!("bench message {n}")}))
     })
     .await;
-    (summary("send", samples, elapsed, "messages"), started, crate::clock::now_ms())
+    (summary("send", samples, elapsed, "messages"), started, msgline::clock::now_ms())
 }
 
 /// From the 202 to the line reporting the send: `sent_at - created_at` of the messages a send
@@ -386,7 +386,7 @@ async fn receiver(secret: Arc<std::sync::RwLock<String>>, clock: Instant) -> any
                     |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
                 let timestamp = header("webhook-timestamp").parse::<i64>().unwrap_or_default();
                 let secret = secret.read().expect("secret lock").clone();
-                let expected = crate::domain::webhook::sign(&secret, &header("webhook-id"), timestamp, &body);
+                let expected = msgline::sign_webhook(&secret, &header("webhook-id"), timestamp, &body);
                 if header("webhook-signature").split(' ').any(|s| s == expected) {
                     counts.good.fetch_add(1, Ordering::Relaxed);
                 } else {
@@ -425,7 +425,7 @@ async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Valu
         .await?;
     let key = registration["secret"].as_str().ok_or_else(|| anyhow::anyhow!("registration failed: {registration}"))?;
     *secret.write().expect("secret lock") = key.to_string();
-    let since = crate::clock::now_ms();
+    let since = msgline::clock::now_ms();
     scenario_send(h, args).await;
     // Every event written from here on is for the endpoint; wait until all have arrived.
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -470,7 +470,7 @@ async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Valu
 
 async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
     // A million messages over many conversations; the one read is an ordinary thread.
-    let seeded = crate::api::bench::seed_messages(&h.db, args.read_rows).await?;
+    let seeded = msgline::seed_bench_messages(&h.db, args.read_rows).await?;
     let http = client(args.connections);
     let url = format!("{}/api/v1/messaging/messages?conversation_id={}&limit=50", h.base, seeded);
     let keys = h.keys.clone();

@@ -4,11 +4,8 @@
 
 use std::path::Path;
 
-use crate::{
-    Application, Config, admin,
-    app::shutdown_signal,
-    bridge::sim::{self, SimConfig},
-};
+use msgline::{Application, Config, admin, shutdown_signal};
+use msgline_sim::SimConfig;
 
 const DEDICATED_E164: &str = "+12015550100";
 const SHARED_E164: &str = "+12015550199";
@@ -29,7 +26,7 @@ pub async fn run(mut config: Config, database: &Path, dedicated_sim: &str, share
     let key = org["api_key"].as_str().unwrap_or_default().to_string();
     let callback_url = format!("{base}/api/v1/messaging/bridge/events");
     for (e164, listen, shared) in [(DEDICATED_E164, dedicated_sim, false), (SHARED_E164, shared_sim, true)] {
-        let token = crate::domain::apikey::random_secret("sim_");
+        let token = admin::random_secret("sim_");
         let kind = if shared { "shared" } else { "dedicated" };
         let owner = (!shared).then_some(org_id.as_str());
         let line = admin::create_line(
@@ -49,7 +46,7 @@ pub async fn run(mut config: Config, database: &Path, dedicated_sim: &str, share
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot start the simulated line on {listen}: {e}"))?;
-        let router = sim::router(sim)?;
+        let router = msgline_sim::router(sim)?;
         tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });

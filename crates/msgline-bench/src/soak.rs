@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use super::{BenchArgs, Harness, client, percentile, recipient, rss_mib};
-use crate::ids;
+use msgline::ids;
 
 /// Share of the measured closed-loop send rate the soak runs at.
 const SHARE: f64 = 0.8;
@@ -210,7 +210,7 @@ pub(super) async fn scenario_soak(h: &Harness, args: &BenchArgs) -> anyhow::Resu
         .json()
         .await?;
     anyhow::ensure!(registration["id"].is_string(), "webhook registration failed: {registration}");
-    let since = crate::clock::now_ms();
+    let since = msgline::clock::now_ms();
 
     // The rate: 80 % of what the same server carries from end to end with the endpoint in place.
     let (rate, measured) = match args.rate {

@@ -1,7 +1,8 @@
-//! The architecture test: the top-level modules of `src/` import each other only downwards, in
-//! the order written below, and never in a circle. It reads the `crate::…` paths of every source
-//! file, so a new import that points up, or a new module that has no place, fails here with the
-//! files that do it.
+//! The architecture test: the top-level modules of the server library (`crates/msgline/src/`)
+//! import each other only downwards, in the order written below, and never in a circle. It reads
+//! the `crate::…` paths of every source file, so a new import that points up, or a new module that
+//! has no place, fails here with the files that do it. And the server library depends on none of
+//! the tools built on it (crates/msgline-sim, -bench, -demo, -cli): they sit above it.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -11,7 +12,7 @@ use std::{
 /// The layers, from the top down. A module may import any module of a lower layer, and one of
 /// its own layer as long as no circle forms. docs/architecture.md draws the same picture.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("tools beside the server", &["demo", "bench", "admin", "mcp", "fuzz", "telemetry"]),
+    ("tools beside the server", &["admin", "mcp", "fuzz", "telemetry"]),
     ("wiring, done once", &["app"]),
     ("the edge and the background work", &["api", "workers"]),
     ("services that use the send path", &["agents", "inbound"]),
@@ -81,9 +82,14 @@ fn first_word(text: &str) -> String {
     text.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
 }
 
+/// The server library's directory, beside this package's.
+fn server_crate() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("crates/").join("msgline")
+}
+
 /// module → (module it imports → the files that do).
 fn imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = server_crate().join("src");
     let mut files = Vec::new();
     source_files(&src, &mut files);
     // Names lib.rs hands on at the crate's root (`pub use config::Config;`) belong to their module.
@@ -99,8 +105,8 @@ fn imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
     for file in files {
         let relative = file.strip_prefix(&src).expect("under src").to_string_lossy().to_string();
-        // lib.rs declares the modules; main.rs is the binary, a crate of its own.
-        if relative == "lib.rs" || relative == "main.rs" {
+        // lib.rs declares the modules and the library's surface.
+        if relative == "lib.rs" {
             continue;
         }
         let module = relative.split('/').next().unwrap().trim_end_matches(".rs").to_string();
@@ -185,4 +191,29 @@ fn the_reader_of_imports_finds_single_and_grouped_paths_and_ignores_comments() {
     );
     let named: Vec<String> = modules_named(&code).into_iter().collect();
     assert_eq!(named, ["clock", "db", "domain", "send"]);
+}
+
+/// The crates of the workspace built on the server library. The server must not depend on them:
+/// Cargo refuses a circle between packages, but a tool's code pulled into the server (through a
+/// dependency added for it) would break the layers above from below.
+const TOOL_CRATES: [&str; 4] = ["msgline-sim", "msgline-bench", "msgline-demo", "msgline-cli"];
+
+#[test]
+fn the_server_library_depends_on_none_of_the_tools() {
+    let manifest = std::fs::read_to_string(server_crate().join("Cargo.toml")).expect("crates/msgline/Cargo.toml");
+    let named: Vec<&str> = manifest
+        .lines()
+        .filter_map(|line| line.split(['=', '.', ' ']).next())
+        .filter(|name| TOOL_CRATES.contains(name))
+        .collect();
+    assert!(named.is_empty(), "crates/msgline/Cargo.toml names the tool crates {named:?}");
+    let mut files = Vec::new();
+    source_files(&server_crate().join("src"), &mut files);
+    for file in files {
+        let code = code_of(&std::fs::read_to_string(&file).expect("a source file"));
+        for tool in TOOL_CRATES {
+            let path = format!("{}::", tool.replace('-', "_"));
+            assert!(!code.contains(&path), "{} names {path}", file.display());
+        }
+    }
 }

@@ -48,7 +48,7 @@ pub async fn scenario(args: &BenchArgs) -> anyhow::Result<Value> {
         );
         return Ok(json!({"scenario": "kannel", "skipped": why}));
     }
-    let path = std::env::temp_dir().join(crate::ids::new_id("kannel"));
+    let path = std::env::temp_dir().join(msgline::ids::new_id("kannel"));
     std::fs::create_dir_all(&path)?;
     let dir = super::tempfile_dir::Dir(path);
     let port = kannel_port()?;

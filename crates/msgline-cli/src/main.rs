@@ -1,9 +1,11 @@
-//! The `msgline` binary: parses the command line and hands over to the library.
+//! The `msgline` binary: parses the command line and hands over to the server library
+//! (`msgline`) or to a tool's crate (`msgline-sim`, `msgline-bench`, `msgline-demo`).
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
-use msgline::{Application, Config, admin, app::shutdown_signal, bridge::sim::SimConfig, db::Db, telemetry};
+use msgline::{Application, Config, Db, admin, shutdown_signal, telemetry};
+use msgline_sim::SimConfig;
 
 /// jemalloc rather than the system's allocator: under a send load glibc's malloc and free took
 /// about a fifth of the server's CPU (BENCHMARKS.md).
@@ -134,7 +136,7 @@ struct SimArgs {
     sms_only: Vec<String>,
     /// How the line answers sends.
     #[arg(long, value_enum, default_value = "accept")]
-    mode: msgline::bridge::sim::Mode,
+    mode: msgline_sim::Mode,
     /// Seed for the flaky mode's choices.
     #[arg(long)]
     seed: Option<u64>,
@@ -276,10 +278,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 log: std::env::var("MSGLINE_LOG").unwrap_or_else(|_| "warn".into()),
                 ..config.clone()
             });
-            msgline::demo::run(config, &args.database, &args.dedicated_sim, &args.shared_sim).await
+            msgline_demo::run(config, &args.database, &args.dedicated_sim, &args.shared_sim).await
         }
         Command::Openapi => {
-            let document = serde_json::to_string_pretty(&msgline::api::openapi::document())?;
+            let document = serde_json::to_string_pretty(&msgline::openapi_document())?;
             println!("{document}");
             Ok(())
         }
@@ -288,7 +290,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let key =
                 std::env::var("MSGLINE_KEY").map_err(|_| anyhow::anyhow!("MSGLINE_KEY (an API key) is not set"))?;
             let url = std::env::var("MSGLINE_URL").unwrap_or_else(|_| format!("http://{}", config.listen));
-            msgline::mcp::run(&url, &key).await
+            msgline::run_mcp(&url, &key).await
         }
         Command::Sim(args) => {
             telemetry::init(&config);
@@ -309,15 +311,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 answer_delay: Duration::from_millis(args.answer_ms),
                 mms: !args.no_mms,
             };
-            msgline::bridge::sim::run(sim).await
+            msgline_sim::run(sim).await
         }
         Command::Bench(args) => {
             let scenarios = if args.scenarios == "all" {
-                msgline::bench::SCENARIOS.iter().map(|s| s.to_string()).collect()
+                msgline_bench::SCENARIOS.iter().map(|s| s.to_string()).collect()
             } else {
                 args.scenarios.split(',').map(|s| s.trim().to_string()).collect()
             };
-            msgline::bench::run(msgline::bench::BenchArgs {
+            msgline_bench::run(msgline_bench::BenchArgs {
                 database: args.database,
                 scenarios,
                 connections: args.connections,

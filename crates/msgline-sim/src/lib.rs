@@ -27,11 +27,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
-    InboundFile, ReachabilityAnswer, ReachabilityRequest, ReactionRequest, SendAnswer, SendRequest, StatusAnswer,
+use msgline::{
+    bridge_protocol::{
+        BridgeEvent, BridgeEventPayload, Capabilities, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest,
+        GroupRequest, InboundFile, ReachabilityAnswer, ReachabilityRequest, ReactionRequest, SendAnswer, SendRequest,
+        StatusAnswer,
+    },
+    clock,
 };
-use crate::{clock, db::lines::Capabilities};
 
 mod control;
 mod groups;
