@@ -189,12 +189,12 @@ async fn a_line_from_before_the_signing_key_gets_one_at_the_next_start_and_its_u
 async fn of_two_instances_giving_a_line_a_signing_key_at_once_the_first_stored_wins() {
     let app = crate::helpers::spawn_app().await;
     let line_id = app.create_line_id("+12015550100", Some(&app.org)).await;
-    let line = msgline::db::lines::get(app.db(), &line_id).await.unwrap().unwrap();
+    let line = msgline::testing::db::lines::get(app.db(), &line_id).await.unwrap().unwrap();
     assert_eq!(line.bridge_settings.signing_key, "", "a line without one, as an older msgline made it");
-    let adopt = |fresh: &'static str| msgline::db::lines::adopt_signing_key(app.db(), &line_id, fresh);
+    let adopt = |fresh: &'static str| msgline::testing::db::lines::adopt_signing_key(app.db(), &line_id, fresh);
     assert_eq!(adopt("mls_first").await.unwrap(), "mls_first");
     assert_eq!(adopt("mls_second").await.unwrap(), "mls_first", "the later one learns the stored key");
-    let settings = msgline::db::lines::get(app.db(), &line_id).await.unwrap().unwrap().bridge_settings;
+    let settings = msgline::testing::db::lines::get(app.db(), &line_id).await.unwrap().unwrap().bridge_settings;
     assert_eq!(settings.hook_secret, line.bridge_settings.hook_secret, "the URL secret is kept");
 }
 

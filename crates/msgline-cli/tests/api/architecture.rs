@@ -12,6 +12,7 @@ use std::{
 /// The layers, from the top down. A module may import any module of a lower layer, and one of
 /// its own layer as long as no circle forms. docs/architecture.md draws the same picture.
 const LAYERS: &[(&str, &[&str])] = &[
+    ("the tests' window into the crate (feature `testing`)", &["testing"]),
     ("tools beside the server", &["admin", "mcp", "fuzz", "telemetry"]),
     ("wiring, done once", &["app"]),
     ("the edge and the background work", &["api", "workers"]),
@@ -99,7 +100,9 @@ fn imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
         .filter_map(|line| line.trim().strip_prefix("pub use "))
         .filter_map(|path| {
             let path = path.trim_end_matches(';');
-            Some((path.rsplit("::").next()?.to_string(), path.split("::").next()?.to_string()))
+            // `pub use mcp::run as run_mcp;` names `run_mcp` at the root.
+            let (path, name) = path.split_once(" as ").unwrap_or((path, path.rsplit("::").next()?));
+            Some((name.to_string(), path.split("::").next()?.to_string()))
         })
         .collect();
     let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();

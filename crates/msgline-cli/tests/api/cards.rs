@@ -21,7 +21,7 @@ async fn photo_server() -> String {
         .route("/exact.jpg", get(|| async { jpeg(KB200) }))
         .route("/over.jpg", get(|| async { jpeg(KB200 + 1) }))
         .route("/small.jpg", get(|| async { jpeg(1000) }))
-        .route("/photo.png", get(|| async { msgline::domain::photo::SERVICE_MARK.to_vec() }))
+        .route("/photo.png", get(|| async { msgline::testing::domain::photo::SERVICE_MARK.to_vec() }))
         .route("/photo.gif", get(|| async { b"GIF89a\x01\x00\x01\x00\x00\x00\x00;".to_vec() }))
         // A page that claims to be an image: the type comes from the bytes.
         .route("/fake.jpg", get(|| async { ([("content-type", "image/jpeg")], "<html>not an image</html>") }))
@@ -98,7 +98,7 @@ async fn a_card_reaches_the_phone_as_a_vcard_with_every_field() {
     // No photo given: the service's own mark.
     let photo = fields.iter().find(|(n, _)| n.starts_with("PHOTO")).unwrap();
     assert_eq!(photo.0, "PHOTO;ENCODING=b;TYPE=PNG");
-    assert_eq!(STANDARD.decode(&photo.1).unwrap(), msgline::domain::photo::SERVICE_MARK);
+    assert_eq!(STANDARD.decode(&photo.1).unwrap(), msgline::testing::domain::photo::SERVICE_MARK);
     assert_eq!(fields.last().unwrap(), &("END".to_string(), "VCARD".to_string()));
 }
 
@@ -173,7 +173,7 @@ async fn base64_photos_take_raw_base64_or_a_data_url_under_the_same_limits() {
     let line = app.default_line().await;
     let raw = STANDARD.encode(jpeg(KB200));
     sent_card(&app, &line, card(json!({"photo_base64": raw}))).await;
-    let data_url = format!("data:image/png;base64,{}", STANDARD.encode(msgline::domain::photo::SERVICE_MARK));
+    let data_url = format!("data:image/png;base64,{}", STANDARD.encode(msgline::testing::domain::photo::SERVICE_MARK));
     sent_card(&app, &line, card(json!({"photo_base64": data_url}))).await;
     for bad in [
         STANDARD.encode(jpeg(KB200 + 1)),

@@ -105,7 +105,7 @@ async fn kill_9_in_the_middle_of_500_sends_loses_nothing_and_sends_nothing_twice
     }
     let accepted = accepted.lock().await.clone();
 
-    let reader = msgline::db::Db::connect(&url).await.unwrap();
+    let reader = msgline::Db::connect(&url).await.unwrap();
     let statuses = eventually(90, "every accepted message to settle", || async {
         let rows: Vec<(String, String)> = sqlx::query_as::<_, (String, String)>("SELECT id, status FROM messages")
             .fetch_all(reader.writer())

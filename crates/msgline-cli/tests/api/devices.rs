@@ -216,7 +216,7 @@ impl DeviceLine {
 
     /// A message's status as stored (read from the database, so polling costs no rate limit).
     pub async fn status(&self, id: &str) -> (String, Option<String>) {
-        let db = msgline::db::Db::connect(self.db.url()).await.expect("db");
+        let db = msgline::Db::connect(self.db.url()).await.expect("db");
         let row: (String, Option<String>) = sqlx::query_as("SELECT status, error FROM messages WHERE id = $1")
             .bind(id)
             .fetch_one(db.writer())
@@ -250,7 +250,7 @@ impl DeviceLine {
 
     /// Rows of a table, counted.
     pub async fn count(&self, sql: &str) -> i64 {
-        let db = msgline::db::Db::connect(self.db.url()).await.expect("db");
+        let db = msgline::Db::connect(self.db.url()).await.expect("db");
         let (n,): (i64,) = sqlx::query_as(sql).fetch_one(db.writer()).await.expect("count");
         db.close().await;
         n
@@ -259,25 +259,30 @@ impl DeviceLine {
     /// Gives the line's organisation a disabled webhook endpoint, never called, so that its
     /// events are written (see `TestApp::keep_events`).
     pub async fn keep_events(&self) {
-        let db = msgline::db::Db::connect(self.db.url()).await.expect("db");
+        let db = msgline::Db::connect(self.db.url()).await.expect("db");
         let (org_id,): (String,) = sqlx::query_as("SELECT org_id FROM lines WHERE id = $1")
             .bind(&self.line_id)
             .fetch_one(db.writer())
             .await
             .expect("line");
-        let events = msgline::domain::webhook::Subscriptions::parse(["*"]).expect("all events");
-        let new = msgline::db::webhooks::NewWebhook {
+        let events = msgline::testing::domain::webhook::Subscriptions::parse(["*"]).expect("all events");
+        let new = msgline::testing::db::webhooks::NewWebhook {
             org_id: &org_id,
             line_id: None,
             url: "https://receiver.example/kept",
             description: None,
             events: &events,
         };
-        let endpoint = msgline::db::webhooks::create(&db, new).await.expect("an endpoint");
+        let endpoint = msgline::testing::db::webhooks::create(&db, new).await.expect("an endpoint");
         let mut conn = db.writer().acquire().await.expect("a connection");
-        msgline::db::webhooks::disable(&mut conn, &endpoint.id, "events kept for the test", msgline::clock::now_ms())
-            .await
-            .expect("disabled");
+        msgline::testing::db::webhooks::disable(
+            &mut conn,
+            &endpoint.id,
+            "events kept for the test",
+            msgline::clock::now_ms(),
+        )
+        .await
+        .expect("disabled");
         drop(conn);
         db.close().await;
     }
@@ -294,7 +299,7 @@ impl DeviceLine {
 
     /// The line's `bridge_settings`, as stored.
     pub async fn settings(&self) -> Value {
-        let db = msgline::db::Db::connect(self.db.url()).await.expect("db");
+        let db = msgline::Db::connect(self.db.url()).await.expect("db");
         let (settings,): (String,) = sqlx::query_as("SELECT bridge_settings FROM lines WHERE id = $1")
             .bind(&self.line_id)
             .fetch_one(db.writer())
@@ -306,7 +311,7 @@ impl DeviceLine {
 
     /// Replaces the line's `bridge_settings` (with `serve` stopped: it caches lines).
     pub async fn write_settings(&self, settings: &Value) {
-        let db = msgline::db::Db::connect(self.db.url()).await.expect("db");
+        let db = msgline::Db::connect(self.db.url()).await.expect("db");
         sqlx::query("UPDATE lines SET bridge_settings = $1 WHERE id = $2")
             .bind(settings.to_string())
             .bind(&self.line_id)
@@ -372,7 +377,7 @@ pub async fn kill_9_test(kind: Kind) {
     futures_util::stream::iter(TOTAL / 2..TOTAL).for_each_concurrent(8, send).await;
     let accepted = accepted.lock().await.clone();
 
-    let db = msgline::db::Db::connect(line.db.url()).await.unwrap();
+    let db = msgline::Db::connect(line.db.url()).await.unwrap();
     // Settled: delivered or read (the device sent it), or failed (it never reached the device).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(150);
     let statuses = loop {
@@ -426,7 +431,7 @@ pub async fn kill_9_test(kind: Kind) {
         }
     }
     let delivered = statuses.iter().filter(|(id, _, _)| unique.contains(id)).count();
-    let db = msgline::db::Db::connect(line.db.url()).await.unwrap();
+    let db = msgline::Db::connect(line.db.url()).await.unwrap();
     let attempted: HashSet<String> = sqlx::query_as::<_, (String,)>("SELECT message_id FROM delivery_attempts")
         .fetch_all(db.writer())
         .await

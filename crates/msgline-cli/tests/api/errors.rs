@@ -12,8 +12,8 @@ async fn a_database_failure_is_an_opaque_500() {
     let app = spawn_app().await;
     app.post("/contacts", &app.org.key, json!({"phone": "+12015550123", "name": "Ann"})).await.expect(201);
     let drop_table = match app.db().backend() {
-        msgline::db::Backend::Sqlite => "DROP TABLE contacts",
-        msgline::db::Backend::Postgres => "DROP TABLE contacts CASCADE",
+        msgline::Backend::Sqlite => "DROP TABLE contacts",
+        msgline::Backend::Postgres => "DROP TABLE contacts CASCADE",
     };
     sqlx::query(drop_table).execute(app.db().writer()).await.unwrap();
 

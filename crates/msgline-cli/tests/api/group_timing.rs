@@ -46,7 +46,8 @@ async fn a_timed_out_creation_whose_reports_come_before_the_first_lookup_is_sett
     // Read from the database while waiting, so that the waiting spends none of the key's rate limit.
     eventually(20, "the group to be settled as created", || async {
         let mut conn = app.db().writer().acquire().await.expect("a connection");
-        let group = msgline::db::conversations::get_any(&mut conn, &id).await.expect("read").expect("the group");
+        let group =
+            msgline::testing::db::conversations::get_any(&mut conn, &id).await.expect("read").expect("the group");
         (group.group_state.as_deref() == Some("created")).then_some(())
     })
     .await;

@@ -6,7 +6,7 @@
 
 use std::{process::Output, time::Duration};
 
-use msgline::{AppState, Application, Config, db::Db};
+use msgline::{AppState, Application, Config, Db};
 use reqwest::{Method, StatusCode, header::HeaderMap};
 use serde_json::Value;
 use sqlx::{Connection, Row};
@@ -268,9 +268,10 @@ impl TestApp {
     pub async fn create_conversation(&self, org: &TestOrg, line_id: &str, phone: &str) -> TestConversation {
         // Released before the caller's next request: on SQLite the writer is a single connection.
         let mut conn = self.db().writer().acquire().await.expect("writer connection");
-        let contact = msgline::db::contacts::find_or_create(&mut *conn, &org.id, phone).await.expect("contact");
+        let contact =
+            msgline::testing::db::contacts::find_or_create(&mut *conn, &org.id, phone).await.expect("contact");
         let conversation =
-            msgline::db::conversations::find_or_create_direct(&mut conn, &org.id, line_id, &contact.id, phone)
+            msgline::testing::db::conversations::find_or_create_direct(&mut conn, &org.id, line_id, &contact.id, phone)
                 .await
                 .expect("conversation");
         TestConversation { id: conversation.id, contact_id: contact.id }
@@ -512,14 +513,14 @@ pub async fn plan_of(db: &Db, rule_out_seqscan: bool, select: &str) -> Vec<Strin
     let select = select.replace("$1", "1000").replace("$2", "500");
     let mut conn = db.writer().acquire().await.unwrap();
     match db.backend() {
-        msgline::db::Backend::Sqlite => sqlx::query(&format!("EXPLAIN QUERY PLAN {select}"))
+        msgline::Backend::Sqlite => sqlx::query(&format!("EXPLAIN QUERY PLAN {select}"))
             .fetch_all(&mut *conn)
             .await
             .unwrap()
             .iter()
             .map(|row| row.get::<String, _>(3))
             .collect(),
-        msgline::db::Backend::Postgres => {
+        msgline::Backend::Postgres => {
             if rule_out_seqscan {
                 sqlx::query("SET enable_seqscan = off").execute(&mut *conn).await.unwrap();
             }

@@ -73,7 +73,7 @@ async fn thousands_of_refused_requests_with_huge_numbers_do_not_grow_the_servers
         "2,000 refused requests of 128 KiB grew the server from {before:.1} to {after:.1} MiB"
     );
     let contacts: (i64,) = {
-        let reader = msgline::db::Db::connect(db.url()).await.unwrap();
+        let reader = msgline::Db::connect(db.url()).await.unwrap();
         sqlx::query_as("SELECT COUNT(*) FROM contacts").fetch_one(reader.writer()).await.unwrap()
     };
     assert_eq!(contacts.0, 0, "nothing refused was written");

@@ -70,7 +70,8 @@ async fn an_inbound_message_on_a_shared_line_goes_to_the_organisation_that_last_
 #[tokio::test]
 async fn a_shared_line_finds_who_last_wrote_through_indexes() {
     let app = spawn_app().await;
-    let query = msgline::db::messages::LAST_SENDER_ORG.replace("$1", "'line_x'").replace("$2", "'+12015550123'");
+    let query =
+        msgline::testing::db::messages::LAST_SENDER_ORG.replace("$1", "'line_x'").replace("$2", "'+12015550123'");
     let plan = plan_of(&app.state.db, true, &query).await;
     assert!(plan.iter().any(|line| line.contains("contacts_by_phone")), "{plan:#?}");
     assert!(plan.iter().all(|line| !line.starts_with("SCAN") && !line.contains("Seq Scan")), "{plan:#?}");
@@ -84,7 +85,7 @@ async fn an_inbound_message_nobody_wrote_to_is_kept_unrouted() {
     assert_eq!(answer["callback_status"], 200);
     let inbound = app.get("/messages?direction=inbound", &app.org.key).await.expect(200);
     assert!(inbound["data"].as_array().unwrap().is_empty());
-    assert_eq!(msgline::db::unrouted::count(app.db(), &shared.line_id).await.unwrap(), 1);
+    assert_eq!(msgline::testing::db::unrouted::count(app.db(), &shared.line_id).await.unwrap(), 1);
 }
 
 #[tokio::test]

@@ -196,7 +196,7 @@ async fn a_send_load_over_three_instances_with_one_killed_loses_nothing_and_send
     let accepted = accepted.lock().await.clone();
     assert_eq!(accepted.len(), TOTAL, "every send was accepted by an instance, the same key once");
 
-    let reader = msgline::db::Db::connect(&url).await.unwrap();
+    let reader = msgline::Db::connect(&url).await.unwrap();
     let statuses = eventually(90, "every accepted message to settle", || async {
         let rows: Vec<(String, String)> =
             sqlx::query_as("SELECT id, status FROM messages").fetch_all(reader.writer()).await.unwrap();

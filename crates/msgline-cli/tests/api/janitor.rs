@@ -1,7 +1,7 @@
 //! The clean-up of what is past keeping (the janitor's and the webhook worker's), on the
 //! configured engine.
 
-use msgline::db::{reports::CALLBACKS_BEFORE, webhook_deliveries::settled_before};
+use msgline::testing::db::{reports::CALLBACKS_BEFORE, webhook_deliveries::settled_before};
 use sqlx::Row;
 
 use crate::helpers::{plan_of, spawn_app};
@@ -30,7 +30,7 @@ async fn the_janitor_deletes_callback_ids_older_than_a_week_and_keeps_the_rest()
     record_callbacks(&app, "old_", 1_203, now - WEEK_MS - 60_000).await;
     record_callbacks(&app, "new_", 2, now - WEEK_MS + 600_000).await;
 
-    let removed = msgline::workers::janitor::step(&app.state).await.unwrap();
+    let removed = msgline::testing::workers::janitor::step(&app.state).await.unwrap();
 
     assert_eq!(removed, 1_203);
     let left: Vec<String> = sqlx::query("SELECT event_id FROM bridge_events ORDER BY event_id")
@@ -60,5 +60,5 @@ async fn the_webhook_prune_finds_settled_deliveries_through_an_index() {
     let plan = plan_of(&app.state.db, true, settled_before(app.state.db.backend())).await;
     assert!(plan.iter().any(|line| line.contains("webhook_deliveries_settled")), "{plan:#?}");
     // And the delete built on it runs (there is nothing to delete).
-    assert_eq!(msgline::db::webhook_deliveries::prune(&app.state.db, i64::MAX, 10).await.unwrap(), 0);
+    assert_eq!(msgline::testing::db::webhook_deliveries::prune(&app.state.db, i64::MAX, 10).await.unwrap(), 0);
 }

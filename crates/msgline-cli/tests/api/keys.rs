@@ -144,7 +144,7 @@ async fn missing_malformed_and_unknown_keys_are_unauthorized() {
     let mut tampered = app.org.key.clone().into_bytes();
     tampered[8] = if tampered[8] == b'a' { b'b' } else { b'a' };
     let tampered = String::from_utf8(tampered).unwrap();
-    let unknown = msgline::domain::apikey::mint().secret;
+    let unknown = msgline::testing::domain::apikey::mint().secret;
     for header in [
         "Bearer".to_string(),
         "Bearer ".to_string(),

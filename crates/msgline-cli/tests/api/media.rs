@@ -265,7 +265,7 @@ async fn a_stored_file_no_message_holds_is_removed_once_it_is_an_hour_old() {
         let path = dir.join(&app.org.id).join(name);
         std::fs::File::options().write(true).open(&path).unwrap().set_modified(two_hours_ago).unwrap();
     }
-    let removed = msgline::workers::janitor::orphaned_files(&app.state).await.unwrap();
+    let removed = msgline::testing::workers::janitor::orphaned_files(&app.state).await.unwrap();
     assert_eq!(removed, 1);
     assert_eq!(store.get(&format!("{}/file_orphan", app.org.id)).await.unwrap(), None);
     assert!(store.get(&format!("{}/file_recent", app.org.id)).await.unwrap().is_some());

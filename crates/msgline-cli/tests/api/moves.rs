@@ -1,7 +1,7 @@
 //! Status moves made together: a line's report that passes several statuses at once, committed
 //! with (or after) another move of the same message.
 
-use msgline::{
+use msgline::testing::{
     db::{self, Batch, messages::NewMessage},
     domain::lifecycle::{Channel, Direction, MessageKind, MessageStatus},
 };

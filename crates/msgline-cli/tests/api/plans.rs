@@ -4,7 +4,7 @@
 //! once the table is large: the commit lanes' by their settings, the readers' once msgline
 //! analyses a table that grew fast.
 
-use msgline::{
+use msgline::testing::{
     db::{self, Db},
     domain::lifecycle::MessageStatus,
 };
@@ -71,7 +71,7 @@ async fn a_status_move_finds_its_message_by_key_even_when_its_plan_was_made_on_a
     let org: String = sqlx::query("SELECT id FROM orgs").fetch_one(db.writer()).await.expect("org").get(0);
     let setup = msgline::admin::LineSetup::msgline("+12015550100", "dedicated", Some(&org), "http://127.0.0.1:9", None);
     msgline::admin::create_line(&db, setup).await.expect("line");
-    let conversation = msgline::api::bench::seed_messages(&db, 0).await.expect("conversations");
+    let conversation = msgline::seed_bench_messages(&db, 0).await.expect("conversations");
 
     // While the table holds a few rows, the lane runs the merged move often enough for
     // PostgreSQL to settle on one plan for it.

@@ -111,10 +111,10 @@ async fn sms_is_refused_in_its_three_forms_before_anything_is_written() {
     );
     let org = app.org.clone();
     let sms_line = app.create_line("+12015550101", Some(&org), "http://127.0.0.1:1").await;
-    msgline::db::lines::record_check(
+    msgline::testing::db::lines::record_check(
         app.db(),
         sms_line["line_id"].as_str().unwrap(),
-        Some(msgline::db::lines::Capabilities { imessage: false, sms: true, ..Default::default() }),
+        Some(msgline::testing::db::lines::Capabilities { imessage: false, sms: true, ..Default::default() }),
     )
     .await
     .unwrap();

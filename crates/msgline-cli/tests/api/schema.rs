@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use msgline::db::Db;
+use msgline::Db;
 use sqlx::Row;
 
 use crate::helpers::TestDb;
@@ -24,7 +24,7 @@ async fn both() -> ((TestDb, Db), (TestDb, Db)) {
 
 /// The names of the migrations from `version` on, as `migrate` returns them.
 fn applied_from(version: i64) -> Vec<String> {
-    msgline::db::MIGRATIONS.iter().filter(|m| m.version >= version).map(|m| m.name.to_string()).collect()
+    msgline::testing::db::MIGRATIONS.iter().filter(|m| m.version >= version).map(|m| m.name.to_string()).collect()
 }
 
 async fn strings(db: &Db, sql: &str) -> BTreeSet<Vec<String>> {
@@ -96,7 +96,7 @@ async fn migrating_twice_applies_nothing_the_second_time() {
         assert_eq!(db.migrate().await.unwrap(), Vec::<&str>::new());
         let applied = strings(db, "SELECT name FROM msgline_migrations").await;
         let expected: BTreeSet<Vec<String>> =
-            msgline::db::MIGRATIONS.iter().map(|m| vec![m.name.to_string()]).collect();
+            msgline::testing::db::MIGRATIONS.iter().map(|m| vec![m.name.to_string()]).collect();
         assert_eq!(applied, expected);
     }
 }
@@ -130,10 +130,10 @@ async fn migrated_before(test_db: &TestDb, version: i64) -> Db {
     .execute(&mut *conn)
     .await
     .unwrap();
-    for migration in msgline::db::MIGRATIONS.iter().filter(|m| m.version < version) {
+    for migration in msgline::testing::db::MIGRATIONS.iter().filter(|m| m.version < version) {
         let sql = match db.backend() {
-            msgline::db::Backend::Sqlite => migration.sqlite,
-            msgline::db::Backend::Postgres => migration.postgres,
+            msgline::Backend::Sqlite => migration.sqlite,
+            msgline::Backend::Postgres => migration.postgres,
         };
         sqlx::raw_sql(sql).execute(&mut *conn).await.unwrap();
         sqlx::query("INSERT INTO msgline_migrations (version, name, applied_at) VALUES ($1, $2, 0)")
@@ -211,12 +211,14 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
         assert_eq!(without_extra, expected, "on {:?}", db.backend());
         let left = strings(&db, "SELECT path, idem_key FROM idempotency_keys").await;
         assert_eq!(left, [vec!["/groups".to_string(), "k3".to_string()]].into_iter().collect());
-        let (message, fingerprint, _) = msgline::db::idempotency::find_send(&db, "org_1", "/messages k1", 10)
+        let (message, fingerprint, _) = msgline::testing::db::idempotency::find_send(&db, "org_1", "/messages k1", 10)
             .await
             .unwrap()
             .expect("the key finds it");
         assert_eq!((message.id.as_str(), fingerprint.as_str()), ("msg_text", "f1"));
-        assert!(msgline::db::idempotency::find_send(&db, "org_1", "/messages k1", 5000).await.unwrap().is_none());
+        assert!(
+            msgline::testing::db::idempotency::find_send(&db, "org_1", "/messages k1", 5000).await.unwrap().is_none()
+        );
         db.close().await;
     }
 }
@@ -262,7 +264,7 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
                 .map(|row| row.iter().map(|s| s.to_string()).collect())
                 .collect();
         assert_eq!(rows, expected, "on {:?}", db.backend());
-        let claimed = msgline::db::outbox::claim_pending(&db, 10, 1_000, 10).await.unwrap();
+        let claimed = msgline::testing::db::outbox::claim_pending(&db, 10, 1_000, 10).await.unwrap();
         assert_eq!(claimed.iter().map(|j| j.message_id.as_str()).collect::<Vec<_>>(), vec!["msg_pending"]);
         assert_eq!(claimed[0].attempts, 1);
         db.close().await;

@@ -145,13 +145,15 @@ impl TestApp {
     /// Waits until `done` holds for the message, then returns it as `GET /messages/{id}` shows
     /// it. The waiting reads the database, so that polling does not use up the key's rate limit.
     pub async fn wait_for_message(&self, key: &str, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let org = msgline::db::keys::find_by_hash(self.db(), &msgline::domain::apikey::hash_secret(key))
-            .await
-            .expect("key lookup")
-            .expect("a known key")
-            .org_id;
+        let org =
+            msgline::testing::db::keys::find_by_hash(self.db(), &msgline::testing::domain::apikey::hash_secret(key))
+                .await
+                .expect("key lookup")
+                .expect("a known key")
+                .org_id;
         crate::helpers::eventually(20, what, || async {
-            let message = msgline::db::messages::get(self.db(), &org, id).await.expect("read").expect("message exists");
+            let message =
+                msgline::testing::db::messages::get(self.db(), &org, id).await.expect("read").expect("message exists");
             done(&message.to_json()).then_some(())
         })
         .await;
@@ -162,10 +164,10 @@ impl TestApp {
     /// written only for an organisation with an endpoint (with none, a message costs no event
     /// rows), and [`Self::event_types`] reads them.
     pub async fn keep_events(&self) {
-        let events = msgline::domain::webhook::Subscriptions::parse(["*"]).expect("all events");
-        let endpoint = msgline::db::webhooks::create(
+        let events = msgline::testing::domain::webhook::Subscriptions::parse(["*"]).expect("all events");
+        let endpoint = msgline::testing::db::webhooks::create(
             self.db(),
-            msgline::db::webhooks::NewWebhook {
+            msgline::testing::db::webhooks::NewWebhook {
                 org_id: &self.org.id,
                 line_id: None,
                 url: "https://receiver.example/kept",
@@ -176,13 +178,18 @@ impl TestApp {
         .await
         .expect("an endpoint");
         let mut conn = self.db().writer().acquire().await.expect("a connection");
-        msgline::db::webhooks::disable(&mut conn, &endpoint.id, "events kept for the test", msgline::clock::now_ms())
-            .await
-            .expect("disabled");
+        msgline::testing::db::webhooks::disable(
+            &mut conn,
+            &endpoint.id,
+            "events kept for the test",
+            msgline::clock::now_ms(),
+        )
+        .await
+        .expect("disabled");
     }
 
     /// The event types written for a message, oldest first (see [`Self::keep_events`]).
     pub async fn event_types(&self, message_id: &str) -> Vec<String> {
-        msgline::db::events::types_for_message(self.db(), message_id).await.expect("events")
+        msgline::testing::db::events::types_for_message(self.db(), message_id).await.expect("events")
     }
 }

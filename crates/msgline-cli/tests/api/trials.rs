@@ -139,7 +139,7 @@ async fn tally(url: &str, load: &Load, sim_port: u16) -> Tally {
 
     // Every message must settle; what has not once a minute has passed without progress is
     // counted stuck. (The backlog after many kills takes a while: the load goes on throughout.)
-    let reader = msgline::db::Db::connect(url).await.unwrap();
+    let reader = msgline::Db::connect(url).await.unwrap();
     let mut progress = Progress::new();
     let rows = loop {
         let rows: Vec<(String, String)> =
@@ -229,7 +229,7 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
 
     // What each kill interrupted: sends claimed for a call to the line, webhook deliveries
     // claimed for a call to the receiver.
-    let reader = msgline::db::Db::connect(&url).await.unwrap();
+    let reader = msgline::Db::connect(&url).await.unwrap();
     let (mut calls_cut, mut deliveries_cut) = (0i64, 0i64);
     for trial in 0..trials {
         if trial > 0 {

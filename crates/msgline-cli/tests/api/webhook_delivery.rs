@@ -339,7 +339,7 @@ async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_
     server.start_kill().unwrap();
     server.wait().await.unwrap();
 
-    let reader = msgline::db::Db::connect(&url).await.unwrap();
+    let reader = msgline::Db::connect(&url).await.unwrap();
     let count = |state: &'static str| {
         let reader = reader.clone();
         async move {
@@ -359,7 +359,7 @@ async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_
         let statuses: Vec<(String,)> =
             sqlx::query_as("SELECT status FROM messages").fetch_all(reader.writer()).await.unwrap();
         let delivered = statuses.len() == MESSAGES && statuses.iter().all(|(s,)| s == "delivered");
-        let outstanding = msgline::db::webhook_deliveries::outstanding(&reader).await.unwrap();
+        let outstanding = msgline::testing::db::webhook_deliveries::outstanding(&reader).await.unwrap();
         if !delivered || outstanding > 0 {
             return None;
         }

@@ -35,7 +35,7 @@ pub(crate) fn id_of(value: &Value) -> String {
 /// Waits until every event is fanned out and every delivery settled.
 pub(crate) async fn settled(app: &TestApp) {
     eventually(30, "webhook deliveries to settle", || async {
-        let outstanding = msgline::db::webhook_deliveries::outstanding(app.db()).await.expect("count");
+        let outstanding = msgline::testing::db::webhook_deliveries::outstanding(app.db()).await.expect("count");
         (outstanding == 0).then_some(())
     })
     .await;
@@ -319,17 +319,17 @@ async fn a_created_group_is_delivered_with_the_group_and_its_opening_message() {
 async fn an_event_is_written_only_where_its_organisation_has_an_endpoint_and_queued_only_where_one_is_enabled() {
     // The database alone, with no worker that could fan the events out meanwhile.
     let test_db = TestDb::new().await;
-    let db = msgline::db::Db::connect(test_db.url()).await.unwrap();
+    let db = msgline::Db::connect(test_db.url()).await.unwrap();
     db.migrate().await.unwrap();
     let org = |value: Value| value["org_id"].as_str().unwrap().to_string();
     let with = org(msgline::admin::create_org(&db, "With an endpoint").await.unwrap());
     let disabled = org(msgline::admin::create_org(&db, "With a disabled endpoint").await.unwrap());
     let without = org(msgline::admin::create_org(&db, "Without").await.unwrap());
-    let events = msgline::domain::webhook::Subscriptions::parse(["*"]).unwrap();
+    let events = msgline::testing::domain::webhook::Subscriptions::parse(["*"]).unwrap();
     for org_id in [&with, &disabled] {
-        let endpoint = msgline::db::webhooks::create(
+        let endpoint = msgline::testing::db::webhooks::create(
             &db,
-            msgline::db::webhooks::NewWebhook {
+            msgline::testing::db::webhooks::NewWebhook {
                 org_id,
                 line_id: None,
                 url: "https://receiver.example/hooks",
@@ -341,7 +341,9 @@ async fn an_event_is_written_only_where_its_organisation_has_an_endpoint_and_que
         .unwrap();
         if org_id == &disabled {
             let mut conn = db.writer().acquire().await.unwrap();
-            msgline::db::webhooks::disable(&mut conn, &endpoint.id, "test", msgline::clock::now_ms()).await.unwrap();
+            msgline::testing::db::webhooks::disable(&mut conn, &endpoint.id, "test", msgline::clock::now_ms())
+                .await
+                .unwrap();
         }
     }
     // The fan-out mark, or `None` when no event row was written.
@@ -349,9 +351,10 @@ async fn an_event_is_written_only_where_its_organisation_has_an_endpoint_and_que
         let db = db.clone();
         async move {
             let mut conn = db.writer().acquire().await.unwrap();
-            let id = msgline::db::events::insert(&mut conn, &org_id, "messaging.test", None, json!({}).to_string())
-                .await
-                .unwrap()?;
+            let id =
+                msgline::testing::db::events::insert(&mut conn, &org_id, "messaging.test", None, json!({}).to_string())
+                    .await
+                    .unwrap()?;
             let row = sqlx::query("SELECT webhooks_pending FROM events WHERE id = $1")
                 .bind(&id)
                 .fetch_one(&mut *conn)

@@ -135,21 +135,6 @@ pub async fn claim(
     Ok(Some(read(&mut *conn, scope, fingerprint, now).await?.unwrap_or(Prior::InProgress { body: None })))
 }
 
-/// Stages [`complete`] into a batch.
-pub fn stage_complete(batch: &mut super::Batch, scope: &IdemScope<'_>, status: u16, body: &Value) {
-    batch.push(
-        format!("UPDATE idempotency_keys SET state = 'done', response_status = $5, response_body = $6 WHERE {WHERE}"),
-        vec![
-            scope.org_id.into(),
-            scope.method.into(),
-            scope.path.into(),
-            scope.key.into(),
-            (status as i64).into(),
-            body.to_string().into(),
-        ],
-    );
-}
-
 /// Stores the response a claimed key answered with.
 pub async fn complete(conn: &mut AnyConnection, scope: &IdemScope<'_>, status: u16, body: &Value) -> sqlx::Result<()> {
     sqlx::query(&format!(

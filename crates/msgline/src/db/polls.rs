@@ -20,11 +20,6 @@ pub struct Poll {
 }
 
 impl Poll {
-    /// `{id, question, options}` as the send envelope and webhook events show it.
-    pub fn summary(&self) -> Value {
-        json!({"id": self.id, "question": self.question, "options": self.options})
-    }
-
     /// Whether the poll still takes votes at `now` by its age alone (a newer poll in its
     /// conversation closes it too: see [`closed_at`]).
     pub fn open_at(&self, now: i64, open_ms: i64) -> bool {

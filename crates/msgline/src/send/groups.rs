@@ -85,7 +85,7 @@ async fn replay(state: &Sender, prior: Prior) -> ApiResult<Sent> {
         return super::replay(prior);
     };
     let (group, message) = load(state, group_id, message_id).await?;
-    let sent = |status| Sent { status, body: envelope(&group, &message, true), replayed: true, message: None };
+    let sent = |status| Sent { status, body: envelope(&group, &message, true), replayed: true };
     match group.group_state.as_deref() {
         Some("created") => Ok(sent(StatusCode::OK)),
         Some("unknown") => Ok(sent(StatusCode::ACCEPTED)),
@@ -94,11 +94,10 @@ async fn replay(state: &Sender, prior: Prior) -> ApiResult<Sent> {
                 status: StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
                 body,
                 replayed: true,
-                message: None,
             }),
             _ => {
                 let error = failure(&group, &message);
-                Ok(Sent { status: error.status, body: error.body(), replayed: true, message: None })
+                Ok(Sent { status: error.status, body: error.body(), replayed: true })
             }
         },
         _ => super::replay(Prior::InProgress { body: None }),
@@ -305,7 +304,7 @@ pub async fn create(
         crate::metrics::message_accepted(message.channel.as_str(), message.kind.as_str());
     }
     crate::metrics::status_moves(message.status.as_str(), 1);
-    Ok(Sent { status, body, replayed: false, message: Some(message) })
+    Ok(Sent { status, body, replayed: false })
 }
 
 /// Moves a group to `created`, `unknown` or `failed` with its opening message (`submitted`,
@@ -399,7 +398,7 @@ async fn replay_change(state: &Sender, prior: Prior) -> ApiResult<Sent> {
         return super::replay(Prior::InProgress { body: None });
     }
     let (status, body) = change_answer(&group, &change, true);
-    Ok(Sent { status, body, replayed: true, message: None })
+    Ok(Sent { status, body, replayed: true })
 }
 
 /// Renames a group or changes its participants, with the creation's rules and outcomes: the
@@ -541,7 +540,7 @@ pub async fn change(
             Ok((status, body))
         })
         .await?;
-    Ok(Sent { status, body, replayed: false, message: None })
+    Ok(Sent { status, body, replayed: false })
 }
 
 /// Changes `pending` since before this were left by an instance that stopped mid-call (a call

@@ -17,7 +17,7 @@ pub mod signals;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-pub use context::{Parts as SenderParts, Sender};
+pub use context::Sender;
 pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
 
 use crate::{
@@ -94,7 +94,6 @@ pub struct Sent {
     pub status: StatusCode,
     pub body: Value,
     pub replayed: bool,
-    pub message: Option<Message>,
 }
 
 /// A replayed answer: the stored body with `duplicate: true`, status 200.
@@ -103,7 +102,7 @@ pub(crate) fn replay(prior: Prior) -> ApiResult<Sent> {
         Prior::Done { body, .. } => {
             let mut body = body;
             body["duplicate"] = json!(true);
-            Ok(Sent { status: StatusCode::OK, body, replayed: true, message: None })
+            Ok(Sent { status: StatusCode::OK, body, replayed: true })
         }
         Prior::InProgress { .. } => Err(ApiError::conflict(
             "idempotency_key_in_progress",
@@ -270,7 +269,7 @@ pub async fn submit(
                     }
                     None => state.dispatch.wake(),
                 }
-                return Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false, message: Some(message) });
+                return Ok(Sent { status: StatusCode::ACCEPTED, body, replayed: false });
             }
             Err(error) if db::is_unique_violation(&error) => {
                 if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {
