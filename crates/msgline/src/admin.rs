@@ -14,6 +14,9 @@ use crate::{
     domain::{phone::E164, scope::Scopes, staff},
 };
 
+/// A random secret with the given prefix: a bridge token for a line created with [`create_line`].
+pub use crate::domain::apikey::random_secret;
+
 /// Creates an organisation and its first key, which carries every scope.
 pub async fn create_org(db: &Db, name: &str) -> anyhow::Result<Value> {
     let name = name.trim();

@@ -1,35 +1,77 @@
-//! msgline: a self-hostable messaging API for SMS and iMessage.
+//! msgline: a self-hostable messaging API for SMS and iMessage. This is the server library;
+//! the `msgline` binary (crates/msgline-cli) and the tools (crates/msgline-sim, -bench, -demo)
+//! are built on it.
+//!
+//! # Its surface
+//!
+//! The modules are the crate's own (`pub(crate)`); other crates see only what is listed here
+//! (docs/architecture.md, "The library's surface"):
+//!
+//! - running the server: [`Application`], [`Config`], [`AppState`], [`shutdown_signal`];
+//! - the database: [`Db`] and its [`Backend`];
+//! - the operator commands: [`admin`] (organisations, keys, lines);
+//! - the line-bridge protocol's messages, which a bridge such as the simulator speaks:
+//!   [`bridge_protocol`];
+//! - small helpers: [`clock`] (times), [`ids`] (prefixed ids), [`telemetry`] (logging);
+//! - what one command each needs: [`openapi_document`], [`run_mcp`], and for the bench
+//!   [`sign_webhook`] and [`seed_bench_messages`];
+//! - with the cargo feature `testing` only: `testing`, the internals the integration tests reach
+//!   into. It is **not a stable API**.
 #![forbid(unsafe_code)]
 
 pub mod admin;
-pub mod agents;
-pub mod api;
-pub mod app;
-pub mod bench;
-pub mod bridge;
-pub mod caller;
+pub(crate) mod agents;
+pub(crate) mod api;
+pub(crate) mod app;
+pub(crate) mod bridge;
+pub(crate) mod caller;
 pub mod clock;
-pub mod config;
-pub mod console;
-pub mod db;
-pub mod demo;
-pub mod dispatch;
-pub mod domain;
-pub mod egress;
-pub mod error;
-pub mod fields;
+pub(crate) mod config;
+pub(crate) mod console;
+pub(crate) mod db;
+pub(crate) mod dispatch;
+pub(crate) mod domain;
+pub(crate) mod egress;
+pub(crate) mod error;
+pub(crate) mod fields;
 #[cfg(test)]
 mod fuzz;
 pub mod ids;
-pub mod inbound;
-pub mod mcp;
-pub mod media;
-pub mod metrics;
-pub mod ratelimit;
-pub mod send;
+pub(crate) mod inbound;
+pub(crate) mod mcp;
+pub(crate) mod media;
+pub(crate) mod metrics;
+pub(crate) mod ratelimit;
+pub(crate) mod send;
 pub mod telemetry;
-pub mod workers;
+pub(crate) mod workers;
+
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use api::AppState;
 pub use app::Application;
+pub use app::shutdown_signal;
 pub use config::Config;
+pub use db::Backend;
+pub use db::Db;
+
+/// Fills a database with messages for the bench's read scenario (`api/bench.rs`).
+pub use api::bench::seed_messages as seed_bench_messages;
+/// `msgline openapi`: the OpenAPI 3.1 document of the HTTP API.
+pub use api::openapi::document as openapi_document;
+/// A Standard Webhooks signature (docs/webhooks.md), as msgline signs its deliveries.
+pub use domain::webhook::sign as sign_webhook;
+/// `msgline mcp`: an MCP server on stdio, acting with an API key against a running server.
+pub use mcp::run as run_mcp;
+
+/// The line-bridge protocol's messages (docs/bridge-protocol.md), both ways: what msgline sends
+/// a bridge and what it answers, and the events a bridge reports back.
+pub mod bridge_protocol {
+    pub use crate::bridge::{
+        AttachmentRef, BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest,
+        GroupRequest, InboundFile, ReachabilityAnswer, ReachabilityRequest, ReactionRequest, SendAnswer, SendRequest,
+        StatusAnswer,
+    };
+    pub use crate::db::lines::Capabilities;
+}

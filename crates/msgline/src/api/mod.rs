@@ -111,7 +111,7 @@ async fn refuse_unreadable_urls(req: Request, next: Next) -> Response {
 static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Gives every request an id (keeping a sane one the client sent), a log span and a log line.
-async fn request_id(mut req: Request, next: Next) -> Response {
+async fn request_id(req: Request, next: Next) -> Response {
     let id = req
         .headers()
         .get(&X_REQUEST_ID)
@@ -121,7 +121,6 @@ async fn request_id(mut req: Request, next: Next) -> Response {
         .map(str::to_string)
         .unwrap_or_else(|| ids::new_id("req"));
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
-    req.extensions_mut().insert(RequestId(id.clone()));
     let method = req.method().to_string();
     let started = Instant::now();
     let mut response = next.run(req).instrument(span.clone()).await;
@@ -141,9 +140,6 @@ async fn request_id(mut req: Request, next: Next) -> Response {
     }
     response
 }
-
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
 
 /// The template of the route that served a request (`/api/v1/messaging/messages/{id}`): the
 /// metrics' label, never the path itself, which carries ids.

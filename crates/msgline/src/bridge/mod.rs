@@ -1,7 +1,8 @@
 //! The line bridge protocol, both ways (docs/bridge-protocol.md is its reference):
 //! msgline calls the bridge with [`client::BridgeClient`]; the bridge calls back at
-//! `POST /api/v1/messaging/bridge/events` with [`BridgeEvent`]s. [`sim`] is a complete bridge
-//! for one simulated phone line.
+//! `POST /api/v1/messaging/bridge/events` with [`BridgeEvent`]s. The simulator, a complete bridge
+//! for one simulated phone line, is a crate of its own (crates/msgline-sim); it speaks these types
+//! through [`crate::bridge_protocol`].
 //!
 //! A line's *bridge kind* says how msgline reaches its device: this protocol ([`protocol`]), a
 //! BlueBubbles Server ([`bluebubbles`]) or SMS Gateway for Android ([`android`]); each is a
@@ -14,7 +15,6 @@ pub mod call;
 pub mod client;
 pub mod directory;
 pub mod protocol;
-pub mod sim;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -26,7 +26,7 @@ use axum::{
 
 use crate::api::AppState;
 
-pub use session::{IDLE_MS, LIFETIME_MS, LINK_MS};
+pub use session::LINK_MS;
 
 /// The console's routes: the public ones (sign-in, a sign-in link, the assets) and the pages that
 /// need a session.

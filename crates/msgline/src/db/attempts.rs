@@ -8,7 +8,6 @@ use crate::{clock, ids};
 #[derive(Debug, Clone)]
 pub struct Attempt {
     pub id: String,
-    pub org_id: String,
     pub message_id: String,
     pub line_id: String,
     pub attempt: i64,
@@ -25,7 +24,6 @@ const COLUMNS: &str = "id, org_id, message_id, line_id, attempt, outcome, http_s
 fn from_row(row: &AnyRow) -> sqlx::Result<Attempt> {
     Ok(Attempt {
         id: row.try_get(0)?,
-        org_id: row.try_get(1)?,
         message_id: row.try_get(2)?,
         line_id: row.try_get(3)?,
         attempt: row.try_get(4)?,

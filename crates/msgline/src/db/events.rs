@@ -83,7 +83,8 @@ pub fn stage_message_event(batch: &mut Batch, org_id: &str, message_id: &str, st
         .guard_last(HAS_ENDPOINT, org_id.into());
 }
 
-/// The types of the events written for a message, oldest first (for tests and diagnostics).
+/// The types of the events written for a message, oldest first (for tests).
+#[cfg(feature = "testing")]
 pub async fn types_for_message(db: &super::Db, message_id: &str) -> sqlx::Result<Vec<String>> {
     use sqlx::Row;
     let rows = sqlx::query("SELECT type FROM events WHERE message_id = $1 ORDER BY id")

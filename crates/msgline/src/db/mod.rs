@@ -45,6 +45,7 @@ use sqlx::{
     any::{AnyPoolOptions, install_default_drivers},
 };
 
+#[cfg(feature = "testing")]
 pub use migrate::MIGRATIONS;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -68,17 +68,6 @@ pub async fn first_opted_out(db: &Db, org_id: &str, line_id: &str, phones: &[&st
     Ok(rows.into_iter().next())
 }
 
-/// Whether the number is opted out on the line, read inside a transaction.
-pub async fn is_opted_out(conn: &mut AnyConnection, org_id: &str, line_id: &str, phone: &str) -> sqlx::Result<bool> {
-    Ok(sqlx::query("SELECT 1 FROM opt_outs WHERE org_id = $1 AND line_id = $2 AND phone = $3")
-        .bind(org_id)
-        .bind(line_id)
-        .bind(phone)
-        .fetch_optional(conn)
-        .await?
-        .is_some())
-}
-
 /// Opts the contact's number out on the line, with the `messaging.contact.opted_out` event.
 /// Returns the opt-out if it is new (a repeat changes nothing).
 pub async fn opt_out(

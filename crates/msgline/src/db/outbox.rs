@@ -7,7 +7,7 @@
 
 use std::sync::LazyLock;
 
-use sqlx::{AnyConnection, Row};
+use sqlx::AnyConnection;
 
 use super::{Backend, Db};
 
@@ -103,9 +103,4 @@ pub async fn mark_unknown(conn: &mut AnyConnection, message_id: &str, available_
 pub async fn complete(conn: &mut AnyConnection, message_id: &str) -> sqlx::Result<()> {
     sqlx::query(COMPLETE.as_str()).bind(message_id).execute(&mut *conn).await?;
     Ok(())
-}
-
-/// How many jobs are waiting to be sent or settled (for tests and shutdown).
-pub async fn count(db: &Db) -> sqlx::Result<i64> {
-    sqlx::query("SELECT COUNT(*) FROM messages WHERE outbox_state IS NOT NULL").fetch_one(db.writer()).await?.try_get(0)
 }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
 use super::Db;
-use crate::{clock, domain::payload::PollSummary, ids};
+use crate::{clock, ids};
 
 #[derive(Debug, Clone)]
 pub struct Poll {
@@ -20,11 +20,6 @@ pub struct Poll {
 }
 
 impl Poll {
-    /// `{id, question, options}` as the send envelope and webhook events show it.
-    pub fn summary(&self) -> PollSummary {
-        PollSummary { id: self.id.clone(), question: self.question.clone(), options: self.options.clone() }
-    }
-
     /// Whether the poll still takes votes at `now` by its age alone (a newer poll in its
     /// conversation closes it too: see [`closed_at`]).
     pub fn open_at(&self, now: i64, open_ms: i64) -> bool {

@@ -79,22 +79,6 @@ pub async fn create(
     Ok((staff, Link { token, expires_at: now + link_ms }))
 }
 
-/// A new sign-in link for a member (the old one stops working).
-pub async fn new_link(db: &Db, staff_id: &str, now: i64, link_ms: i64) -> sqlx::Result<Option<Link>> {
-    let (token, link_hash) = mint_token("mls_link_");
-    let updated = sqlx::query(
-        "UPDATE staff SET link_hash = $1, link_expires_at = $2, updated_at = $3 WHERE id = $4 AND removed_at IS NULL",
-    )
-    .bind(&link_hash)
-    .bind(now + link_ms)
-    .bind(now)
-    .bind(staff_id)
-    .execute(db.writer())
-    .await?
-    .rows_affected();
-    Ok((updated == 1).then_some(Link { token, expires_at: now + link_ms }))
-}
-
 /// The organisation's staff, oldest first.
 pub async fn list(db: &Db, org_id: &str) -> sqlx::Result<Vec<Staff>> {
     let rows =
@@ -103,15 +87,6 @@ pub async fn list(db: &Db, org_id: &str) -> sqlx::Result<Vec<Staff>> {
             .fetch_all(db.writer())
             .await?;
     rows.iter().map(from_row).collect()
-}
-
-pub async fn get(db: &Db, org_id: &str, staff_id: &str) -> sqlx::Result<Option<Staff>> {
-    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM staff WHERE id = $1 AND org_id = $2 AND removed_at IS NULL"))
-        .bind(staff_id)
-        .bind(org_id)
-        .fetch_optional(db.writer())
-        .await?;
-    row.as_ref().map(from_row).transpose()
 }
 
 /// A live account by email, with its password hash (`None` until set).
@@ -151,20 +126,6 @@ pub async fn set_password(db: &Db, staff_id: &str, password_hash: &str, now: i64
     tx.commit().await
 }
 
-/// Changes a member's role; their sessions act with the new role from their next request.
-pub async fn set_role(db: &Db, org_id: &str, staff_id: &str, role: Role, now: i64) -> sqlx::Result<bool> {
-    let updated =
-        sqlx::query("UPDATE staff SET role = $1, updated_at = $2 WHERE id = $3 AND org_id = $4 AND removed_at IS NULL")
-            .bind(role.as_str())
-            .bind(now)
-            .bind(staff_id)
-            .bind(org_id)
-            .execute(db.writer())
-            .await?
-            .rows_affected();
-    Ok(updated == 1)
-}
-
 /// Removes a staff member (the row stays, marked) and ends their sessions. `org_id` `None`: any
 /// organisation's (the admin command).
 pub async fn remove(db: &Db, org_id: Option<&str>, staff_id: &str, now: i64) -> sqlx::Result<bool> {
@@ -184,15 +145,6 @@ pub async fn remove(db: &Db, org_id: Option<&str>, staff_id: &str, now: i64) -> 
     Ok(removed == 1)
 }
 
-/// How many live owners an organisation has (the last one cannot be removed or demoted).
-pub async fn owners(db: &Db, org_id: &str) -> sqlx::Result<i64> {
-    sqlx::query("SELECT COUNT(*) FROM staff WHERE org_id = $1 AND role = 'owner' AND removed_at IS NULL")
-        .bind(org_id)
-        .fetch_one(db.writer())
-        .await?
-        .try_get(0)
-}
-
 // --- sessions --------------------------------------------------------------------------------
 
 /// A live session and the account it is for.
@@ -201,7 +153,6 @@ pub struct Session {
     pub id: String,
     pub staff: Staff,
     pub last_seen_at: i64,
-    pub expires_at: i64,
 }
 
 /// Starts a session that ends at `now + absolute_ms` at the latest; returns its cookie token.
@@ -226,7 +177,7 @@ pub async fn start_session(db: &Db, staff_id: &str, now: i64, absolute_ms: i64) 
 pub async fn session(db: &Db, token_hash: &str, now: i64, idle_ms: i64) -> sqlx::Result<Option<Session>> {
     let columns = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
     let row = sqlx::query(&format!(
-        "SELECT {columns}, x.id, x.last_seen_at, x.expires_at FROM staff_sessions x JOIN staff s ON s.id = x.staff_id \
+        "SELECT {columns}, x.id, x.last_seen_at FROM staff_sessions x JOIN staff s ON s.id = x.staff_id \
          WHERE x.token_hash = $1 AND x.expires_at > $2 AND x.last_seen_at > $3 AND s.removed_at IS NULL"
     ))
     .bind(token_hash)
@@ -240,7 +191,6 @@ pub async fn session(db: &Db, token_hash: &str, now: i64, idle_ms: i64) -> sqlx:
                 staff: from_row(row)?,
                 id: row.try_get(6)?,
                 last_seen_at: row.try_get(7)?,
-                expires_at: row.try_get(8)?,
             })
         })
         .transpose()

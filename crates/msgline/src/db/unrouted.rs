@@ -2,9 +2,8 @@
 //! dropped, until an operator routes them.
 
 use serde_json::Value;
-use sqlx::{AnyConnection, Row};
+use sqlx::AnyConnection;
 
-use super::Db;
 use crate::{clock, ids};
 
 pub async fn insert(
@@ -28,8 +27,10 @@ pub async fn insert(
     Ok(())
 }
 
-/// How many inbound messages are waiting unrouted on a line (for operators and tests).
-pub async fn count(db: &Db, line_id: &str) -> sqlx::Result<i64> {
+/// How many inbound messages are waiting unrouted on a line (for tests).
+#[cfg(feature = "testing")]
+pub async fn count(db: &super::Db, line_id: &str) -> sqlx::Result<i64> {
+    use sqlx::Row;
     sqlx::query("SELECT COUNT(*) FROM unrouted_inbound WHERE line_id = $1")
         .bind(line_id)
         .fetch_one(db.reader())

@@ -531,7 +531,8 @@ pub async fn prune(db: &Db, before: i64, limit: i64) -> sqlx::Result<u64> {
     Ok(attempts + deliveries)
 }
 
-/// Events not yet fanned out plus deliveries not yet settled (for tests and diagnostics).
+/// Events not yet fanned out plus deliveries not yet settled (for tests).
+#[cfg(feature = "testing")]
 pub async fn outstanding(db: &Db) -> sqlx::Result<i64> {
     let events: i64 = sqlx::query("SELECT COUNT(*) FROM events WHERE webhooks_pending = 1")
         .fetch_one(db.writer())

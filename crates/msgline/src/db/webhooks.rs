@@ -158,15 +158,6 @@ pub async fn for_deliveries<'a>(
     Ok(found.into_iter().map(|webhook| ((webhook.org_id.clone(), webhook.id.clone()), webhook)).collect())
 }
 
-/// An endpoint by id alone, inside a transaction (the webhook worker).
-pub async fn get_any(conn: &mut AnyConnection, id: &str) -> sqlx::Result<Option<Webhook>> {
-    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM webhooks WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    row.as_ref().map(from_row).transpose()
-}
-
 /// The organisation's endpoints, newest first; only those bound to `line_id` when it is given.
 pub async fn list(db: &Db, org_id: &str, line_id: Option<&str>, page: &Page) -> sqlx::Result<Paged<Webhook>> {
     ListQuery::new(format!("SELECT {COLUMNS} FROM webhooks WHERE org_id = $1"), org_id)

@@ -203,7 +203,8 @@ impl RetrySchedule {
     }
 
     /// How many attempts the schedule allows in all.
-    pub fn max_attempts(&self) -> usize {
+    #[cfg(test)]
+    fn max_attempts(&self) -> usize {
         self.0.len() + 1
     }
 }

@@ -14,7 +14,7 @@ pub mod request;
 mod resolve;
 pub mod signals;
 
-pub use context::{Parts as SenderParts, Sender};
+pub use context::Sender;
 pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
 
 use crate::{

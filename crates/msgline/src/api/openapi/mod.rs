@@ -29,8 +29,6 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::BASE;
 use crate::api::AppState;
 
-pub const PATH: &str = "/api/v1/openapi.json";
-
 #[derive(OpenApi)]
 #[openapi(
     info(

@@ -1,0 +1,82 @@
+//! The peer msgline's send rate is measured against: Kannel's HTTP `sendsms` (bearerbox with its
+//! file store, which writes a message before the answer, and Kannel's fake SMSC), driven by the
+//! same load generator with the same connections and duration, in the same run. Kannel is started
+//! by `scripts/kannel` (which installs it from Debian packages when asked to by hand); when it is
+//! not installed the scenario is skipped, never installed by the bench.
+
+use std::{path::PathBuf, time::Duration};
+
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use super::{BenchArgs, client, drive, recipient, summary};
+
+/// Where `scripts/kannel` is: `MSGLINE_KANNEL_SCRIPT`, else `scripts/kannel` under the working
+/// directory (the repository, as BENCHMARKS.md runs the bench).
+fn script() -> PathBuf {
+    std::env::var_os("MSGLINE_KANNEL_SCRIPT").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("scripts/kannel"))
+}
+
+fn installed() -> bool {
+    ["/usr/sbin/bearerbox", "/usr/bin/bearerbox"].iter().any(|p| std::path::Path::new(p).exists())
+}
+
+/// Kannel's `sendsms` under the bench's load, or why it was skipped.
+/// A port for Kannel's sendsms whose next four are free too (the script takes its admin, box
+/// and fake-SMSC ports from those): below the system's ephemeral range, where the load's own
+/// connections take their local ports. A port that one of them holds cannot be listened on,
+/// and the script's check (a connection attempt) does not see it: bearerbox then failed to
+/// start in a few runs out of thirty.
+fn kannel_port() -> anyhow::Result<u16> {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    for _ in 0..200 {
+        let base: u16 = rng.random_range(20_000..32_000);
+        if (base..base + 5).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
+            return Ok(base);
+        }
+    }
+    anyhow::bail!("no five free ports in a row between 20000 and 32000")
+}
+
+pub async fn scenario(args: &BenchArgs) -> anyhow::Result<Value> {
+    let script = script();
+    if !installed() || !script.exists() {
+        let why = format!(
+            "Kannel is not installed (run `{} start --dir /tmp/k --port 13013` once to install it)",
+            script.display()
+        );
+        return Ok(json!({"scenario": "kannel", "skipped": why}));
+    }
+    let path = std::env::temp_dir().join(msgline::ids::new_id("kannel"));
+    std::fs::create_dir_all(&path)?;
+    let dir = super::tempfile_dir::Dir(path);
+    let port = kannel_port()?;
+    let started = Command::new("bash")
+        .arg(&script)
+        .args(["start", "--dir", &dir.0.display().to_string(), "--port", &port.to_string()])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .await?;
+    anyhow::ensure!(started.status.success(), "scripts/kannel start failed ({})", started.status);
+    let url = String::from_utf8(started.stdout)?.trim().to_string();
+    // Kannel's own start-up settles before the load begins, as msgline's does.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let http = client(args.connections);
+    let (samples, elapsed) = drive(args.connections, args.seconds, move |_, n| {
+        http.get(&url).query(&[
+            ("to", recipient(n)),
+            ("from", "+12015550100".to_string()),
+            ("text", format!("bench message {n}")),
+        ])
+    })
+    .await;
+    let result = summary("kannel", samples, elapsed, "messages");
+    let stopped =
+        Command::new("bash").arg(&script).args(["stop", "--dir", &dir.0.display().to_string()]).status().await?;
+    if !stopped.success() {
+        eprintln!("scripts/kannel stop failed; processes may be left in {}", dir.0.display());
+    }
+    Ok(result)
+}

@@ -1,0 +1,207 @@
+//! The console's sign-in over HTTP, as a browser does it (forms, a cookie, redirects): staff made
+//! by the admin command, the one-time link, sessions that end when they should, the sign-in
+//! throttle, CSRF and the headers every page carries. (The browser suite drives the pages.)
+
+use reqwest::{StatusCode, header};
+use serde_json::Value;
+
+use crate::helpers::{TestApp, cli_json, spawn_app};
+
+/// A client that shows redirects instead of following them, as the tests check where they go.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client")
+}
+
+/// Adds a staff member through the admin command; returns the answer and the link's token.
+async fn add_staff(app: &TestApp, email: &str, role: &str) -> (Value, String) {
+    let staff =
+        cli_json(&app.cli(&["admin", "staff", "create", "--org", &app.org.id, "--email", email, "--role", role]).await);
+    let url = staff["sign_in_url"].as_str().expect("sign_in_url").to_string();
+    let token = url.split_once("token=").expect("a token in the link").1.to_string();
+    (staff, token)
+}
+
+/// Sets the password through the link; returns the session cookie (`msgline_session=…`).
+async fn welcome(app: &TestApp, token: &str, password: &str) -> String {
+    let response = browser()
+        .post(format!("{}/console/welcome", app.address))
+        .header(header::ORIGIN, &app.address)
+        .form(&[("token", token), ("password", password), ("confirm", password)])
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(response.status(), StatusCode::SEE_OTHER, "{:?}", response.text().await);
+    assert_eq!(response.headers()[header::LOCATION], "/console");
+    session_cookie(&response)
+}
+
+fn session_cookie(response: &reqwest::Response) -> String {
+    let set = response.headers()[header::SET_COOKIE].to_str().expect("ASCII").to_string();
+    assert!(set.starts_with("msgline_session=mls_"), "{set}");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/console"] {
+        assert!(set.contains(attribute), "{attribute} missing from {set}");
+    }
+    assert!(!set.contains("Secure"), "plain http has no Secure cookie: {set}");
+    set.split(';').next().expect("name=value").to_string()
+}
+
+async fn sign_in(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
+    browser()
+        .post(format!("{}/console/sign-in", app.address))
+        .header(header::ORIGIN, &app.address)
+        .form(&[("email", email), ("password", password)])
+        .send()
+        .await
+        .expect("answered")
+}
+
+async fn page(app: &TestApp, path: &str, cookie: &str) -> reqwest::Response {
+    browser().get(format!("{}{path}", app.address)).header(header::COOKIE, cookie).send().await.expect("answered")
+}
+
+/// The CSRF token in a page's forms.
+fn csrf_of(html: &str) -> String {
+    let at = html.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
+    html[at..].split('"').next().expect("its value").to_string()
+}
+
+#[tokio::test]
+async fn a_new_member_sets_a_password_through_the_link_and_signs_in_with_it() {
+    let app = spawn_app().await;
+    let (staff, token) = add_staff(&app, "Ann@Example.com", "owner").await;
+    assert!(staff["staff_id"].as_str().is_some_and(|id| id.starts_with("stf_")), "{staff}");
+    assert_eq!((staff["email"].as_str(), staff["role"].as_str()), (Some("ann@example.com"), Some("owner")));
+
+    let landing = browser().get(format!("{}/", app.address)).send().await.unwrap();
+    assert_eq!(landing.headers()[header::LOCATION], "/console");
+    let signed_out = browser().get(format!("{}/console", app.address)).send().await.unwrap();
+    assert_eq!(signed_out.headers()[header::LOCATION], "/console/sign-in");
+
+    let link = browser().get(format!("{}/console/welcome?token={token}", app.address)).send().await.unwrap();
+    assert_eq!(link.status(), StatusCode::OK);
+    assert!(link.text().await.unwrap().contains("ann@example.com"));
+    let short = browser()
+        .post(format!("{}/console/welcome", app.address))
+        .form(&[("token", token.as_str()), ("password", "short"), ("confirm", "short")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(short.status(), StatusCode::BAD_REQUEST);
+    let cookie = welcome(&app, &token, "a long enough password").await;
+    let overview = page(&app, "/console", &cookie).await;
+    assert_eq!(overview.status(), StatusCode::OK);
+    let html = overview.text().await.unwrap();
+    assert!(html.contains("<h1>Overview</h1>") && html.contains("ann@example.com"), "{html}");
+
+    // The link works once.
+    let again = browser().get(format!("{}/console/welcome?token={token}", app.address)).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    // The password signs in; the list shows the member, never a password or a link.
+    let signed_in = sign_in(&app, "ANN@example.com", "a long enough password").await;
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    session_cookie(&signed_in);
+    let listed = cli_json(&app.cli(&["admin", "staff", "list", "--org", &app.org.id]).await);
+    assert_eq!(listed[0]["email"], "ann@example.com");
+    assert_eq!(listed[0]["has_password"], true);
+    assert!(!listed.to_string().contains("argon2"), "{listed}");
+}
+
+#[tokio::test]
+async fn sign_out_removal_and_a_new_password_end_sessions_and_state_changes_need_csrf_and_the_same_origin() {
+    let app = spawn_app().await;
+    let (staff, token) = add_staff(&app, "bo@example.com", "member").await;
+    let cookie = welcome(&app, &token, "bo's long password").await;
+    let html = page(&app, "/console", &cookie).await.text().await.unwrap();
+    let csrf = csrf_of(&html);
+
+    // Without the token, or from another site, sign-out is refused and the session lives on.
+    let sign_out = |csrf: String, origin: Option<&str>| {
+        let mut request = browser()
+            .post(format!("{}/console/sign-out", app.address))
+            .header(header::COOKIE, &cookie)
+            .form(&[("csrf", csrf)]);
+        if let Some(origin) = origin {
+            request = request.header(header::ORIGIN, origin);
+        }
+        request.send()
+    };
+    assert_eq!(sign_out("0".repeat(64), None).await.unwrap().status(), StatusCode::FORBIDDEN);
+    assert_eq!(sign_out(csrf.clone(), Some("https://evil.example")).await.unwrap().status(), StatusCode::FORBIDDEN);
+    assert_eq!(page(&app, "/console", &cookie).await.status(), StatusCode::OK);
+    let out = sign_out(csrf, Some(&app.address)).await.unwrap();
+    assert_eq!(out.headers()[header::LOCATION], "/console/sign-in");
+    assert_eq!(page(&app, "/console", &cookie).await.headers()[header::LOCATION], "/console/sign-in");
+
+    // Removal ends every session of the member at once, on every instance (nothing is cached).
+    let second = session_cookie(&sign_in(&app, "bo@example.com", "bo's long password").await);
+    assert_eq!(page(&app, "/console", &second).await.status(), StatusCode::OK);
+    let id = staff["staff_id"].as_str().unwrap();
+    cli_json(&app.cli(&["admin", "staff", "remove", "--id", id]).await);
+    assert_eq!(page(&app, "/console", &second).await.headers()[header::LOCATION], "/console/sign-in");
+    assert_eq!(sign_in(&app, "bo@example.com", "bo's long password").await.status(), StatusCode::UNAUTHORIZED);
+
+    // A new password ends the sessions of the old one.
+    let (_, token) = add_staff(&app, "cy@example.com", "member").await;
+    let first = welcome(&app, &token, "cy's first password").await;
+    let link = cli_json(&app.cli(&["admin", "staff", "list", "--org", &app.org.id]).await);
+    let cy = link.as_array().unwrap().iter().find(|s| s["email"] == "cy@example.com").unwrap();
+    let hash = msgline::testing::domain::staff::hash_password("cy's second password");
+    msgline::testing::db::staff::set_password(app.db(), cy["staff_id"].as_str().unwrap(), &hash, msgline::clock::now_ms())
+        .await
+        .unwrap();
+    assert_eq!(page(&app, "/console", &first).await.headers()[header::LOCATION], "/console/sign-in");
+}
+
+#[tokio::test]
+async fn repeated_failures_are_throttled_alike_for_known_and_unknown_emails() {
+    let app = spawn_app().await;
+    let (_, token) = add_staff(&app, "di@example.com", "owner").await;
+    welcome(&app, &token, "di's right password").await;
+
+    let wrong = sign_in(&app, "di@example.com", "not the password").await;
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let wrong_text = wrong.text().await.unwrap();
+    let unknown = sign_in(&app, "nobody@example.com", "not the password").await;
+    assert_eq!(unknown.status(), StatusCode::UNAUTHORIZED);
+    let unknown_text = unknown.text().await.unwrap();
+    let said = |html: &str| html.split("role=\"alert\">").nth(1).and_then(|s| s.split('<').next()).map(str::to_string);
+    assert_eq!(said(&wrong_text), said(&unknown_text), "an unknown email is answered like a wrong password");
+
+    for _ in 0..4 {
+        assert_eq!(sign_in(&app, "di@example.com", "still wrong").await.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(sign_in(&app, "nobody@example.com", "still wrong").await.status(), StatusCode::UNAUTHORIZED);
+    }
+    // Five failures for each email: the right password waits too, and so does the unknown email.
+    let waiting = sign_in(&app, "di@example.com", "di's right password").await;
+    assert_eq!(waiting.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(waiting.text().await.unwrap().contains("Try again in 15 minutes"));
+    assert_eq!(sign_in(&app, "nobody@example.com", "x").await.status(), StatusCode::TOO_MANY_REQUESTS);
+    // A cross-site sign-in form is refused before anything is counted.
+    let cross = browser()
+        .post(format!("{}/console/sign-in", app.address))
+        .header("sec-fetch-site", "cross-site")
+        .form(&[("email", "di@example.com"), ("password", "di's right password")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn every_console_page_carries_a_strict_content_security_policy() {
+    let app = spawn_app().await;
+    for path in ["/console/sign-in", "/console/welcome?token=mls_link_nothing", "/console/assets/console.css"] {
+        let response = browser().get(format!("{}{path}", app.address)).send().await.unwrap();
+        let csp = response.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap().to_string();
+        assert!(csp.contains("frame-ancestors 'none'") && csp.contains("script-src 'self'"), "{path}: {csp}");
+        assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"), "{path}: {csp}");
+        assert_eq!(response.headers()[header::REFERRER_POLICY], "same-origin", "{path}");
+        assert_eq!(response.headers()[header::X_CONTENT_TYPE_OPTIONS], "nosniff", "{path}");
+    }
+    let html = browser().get(format!("{}/console/sign-in", app.address)).send().await.unwrap().text().await.unwrap();
+    assert!(
+        html.contains("<label for=\"email\">Email</label>")
+            && html.contains("<label for=\"password\">Password</label>")
+    );
+    assert!(html.contains(">Sign in</button>") && !html.contains("<script>") && !html.contains("style="));
+}
