@@ -7,8 +7,10 @@ use clap::{Parser, Subcommand};
 use msgline::{Application, Config, Db, admin, shutdown_signal, telemetry};
 use msgline_sim::SimConfig;
 
-/// jemalloc rather than the system's allocator: under a send load glibc's malloc and free took
-/// about a fifth of the server's CPU (BENCHMARKS.md).
+/// jemalloc rather than the system's allocator (feature `jemalloc`, on in production builds):
+/// under a send load glibc's malloc and free took about a fifth of the server's CPU
+/// (BENCHMARKS.md).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -20,6 +22,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// threads raised its peak memory by about 7 MiB in the bench's full run on SQLite; the arena,
 /// thread caches and decay together took about 3.5 MiB off the peak of a `send` run, with no
 /// change in CPU per request (BENCHMARKS.md).
+#[cfg(feature = "jemalloc")]
 #[allow(non_upper_case_globals)]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 pub static malloc_conf: &[u8] = b"narenas:1,background_thread:true,dirty_decay_ms:300,muzzy_decay_ms:0,\

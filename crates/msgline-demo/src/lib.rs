@@ -1,6 +1,6 @@
 //! `msgline demo`: the server on a fresh SQLite file, a simulated dedicated line (with group
-//! support) and a simulated shared line on real ports, a demo organisation and its key, and
-//! curl commands to try.
+//! support) and a simulated shared line on real ports, a demo organisation and its key, an owner
+//! with a link to the console, and curl commands to try.
 
 use std::path::Path;
 
@@ -10,6 +10,7 @@ use msgline_sim::SimConfig;
 const DEDICATED_E164: &str = "+12015550100";
 const SHARED_E164: &str = "+12015550199";
 const FRIEND: &str = "+12015550123";
+const DEMO_OWNER: &str = "owner@demo.example";
 
 pub async fn run(mut config: Config, database: &Path, dedicated_sim: &str, shared_sim: &str) -> anyhow::Result<()> {
     for suffix in ["", "-wal", "-shm"] {
@@ -52,11 +53,20 @@ pub async fn run(mut config: Config, database: &Path, dedicated_sim: &str, share
         });
     }
 
+    // An owner for the console, who sets a password through a one-time link.
+    let owner = admin::create_staff(&db, &config, &org_id, DEMO_OWNER, "owner", None).await?;
+    let token = owner["sign_in_url"].as_str().and_then(|url| url.split_once("token=")).map_or("", |(_, t)| t);
+    let sign_in = format!("{base}/console/welcome?token={token}");
+
     println!(
         r#"msgline demo is running at {base}
   a simulated dedicated line {DEDICATED_E164} (bridge http://{dedicated_sim}, groups on)
   a simulated shared line    {SHARED_E164} (bridge http://{shared_sim})
   database: {db_file} (started afresh)
+
+The console, for the demo owner {DEMO_OWNER}: open this link once (a day) to set a password:
+  {sign_in}
+then sign in at {base}/console
 
 Demo organisation {org_id}, API key (shown once):
   export MSGLINE_KEY={key}

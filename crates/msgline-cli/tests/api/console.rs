@@ -205,3 +205,49 @@ async fn every_console_page_carries_a_strict_content_security_policy() {
     );
     assert!(html.contains(">Sign in</button>") && !html.contains("<script>") && !html.contains("style="));
 }
+
+#[tokio::test]
+async fn another_organisations_conversation_is_404_and_a_form_sent_twice_sends_once() {
+    let app = spawn_app().await;
+    let line_id = app.create_line_id("+12015550100", Some(&app.org)).await;
+    let (_, token) = add_staff(&app, "ed@example.com", "member").await;
+    let cookie = welcome(&app, &token, "ed's long password").await;
+
+    // A conversation of another organisation, by its id: not found, never shown.
+    let other = app.create_org("Other").await;
+    let other_line = app.create_line_id("+12015550111", Some(&other)).await;
+    let theirs = app.create_conversation(&other, &other_line, "+12015550155").await;
+    let answer = page(&app, &format!("/console/conversations/{}", theirs.id), &cookie).await;
+    assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+
+    // The same compose form twice (a double click): one message.
+    let ours = app.create_conversation(&app.org, &line_id, "+12015550156").await;
+    let html = page(&app, &format!("/console/conversations/{}", ours.id), &cookie).await.text().await.unwrap();
+    let csrf = csrf_of(&html);
+    let at = html.find("name=\"idempotency_key\" value=\"").expect("a key field") + 30;
+    let key = html[at..].split('"').next().unwrap().to_string();
+    for _ in 0..2 {
+        let sent = browser()
+            .post(format!("{}/console/conversations/{}/messages", app.address, ours.id))
+            .header(header::COOKIE, &cookie)
+            .header(header::ORIGIN, &app.address)
+            .form(&[("csrf", csrf.as_str()), ("idempotency_key", key.as_str()), ("body", "once only")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(sent.status(), StatusCode::SEE_OTHER);
+    }
+    let listed = app.get(&format!("/messages?conversation_id={}", ours.id), &app.org.key).await.expect(200);
+    let bodies: Vec<&str> = listed["data"].as_array().unwrap().iter().filter_map(|m| m["body"].as_str()).collect();
+    assert_eq!(bodies, ["once only"]);
+
+    // A member sending into another organisation's conversation is refused the same way.
+    let foreign = browser()
+        .post(format!("{}/console/conversations/{}/messages", app.address, theirs.id))
+        .header(header::COOKIE, &cookie)
+        .form(&[("csrf", csrf.as_str()), ("idempotency_key", "k2"), ("body", "not yours")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), StatusCode::NOT_FOUND);
+}

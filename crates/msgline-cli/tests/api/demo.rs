@@ -37,6 +37,15 @@ async fn the_demo_prints_a_key_and_curl_commands_that_send_a_message_to_delivere
         .find_map(|l| l.trim().strip_prefix("export MSGLINE_KEY="))
         .expect("the demo prints the key")
         .to_string();
+    // The console's sign-in link opens the page where the demo owner sets a password.
+    let link = printed
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(&format!("http://127.0.0.1:{port}/console/welcome?token=mls_link_")))
+        .expect("the demo prints the console's sign-in link");
+    let welcome = reqwest::get(link).await.unwrap();
+    assert_eq!(welcome.status(), 200);
+    assert!(welcome.text().await.unwrap().contains("owner@demo.example"));
     let commands = printed.split("Try:").nth(1).unwrap().split("Stop with Ctrl-C").next().unwrap();
     let script = format!("set -e\nexport MSGLINE_KEY={key}\n{commands}");
     let output = Command::new("bash").arg("-c").arg(&script).output().await.unwrap();
