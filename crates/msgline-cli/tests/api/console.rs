@@ -146,9 +146,14 @@ async fn sign_out_removal_and_a_new_password_end_sessions_and_state_changes_need
     let link = cli_json(&app.cli(&["admin", "staff", "list", "--org", &app.org.id]).await);
     let cy = link.as_array().unwrap().iter().find(|s| s["email"] == "cy@example.com").unwrap();
     let hash = msgline::testing::domain::staff::hash_password("cy's second password");
-    msgline::testing::db::staff::set_password(app.db(), cy["staff_id"].as_str().unwrap(), &hash, msgline::clock::now_ms())
-        .await
-        .unwrap();
+    msgline::testing::db::staff::set_password(
+        app.db(),
+        cy["staff_id"].as_str().unwrap(),
+        &hash,
+        msgline::clock::now_ms(),
+    )
+    .await
+    .unwrap();
     assert_eq!(page(&app, "/console", &first).await.headers()[header::LOCATION], "/console/sign-in");
 }
 
@@ -250,4 +255,34 @@ async fn another_organisations_conversation_is_404_and_a_form_sent_twice_sends_o
         .await
         .unwrap();
     assert_eq!(foreign.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn another_organisations_contact_and_opt_out_are_404_from_the_console() {
+    let app = spawn_app().await;
+    let (_, token) = add_staff(&app, "fay@example.com", "member").await;
+    let cookie = welcome(&app, &token, "fay's long password").await;
+    let other = app.create_org("Other").await;
+    let contact = app.post("/contacts", &other.key, serde_json::json!({"phone": "+12015550166"})).await.expect(201);
+    let id = contact["id"].as_str().unwrap();
+    assert_eq!(page(&app, &format!("/console/contacts/{id}"), &cookie).await.status(), StatusCode::NOT_FOUND);
+    let csrf = csrf_of(&page(&app, "/console/contacts", &cookie).await.text().await.unwrap());
+    let edit = browser()
+        .post(format!("{}/console/contacts/{id}", app.address))
+        .header(header::COOKIE, &cookie)
+        .form(&[("csrf", csrf.as_str()), ("name", "taken over")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(edit.status(), StatusCode::NOT_FOUND);
+    let theirs = app.get(&format!("/contacts/{id}"), &other.key).await.expect(200);
+    assert_eq!(theirs["name"], Value::Null, "the other organisation's contact is unchanged");
+    let clear = browser()
+        .post(format!("{}/console/opt-outs/opt_01m8f4ky4pddhddy0rbmvesjzv/clear", app.address))
+        .header(header::COOKIE, &cookie)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(clear.status(), StatusCode::NOT_FOUND);
 }

@@ -37,17 +37,31 @@ pub fn view(contact: &Contact) -> Value {
 /// `POST /contacts`: a contact's fields; an omitted field is left as it is, `""` clears it.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"phone": "+12015550123", "name": "Ann Lee", "email": "ann@example.com"}))]
-struct UpsertContact {
+pub struct UpsertContact {
     /// E.164, or national with `default_country`: the contact's identity in the organisation.
-    phone: String,
+    pub phone: String,
     #[schema(max_length = 200)]
-    name: Option<String>,
-    email: Option<String>,
+    pub name: Option<String>,
+    pub email: Option<String>,
     #[schema(max_length = 200)]
-    organization: Option<String>,
+    pub organization: Option<String>,
     #[schema(max_length = 2000)]
-    note: Option<String>,
-    default_country: Option<String>,
+    pub note: Option<String>,
+    pub default_country: Option<String>,
+}
+
+/// Creates or updates a contact by its number, with the API's rules; whether it is new. The
+/// console saves a contact through this too.
+pub async fn save(state: &AppState, caller: &Principal, body: UpsertContact) -> ApiResult<(Contact, bool)> {
+    caller.require(Scope::Contacts)?;
+    let phone = phone_field("phone", &body.phone, body.default_country.as_deref())?;
+    let fields = ContactFields {
+        name: bounded("name", body.name, 200)?,
+        email: email_field(body.email)?,
+        organization: bounded("organization", body.organization, 200)?,
+        note: bounded("note", body.note, 2000)?,
+    };
+    Ok(db::contacts::upsert(&state.db, &caller.org_id, &phone, &fields).await?)
 }
 
 /// Create or update a contact, by phone number.
@@ -67,15 +81,7 @@ async fn upsert(
     caller: Principal,
     ApiJson(body): ApiJson<UpsertContact>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    caller.require(Scope::Contacts)?;
-    let phone = phone_field("phone", &body.phone, body.default_country.as_deref())?;
-    let fields = ContactFields {
-        name: bounded("name", body.name, 200)?,
-        email: email_field(body.email)?,
-        organization: bounded("organization", body.organization, 200)?,
-        note: bounded("note", body.note, 2000)?,
-    };
-    let (contact, created) = db::contacts::upsert(&state.db, &caller.org_id, &phone, &fields).await?;
+    let (contact, created) = save(&state, &caller, body).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(view(&contact))))
 }

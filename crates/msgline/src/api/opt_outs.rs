@@ -83,11 +83,17 @@ async fn clear_opt_out(
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Scope::Contacts)?;
-    let cleared = db::opt_outs::clear(&state.db, &caller.org_id, &id, caller.bound_line())
-        .await?
-        .ok_or_else(|| ApiError::not_found("opt_out"))?;
+    let cleared = clear(&state, &caller, &id).await?;
     Ok(Json(json!({"id": cleared.id, "deleted": true})))
+}
+
+/// Clears an opt-out of the caller's organisation (and line, for a line-bound key), with
+/// `messaging.contact.opted_in`; the console clears through this too.
+pub async fn clear(state: &AppState, caller: &Principal, id: &str) -> ApiResult<OptOut> {
+    caller.require(Scope::Contacts)?;
+    db::opt_outs::clear(&state.db, &caller.org_id, id, caller.bound_line())
+        .await?
+        .ok_or_else(|| ApiError::not_found("opt_out"))
 }
 
 /// The organisation's automatic replies to STOP, START and HELP.

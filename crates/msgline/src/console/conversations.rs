@@ -18,6 +18,7 @@ use serde_json::json;
 use super::{
     pages::{notice, render, render_fragment},
     session::{SignedIn, csrf_ok, csrf_refused},
+    shared::{describe, page_context, refused, unavailable},
 };
 use crate::{
     api::AppState,
@@ -63,7 +64,7 @@ pub async fn list(State(state): State<AppState>, signed_in: SignedIn, Query(quer
     match rows(&state, &signed_in, query.q.trim()).await {
         Ok(rows) => {
             let context = context! { rows, q => query.q, idempotency_key => crate::ids::new_id("console") };
-            render(StatusCode::OK, "conversations.html", page_context(&signed_in, context))
+            render(StatusCode::OK, "conversations.html", page_context(&signed_in, "conversations", context))
         }
         Err(error) => unavailable(error),
     }
@@ -195,7 +196,7 @@ async fn thread_page(
         idempotency_key => crate::ids::new_id("console"),
         can_send => signed_in.principal.scopes.contains(Scope::Send),
     };
-    render(status, "thread.html", page_context(signed_in, context))
+    render(status, "thread.html", page_context(signed_in, "conversations", context))
 }
 
 #[derive(Deserialize)]
@@ -250,7 +251,11 @@ pub async fn start(State(state): State<AppState>, signed_in: SignedIn, Form(form
                 rows, q => "", error => describe(&error), to => form.to, draft => form.body,
                 idempotency_key => crate::ids::new_id("console"),
             };
-            render(crate::api::errors::status(error.kind), "conversations.html", page_context(&signed_in, context))
+            render(
+                crate::api::errors::status(error.kind),
+                "conversations.html",
+                page_context(&signed_in, "conversations", context),
+            )
         }
     }
 }
@@ -269,15 +274,6 @@ async fn submit(
     }
     let key = (!idempotency_key.is_empty()).then_some(idempotency_key);
     Ok(send_text(state, caller, request, key, None).await?.message)
-}
-
-/// An error as a sentence for the page: its message, and the field at fault.
-fn describe(error: &ApiError) -> String {
-    let message = error.message.clone().unwrap_or_else(|| error.code.to_string());
-    match error.extra.get("field").and_then(|f| f.as_str()) {
-        Some(field) => format!("{message} ({field})"),
-        None => message,
-    }
 }
 
 /// `GET /console/conversations/{id}/live`: the thread's messages again whenever one arrives or
@@ -318,23 +314,4 @@ pub async fn live(State(state): State<AppState>, signed_in: SignedIn, Path(id): 
         }
     });
     sse::Sse::new(stream).keep_alive(sse::KeepAlive::default()).into_response()
-}
-
-/// The context every signed-in page shares (the header's staff member and CSRF token).
-fn page_context(signed_in: &SignedIn, page: minijinja::Value) -> minijinja::Value {
-    context! {
-        page => "conversations",
-        staff => context! { email => signed_in.staff.email, role => signed_in.staff.role.as_str() },
-        csrf => signed_in.csrf,
-        ..page
-    }
-}
-
-fn refused(error: &ApiError) -> Response {
-    notice(crate::api::errors::status(error.kind), "Not allowed", &describe(error))
-}
-
-fn unavailable(error: impl std::fmt::Display) -> Response {
-    tracing::error!(error = %error, "a console page could not be read");
-    notice(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "The page could not be read. Try again.")
 }

@@ -10,10 +10,12 @@
 //! `frame-ancestors 'none'` and a same-origin referrer policy; every state change needs the
 //! session's CSRF token and a same-origin request (see `session.rs`).
 
+mod contacts;
 mod conversations;
 mod overview;
 mod pages;
 mod session;
+mod shared;
 
 use axum::{
     Router,
@@ -38,6 +40,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/conversations/{id}", get(conversations::thread))
         .route("/console/conversations/{id}/messages", post(conversations::send))
         .route("/console/conversations/{id}/live", get(conversations::live))
+        .route("/console/contacts", get(contacts::list))
+        .route("/console/contacts/{id}", get(contacts::contact).post(contacts::save))
+        .route("/console/opt-outs", get(contacts::opt_outs))
+        .route("/console/opt-outs/{id}/clear", post(contacts::clear))
         .route_layer(middleware::from_fn_with_state(state, session::require));
     Router::new()
         .route("/", get(|| async { Redirect::to("/console") }))

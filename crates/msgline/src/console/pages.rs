@@ -21,6 +21,9 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("conversations.html", include_str!("templates/conversations.html")),
     ("thread.html", include_str!("templates/thread.html")),
     ("thread_messages.html", include_str!("templates/thread_messages.html")),
+    ("contacts.html", include_str!("templates/contacts.html")),
+    ("contact.html", include_str!("templates/contact.html")),
+    ("opt_outs.html", include_str!("templates/opt_outs.html")),
 ];
 
 /// The static files, by name: content type and bytes.

@@ -186,13 +186,7 @@ pub async fn session(db: &Db, token_hash: &str, now: i64, idle_ms: i64) -> sqlx:
     .fetch_optional(db.writer())
     .await?;
     row.as_ref()
-        .map(|row| {
-            Ok(Session {
-                staff: from_row(row)?,
-                id: row.try_get(6)?,
-                last_seen_at: row.try_get(7)?,
-            })
-        })
+        .map(|row| Ok(Session { staff: from_row(row)?, id: row.try_get(6)?, last_seen_at: row.try_get(7)? }))
         .transpose()
 }
 

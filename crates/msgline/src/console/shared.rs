@@ -1,0 +1,37 @@
+//! What every signed-in page shares: its context (the header's staff member and CSRF token),
+//! and how it says no.
+
+use axum::{http::StatusCode, response::Response};
+use minijinja::context;
+
+use super::{pages::notice, session::SignedIn};
+use crate::error::ApiError;
+
+/// A page's context with the header's: `page` names the navigation entry it is under.
+pub fn page_context(signed_in: &SignedIn, page: &str, values: minijinja::Value) -> minijinja::Value {
+    context! {
+        page,
+        staff => context! { email => signed_in.staff.email, role => signed_in.staff.role.as_str() },
+        csrf => signed_in.csrf,
+        ..values
+    }
+}
+
+/// An error as a sentence for a page: its message, and the field at fault.
+pub fn describe(error: &ApiError) -> String {
+    let message = error.message.clone().unwrap_or_else(|| error.code.to_string());
+    match error.extra.get("field").and_then(|f| f.as_str()) {
+        Some(field) => format!("{message} ({field})"),
+        None => message,
+    }
+}
+
+/// A refusal (a scope the role lacks, something not found) as a page, with the API's status.
+pub fn refused(error: &ApiError) -> Response {
+    notice(crate::api::errors::status(error.kind), "Not allowed", &describe(error))
+}
+
+pub fn unavailable(error: impl std::fmt::Display) -> Response {
+    tracing::error!(error = %error, "a console page could not be read");
+    notice(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "The page could not be read. Try again.")
+}
