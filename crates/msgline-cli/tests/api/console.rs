@@ -286,3 +286,36 @@ async fn another_organisations_contact_and_opt_out_are_404_from_the_console() {
         .unwrap();
     assert_eq!(clear.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn an_owner_rotates_and_revokes_keys_of_the_organisation_only() {
+    let app = spawn_app().await;
+    let (_, token) = add_staff(&app, "gus@example.com", "owner").await;
+    let cookie = welcome(&app, &token, "gus's long password").await;
+    let csrf = csrf_of(&page(&app, "/console/keys", &cookie).await.text().await.unwrap());
+    let (old_id, old_key) = app.create_key_with_id(&app.org, &["messaging_read"], None).await;
+
+    let post = |path: String, form: Vec<(&'static str, String)>| {
+        browser().post(format!("{}{path}", app.address)).header(header::COOKIE, &cookie).form(&form).send()
+    };
+    let rotated =
+        post(format!("/console/keys/{old_id}/rotate"), vec![("csrf", csrf.clone()), ("grace_seconds", "0".into())])
+            .await
+            .unwrap();
+    assert_eq!(rotated.status(), StatusCode::CREATED);
+    let html = rotated.text().await.unwrap();
+    let at = html.find("id=\"new-secret\">").expect("the new secret") + "id=\"new-secret\">".len();
+    let new_key = html[at..].split('<').next().unwrap().to_string();
+    assert_eq!(app.get("/lines", &new_key).await.status, 200);
+    assert_eq!(app.get("/lines", &old_key).await.status, 401, "no grace: the old key stops at once");
+
+    // Another organisation's key is not found, and keeps working.
+    let other = app.create_org("Other").await;
+    let (their_id, _) = app.create_key_with_id(&other, &["messaging_read"], None).await;
+    let revoke = post(format!("/console/keys/{their_id}/revoke"), vec![("csrf", csrf.clone())]).await.unwrap();
+    assert_eq!(revoke.status(), StatusCode::NOT_FOUND);
+    assert_eq!(app.get("/lines", &other.key).await.status, 200);
+    let mine = post(format!("/console/keys/{}/revoke", app.org.key_id), vec![("csrf", csrf)]).await.unwrap();
+    assert_eq!(mine.status(), StatusCode::SEE_OTHER);
+    assert_eq!(app.get("/lines", &app.org.key).await.status, 401);
+}

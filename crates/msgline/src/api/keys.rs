@@ -85,15 +85,75 @@ async fn list_keys(
 /// `POST /keys`.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"name": "reporting", "scopes": ["messaging_read"]}))]
-struct CreateKey {
+pub struct CreateKey {
     /// Up to 100 characters.
     #[schema(max_length = 100)]
-    name: Option<String>,
+    pub name: Option<String>,
     /// At least one, each within the caller's own: `messaging_send`, `messaging_read`,
     /// `messaging_contacts`, `messaging_webhooks`, `messaging_keys`, `messaging_agents`.
-    scopes: Vec<String>,
+    pub scopes: Vec<String>,
     /// Bind the key to one line (a line-bound caller's keys are bound to its line).
-    line_id: Option<String>,
+    pub line_id: Option<String>,
+}
+
+/// Creates a key with the API's rules (scopes within the caller's, a line of its organisation);
+/// the secret, once. The console creates keys through this too.
+pub async fn create(state: &AppState, caller: &Principal, body: CreateKey) -> ApiResult<(KeyRecord, String)> {
+    caller.require(Scope::Keys)?;
+    let name = bounded("name", body.name, 100)?.unwrap_or_else(|| "unnamed".into());
+    let scopes = Scopes::parse(body.scopes.iter().map(String::as_str))
+        .map_err(|bad| ApiError::invalid("scopes", format!("unknown scope {bad:?}")))?;
+    if scopes.is_empty() {
+        return Err(ApiError::invalid("scopes", "a key needs at least one scope"));
+    }
+    if let Some(scope) = scopes.iter().find(|s| !caller.scopes.contains(*s)) {
+        return Err(ApiError::missing_scope(scope));
+    }
+    let line_id = caller.line_for(body.line_id)?;
+    if let Some(line_id) = &line_id
+        && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
+    {
+        return Err(ApiError::not_found("line").with("field", "line_id"));
+    }
+    Ok(db::keys::create(
+        state.db.writer(),
+        NewKey { org_id: &caller.org_id, name: &name, scopes: &scopes, line_id: line_id.as_deref() },
+    )
+    .await?)
+}
+
+/// Rotates a key the caller may manage: the new key and its secret, and when the old one stops.
+pub async fn rotate(
+    state: &AppState,
+    caller: &Principal,
+    id: &str,
+    grace_seconds: i64,
+) -> ApiResult<(KeyRecord, String, i64)> {
+    caller.require(Scope::Keys)?;
+    if !(0..=30 * 86_400).contains(&grace_seconds) {
+        return Err(ApiError::invalid("grace_seconds", "grace_seconds must be from 0 to 2592000 (30 days)"));
+    }
+    let key = db::keys::get_active(&state.db, &caller.org_id, id).await?.ok_or_else(|| ApiError::not_found("key"))?;
+    if !may_manage(caller, &key)? {
+        return Err(ApiError::not_found("key"));
+    }
+    let rotated = db::keys::rotate(&state.db, &caller.org_id, id, grace_seconds * 1000)
+        .await?
+        .ok_or_else(|| ApiError::not_found("key"))?;
+    state.auth().changed(&state.db, id).await;
+    Ok(rotated)
+}
+
+/// Revokes a key the caller may manage, at once, on every instance.
+pub async fn revoke(state: &AppState, caller: &Principal, id: &str) -> ApiResult<KeyRecord> {
+    caller.require(Scope::Keys)?;
+    let key = db::keys::get_active(&state.db, &caller.org_id, id).await?.ok_or_else(|| ApiError::not_found("key"))?;
+    if !may_manage(caller, &key)? {
+        return Err(ApiError::not_found("key"));
+    }
+    let revoked = db::keys::revoke(&state.db, &caller.org_id, id).await?.ok_or_else(|| ApiError::not_found("key"))?;
+    state.auth().changed(&state.db, id).await;
+    Ok(revoked)
 }
 
 /// Create an API key; the answer carries its secret, once.
@@ -114,27 +174,7 @@ async fn create_key(
     caller: Principal,
     ApiJson(body): ApiJson<CreateKey>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    caller.require(Scope::Keys)?;
-    let name = bounded("name", body.name, 100)?.unwrap_or_else(|| "unnamed".into());
-    let scopes = Scopes::parse(body.scopes.iter().map(String::as_str))
-        .map_err(|bad| ApiError::invalid("scopes", format!("unknown scope {bad:?}")))?;
-    if scopes.is_empty() {
-        return Err(ApiError::invalid("scopes", "a key needs at least one scope"));
-    }
-    if let Some(scope) = scopes.iter().find(|s| !caller.scopes.contains(*s)) {
-        return Err(ApiError::missing_scope(scope));
-    }
-    let line_id = caller.line_for(body.line_id)?;
-    if let Some(line_id) = &line_id
-        && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
-    {
-        return Err(ApiError::not_found("line").with("field", "line_id"));
-    }
-    let (key, secret) = db::keys::create(
-        state.db.writer(),
-        NewKey { org_id: &caller.org_id, name: &name, scopes: &scopes, line_id: line_id.as_deref() },
-    )
-    .await?;
+    let (key, secret) = create(&state, &caller, body).await?;
     Ok((StatusCode::CREATED, Json(view(&key, Some(&secret)))))
 }
 
@@ -163,19 +203,8 @@ async fn rotate_key(
     Path(id): Path<String>,
     body: Option<ApiJson<RotateKey>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    caller.require(Scope::Keys)?;
     let grace_seconds = body.and_then(|ApiJson(b)| b.grace_seconds).unwrap_or(86_400);
-    if !(0..=30 * 86_400).contains(&grace_seconds) {
-        return Err(ApiError::invalid("grace_seconds", "grace_seconds must be from 0 to 2592000 (30 days)"));
-    }
-    let key = db::keys::get_active(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("key"))?;
-    if !may_manage(&caller, &key)? {
-        return Err(ApiError::not_found("key"));
-    }
-    let (new, secret, ends) = db::keys::rotate(&state.db, &caller.org_id, &id, grace_seconds * 1000)
-        .await?
-        .ok_or_else(|| ApiError::not_found("key"))?;
-    state.auth().changed(&state.db, &id).await;
+    let (new, secret, ends) = rotate(&state, &caller, &id, grace_seconds).await?;
     let mut body = view(&new, Some(&secret));
     body["previous_key_id"] = json!(id);
     body["previous_key_expires_at"] = json!(clock::rfc3339(ends));
@@ -196,12 +225,5 @@ async fn revoke_key(
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Scope::Keys)?;
-    let key = db::keys::get_active(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("key"))?;
-    if !may_manage(&caller, &key)? {
-        return Err(ApiError::not_found("key"));
-    }
-    let revoked = db::keys::revoke(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("key"))?;
-    state.auth().changed(&state.db, &id).await;
-    Ok(Json(view(&revoked, None)))
+    Ok(Json(view(&revoke(&state, &caller, &id).await?, None)))
 }

@@ -14,7 +14,7 @@ mod events;
 pub mod extract;
 mod groups;
 mod health;
-mod keys;
+pub mod keys;
 mod lines;
 pub mod listener;
 pub mod messages;

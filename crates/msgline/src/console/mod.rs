@@ -12,6 +12,7 @@
 
 mod contacts;
 mod conversations;
+mod keys;
 mod overview;
 mod pages;
 mod session;
@@ -44,6 +45,9 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/contacts/{id}", get(contacts::contact).post(contacts::save))
         .route("/console/opt-outs", get(contacts::opt_outs))
         .route("/console/opt-outs/{id}/clear", post(contacts::clear))
+        .route("/console/keys", get(keys::list).post(keys::create))
+        .route("/console/keys/{id}/rotate", post(keys::rotate))
+        .route("/console/keys/{id}/revoke", post(keys::revoke))
         .route_layer(middleware::from_fn_with_state(state, session::require));
     Router::new()
         .route("/", get(|| async { Redirect::to("/console") }))

@@ -24,6 +24,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("contacts.html", include_str!("templates/contacts.html")),
     ("contact.html", include_str!("templates/contact.html")),
     ("opt_outs.html", include_str!("templates/opt_outs.html")),
+    ("keys.html", include_str!("templates/keys.html")),
 ];
 
 /// The static files, by name: content type and bytes.

@@ -12,3 +12,14 @@ document.addEventListener("DOMContentLoaded", function () {
     if (atBottom) window.scrollTo(0, document.body.scrollHeight);
   });
 });
+
+// A button with data-copy copies the text of the element it names, and says so.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest("[data-copy]");
+  if (!button || !navigator.clipboard) return;
+  var id = button.getAttribute("data-copy");
+  navigator.clipboard.writeText(document.getElementById(id).textContent).then(function () {
+    var said = document.querySelector('[data-copied="' + id + '"]');
+    if (said) said.hidden = false;
+  });
+});

@@ -1,0 +1,156 @@
+//! API keys: the organisation's active keys, and creating (scopes and line binding), rotating
+//! (with a grace period) and revoking them, through the API's own functions
+//! (`api::keys::{create, rotate, revoke}`). A new key's secret is on the page that answers the
+//! form, once, with a button that copies it; it is never shown again.
+
+use axum::{
+    Form,
+    extract::{Path, State},
+    http::StatusCode,
+    response::{IntoResponse, Redirect, Response},
+};
+use minijinja::context;
+use serde::Deserialize;
+
+use super::{
+    pages::render,
+    session::{SignedIn, csrf_ok, csrf_refused},
+    shared::{describe, page_context, refused, unavailable},
+};
+use crate::{
+    api::{AppState, keys::CreateKey},
+    clock,
+    db::{self, Page},
+    domain::scope::Scope,
+};
+
+/// `GET /console/keys`.
+pub async fn list(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    page(&state, &signed_in, StatusCode::OK, context! {}).await
+}
+
+/// The page, with what the last form left: a new secret, or an error.
+async fn page(state: &AppState, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
+    let caller = &signed_in.principal;
+    if let Err(error) = caller.require(Scope::Keys) {
+        return refused(&error);
+    }
+    let all = Page { limit: 100, before: None };
+    let keys = match db::keys::list_active(&state.db, &caller.org_id, caller.bound_line(), &all).await {
+        Ok(found) => found.rows,
+        Err(error) => return unavailable(error),
+    };
+    let lines = match db::lines::list_for_org(&state.db, &caller.org_id, &all).await {
+        Ok(found) => found.rows.into_iter().map(|l| context! { id => l.id, e164 => l.e164 }).collect::<Vec<_>>(),
+        Err(error) => return unavailable(error),
+    };
+    let keys: Vec<_> = keys
+        .iter()
+        .map(|k| {
+            context! {
+                id => k.id, name => k.name, scopes => k.scopes.names(), line_id => k.line_id,
+                hint => format!("…{}", k.key_hint), created_at => clock::rfc3339(k.created_at),
+                expires_at => clock::rfc3339_opt(k.expires_at),
+            }
+        })
+        .collect();
+    let scopes: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+    let context = context! { keys, lines, scopes, ..extra };
+    render(status, "keys.html", page_context(signed_in, "keys", context))
+}
+
+/// The create form: `scope` once per ticked box (a form repeats the name).
+#[derive(Deserialize)]
+pub struct Create {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    line_id: String,
+    #[serde(default)]
+    scope: Vec<String>,
+}
+
+/// `POST /console/keys`.
+pub async fn create(State(state): State<AppState>, signed_in: SignedIn, body: axum::body::Bytes) -> Response {
+    // A form with several boxes of one name: read with the list form (serde_urlencoded reads only
+    // the last), then the fields.
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
+    let field = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+    let form = Create {
+        csrf: field("csrf"),
+        name: field("name"),
+        line_id: field("line_id"),
+        scope: pairs.iter().filter(|(k, _)| k == "scope").map(|(_, v)| v.clone()).collect(),
+    };
+    if !csrf_ok(&signed_in, &form.csrf) {
+        return csrf_refused();
+    }
+    let request = CreateKey {
+        name: Some(form.name).filter(|n| !n.trim().is_empty()),
+        scopes: form.scope,
+        line_id: Some(form.line_id).filter(|l| !l.is_empty()),
+    };
+    match crate::api::keys::create(&state, &signed_in.principal, request).await {
+        Ok((key, secret)) => {
+            let created = context! { id => key.id, name => key.name, secret };
+            page(&state, &signed_in, StatusCode::CREATED, context! { created }).await
+        }
+        Err(error) => {
+            let status = crate::api::errors::status(error.kind);
+            page(&state, &signed_in, status, context! { error => describe(&error) }).await
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct Rotate {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    grace_seconds: Option<i64>,
+}
+
+/// `POST /console/keys/{id}/rotate`.
+pub async fn rotate(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<Rotate>,
+) -> Response {
+    if !csrf_ok(&signed_in, &form.csrf) {
+        return csrf_refused();
+    }
+    let grace = form.grace_seconds.unwrap_or(86_400);
+    match crate::api::keys::rotate(&state, &signed_in.principal, &id, grace).await {
+        Ok((key, secret, ends)) => {
+            let created = context! { id => key.id, name => key.name, secret, replaces => id,
+            old_until => clock::rfc3339(ends) };
+            page(&state, &signed_in, StatusCode::CREATED, context! { created }).await
+        }
+        Err(error) => refused(&error),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct Revoke {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /console/keys/{id}/revoke`.
+pub async fn revoke(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<Revoke>,
+) -> Response {
+    if !csrf_ok(&signed_in, &form.csrf) {
+        return csrf_refused();
+    }
+    match crate::api::keys::revoke(&state, &signed_in.principal, &id).await {
+        Ok(_) => Redirect::to("/console/keys").into_response(),
+        Err(error) => refused(&error),
+    }
+}
