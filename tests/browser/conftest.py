@@ -105,6 +105,10 @@ class Msgline:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.read()
 
+    def sent(self):
+        with urllib.request.urlopen(f"{self.sim}/control/sent", timeout=30) as response:
+            return json.loads(response.read())
+
     def close(self):
         for proc in self.procs:
             proc.kill()

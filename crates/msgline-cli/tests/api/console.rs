@@ -319,3 +319,40 @@ async fn an_owner_rotates_and_revokes_keys_of_the_organisation_only() {
     assert_eq!(mine.status(), StatusCode::SEE_OTHER);
     assert_eq!(app.get("/lines", &app.org.key).await.status, 401);
 }
+
+#[tokio::test]
+async fn the_last_owner_stays_and_members_have_no_settings_or_staff_pages() {
+    let app = spawn_app().await;
+    let (owner, token) = add_staff(&app, "hal@example.com", "owner").await;
+    let cookie = welcome(&app, &token, "hal's long password").await;
+    let csrf = csrf_of(&page(&app, "/console/staff", &cookie).await.text().await.unwrap());
+    let id = owner["staff_id"].as_str().unwrap();
+    for action in ["remove", "role"] {
+        let answer = browser()
+            .post(format!("{}/console/staff/{id}/{action}", app.address))
+            .header(header::COOKIE, &cookie)
+            .form(&[("csrf", csrf.as_str()), ("role", "member")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::CONFLICT, "{action}");
+    }
+    assert_eq!(page(&app, "/console", &cookie).await.status(), StatusCode::OK, "the owner is still signed in");
+
+    let (_, token) = add_staff(&app, "ivy@example.com", "member").await;
+    let member = welcome(&app, &token, "ivy's long password").await;
+    for path in ["/console/settings", "/console/staff", "/console/keys"] {
+        assert_eq!(page(&app, path, &member).await.status(), StatusCode::FORBIDDEN, "{path}");
+    }
+    let member_csrf = csrf_of(&page(&app, "/console", &member).await.text().await.unwrap());
+    let changed = browser()
+        .post(format!("{}/console/settings", app.address))
+        .header(header::COOKIE, &member)
+        .form(&[("csrf", member_csrf.as_str()), ("opt_out_reply", "members cannot set this")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), StatusCode::FORBIDDEN);
+    let settings = app.get("/settings", &app.org.key).await.expect(200);
+    assert_ne!(settings["opt_out_reply"], "members cannot set this");
+}

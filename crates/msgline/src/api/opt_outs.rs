@@ -113,16 +113,16 @@ async fn get_settings(State(state): State<AppState>, caller: Principal) -> ApiRe
 /// one must be given (so that a misspelt name is an error, not a change of nothing).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"opt_out_reply": "Acme: you will get no more texts. Reply START to come back."}))]
-struct UpdateSettings {
+pub struct UpdateSettings {
     /// Sent when a number texts STOP (or a synonym).
     #[schema(max_length = 306)]
-    opt_out_reply: Option<String>,
+    pub opt_out_reply: Option<String>,
     /// Sent when an opted-out number texts START (or a synonym).
     #[schema(max_length = 306)]
-    opt_in_reply: Option<String>,
+    pub opt_in_reply: Option<String>,
     /// Sent when a number texts HELP or INFO.
     #[schema(max_length = 306)]
-    help_reply: Option<String>,
+    pub help_reply: Option<String>,
 }
 
 /// Set the organisation's automatic replies.
@@ -142,6 +142,12 @@ async fn update_settings(
     caller: Principal,
     ApiJson(body): ApiJson<UpdateSettings>,
 ) -> ApiResult<Json<Value>> {
+    Ok(Json(replies_json(&update_replies(&state, &caller, body).await?)))
+}
+
+/// Sets the organisation's automatic replies with the API's rules; the console saves them
+/// through this too.
+pub async fn update_replies(state: &AppState, caller: &Principal, body: UpdateSettings) -> ApiResult<Replies> {
     caller.require(Scope::Contacts)?;
     // The replies are the organisation's, on every line: a key bound to one line may not change
     // what the others answer.
@@ -167,7 +173,7 @@ async fn update_settings(
         opt_in: reply("opt_in_reply", body.opt_in_reply)?,
         help: reply("help_reply", body.help_reply)?,
     };
-    Ok(Json(replies_json(&db::orgs::set_replies(&state.db, &caller.org_id, &changes).await?)))
+    Ok(db::orgs::set_replies(&state.db, &caller.org_id, &changes).await?)
 }
 
 /// The automatic replies as the API shows them: the texts in force, and whether each is the

@@ -16,6 +16,7 @@ mod keys;
 mod overview;
 mod pages;
 mod session;
+mod settings;
 mod shared;
 
 use axum::{
@@ -48,6 +49,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/keys", get(keys::list).post(keys::create))
         .route("/console/keys/{id}/rotate", post(keys::rotate))
         .route("/console/keys/{id}/revoke", post(keys::revoke))
+        .route("/console/settings", get(settings::settings).post(settings::save_settings))
+        .route("/console/staff", get(settings::staff).post(settings::invite))
+        .route("/console/staff/{id}/role", post(settings::change_role))
+        .route("/console/staff/{id}/remove", post(settings::remove))
         .route_layer(middleware::from_fn_with_state(state, session::require));
     Router::new()
         .route("/", get(|| async { Redirect::to("/console") }))

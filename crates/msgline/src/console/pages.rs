@@ -25,6 +25,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("contact.html", include_str!("templates/contact.html")),
     ("opt_outs.html", include_str!("templates/opt_outs.html")),
     ("keys.html", include_str!("templates/keys.html")),
+    ("settings.html", include_str!("templates/settings.html")),
+    ("staff.html", include_str!("templates/staff.html")),
 ];
 
 /// The static files, by name: content type and bytes.

@@ -126,6 +126,29 @@ pub async fn set_password(db: &Db, staff_id: &str, password_hash: &str, now: i64
     tx.commit().await
 }
 
+/// Changes a member's role; their sessions act with the new role from their next request.
+pub async fn set_role(db: &Db, org_id: &str, staff_id: &str, role: Role, now: i64) -> sqlx::Result<bool> {
+    let updated =
+        sqlx::query("UPDATE staff SET role = $1, updated_at = $2 WHERE id = $3 AND org_id = $4 AND removed_at IS NULL")
+            .bind(role.as_str())
+            .bind(now)
+            .bind(staff_id)
+            .bind(org_id)
+            .execute(db.writer())
+            .await?
+            .rows_affected();
+    Ok(updated == 1)
+}
+
+/// How many live owners an organisation has (the last one is never removed or made a member).
+pub async fn owners(db: &Db, org_id: &str) -> sqlx::Result<i64> {
+    sqlx::query("SELECT COUNT(*) FROM staff WHERE org_id = $1 AND role = 'owner' AND removed_at IS NULL")
+        .bind(org_id)
+        .fetch_one(db.writer())
+        .await?
+        .try_get(0)
+}
+
 /// Removes a staff member (the row stays, marked) and ends their sessions. `org_id` `None`: any
 /// organisation's (the admin command).
 pub async fn remove(db: &Db, org_id: Option<&str>, staff_id: &str, now: i64) -> sqlx::Result<bool> {
