@@ -64,6 +64,8 @@ class Msgline:
         env["MSGLINE_LISTEN"] = f"127.0.0.1:{self.port}"
         env["MSGLINE_MEDIA_STORE"] = f"file://{self.work}/media"
         env.setdefault("MSGLINE_LOG", "warn")
+        # The webhook tests register a receiver on this machine.
+        env["MSGLINE_ALLOW_PRIVATE_TARGETS"] = "true"
         self.env = env
         self.cli("migrate", raw=True)
         org = self.cli("admin", "org", "create", "--name", "Browser Org")

@@ -5,7 +5,7 @@
 use reqwest::{StatusCode, header};
 use serde_json::Value;
 
-use crate::helpers::{TestApp, cli_json, spawn_app};
+use crate::helpers::{TestApp, cli_json, spawn_app, spawn_app_with};
 
 /// A client that shows redirects instead of following them, as the tests check where they go.
 fn browser() -> reqwest::Client {
@@ -355,4 +355,31 @@ async fn the_last_owner_stays_and_members_have_no_settings_or_staff_pages() {
     assert_eq!(changed.status(), StatusCode::FORBIDDEN);
     let settings = app.get("/settings", &app.org.key).await.expect(200);
     assert_ne!(settings["opt_out_reply"], "members cannot set this");
+}
+
+#[tokio::test]
+async fn another_organisations_webhook_is_404_for_every_action() {
+    let app = spawn_app_with(|c| c.allow_private_targets = true).await;
+    let (_, token) = add_staff(&app, "jo@example.com", "owner").await;
+    let cookie = welcome(&app, &token, "jo's long password").await;
+    let csrf = csrf_of(&page(&app, "/console/webhooks", &cookie).await.text().await.unwrap());
+    let other = app.create_org("Other").await;
+    let hook = app
+        .post("/webhooks", &other.key, serde_json::json!({"url": "http://127.0.0.1:9/hook", "events": ["*"]}))
+        .await
+        .expect(201);
+    let id = hook["id"].as_str().unwrap();
+    assert_eq!(page(&app, &format!("/console/webhooks/{id}"), &cookie).await.status(), StatusCode::NOT_FOUND);
+    for action in ["replay", "rotate", "disable", "enable", "delete"] {
+        let answer = browser()
+            .post(format!("{}/console/webhooks/{id}/{action}", app.address))
+            .header(header::COOKIE, &cookie)
+            .form(&[("csrf", csrf.as_str()), ("hours", "1")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::NOT_FOUND, "{action}");
+    }
+    let theirs = app.get(&format!("/webhooks/{id}"), &other.key).await.expect(200);
+    assert_eq!(theirs["enabled"], true, "the other organisation's endpoint is untouched");
 }

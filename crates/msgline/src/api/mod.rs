@@ -22,7 +22,7 @@ pub mod openapi;
 pub mod opt_outs;
 pub mod polls;
 pub mod state;
-mod webhooks;
+pub mod webhooks;
 
 use std::time::Instant;
 

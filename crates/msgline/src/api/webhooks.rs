@@ -88,7 +88,7 @@ fn attempt_view(attempt: &Attempt) -> Value {
 }
 
 /// The caller's endpoint with this id, or 404 (also for one bound to a line the caller is not).
-async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webhook> {
+pub async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webhook> {
     db::webhooks::get(&state.db, &caller.org_id, id)
         .await?
         .filter(|w| caller.sees_binding(w.line_id.as_deref()))
@@ -98,17 +98,92 @@ async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webho
 /// `POST /webhooks`.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"url": "https://example.com/hooks/msgline", "events": ["messaging.message.delivered", "messaging.message.received"]}))]
-struct CreateWebhook {
+pub struct CreateWebhook {
     /// Where events are posted: `https://` (or `http://`), never a private address; up to 2,048
     /// characters.
     #[schema(max_length = 2048)]
-    url: String,
+    pub url: String,
     /// Event types (`messaging.message.delivered`), or `*` for all.
-    events: Vec<String>,
+    pub events: Vec<String>,
     #[schema(max_length = 200)]
-    description: Option<String>,
+    pub description: Option<String>,
     /// Only this line's events (a line-bound caller's endpoints are bound to its line).
-    line_id: Option<String>,
+    pub line_id: Option<String>,
+}
+
+/// Registers an endpoint with the API's rules (the egress check of its URL, known events, a line
+/// of the organisation); the console registers through this too.
+pub async fn create(state: &AppState, caller: &Principal, body: CreateWebhook) -> ApiResult<Webhook> {
+    caller.require(Scope::Webhooks)?;
+    let url = body.url.trim();
+    if url.chars().count() > MAX_URL_CHARS {
+        return Err(ApiError::invalid("url", format!("url is limited to {MAX_URL_CHARS} characters")));
+    }
+    state.egress.check_url(url).map_err(|e| ApiError::invalid("url", e.to_string()))?;
+    let events = Subscriptions::parse(body.events.iter().map(String::as_str))
+        .map_err(|e| ApiError::invalid("events", e.describe()))?;
+    let description = bounded("description", body.description, 200)?.filter(|d| !d.is_empty());
+    let line_id = caller.line_for(body.line_id)?;
+    if let Some(line_id) = &line_id
+        && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
+    {
+        return Err(ApiError::not_found("line").with("field", "line_id"));
+    }
+    Ok(db::webhooks::create(
+        &state.db,
+        NewWebhook {
+            org_id: &caller.org_id,
+            line_id: line_id.as_deref(),
+            url,
+            description: description.as_deref(),
+            events: &events,
+        },
+    )
+    .await?)
+}
+
+/// Rotates an endpoint's signing secret; the old one still signs for `grace_seconds`.
+pub async fn rotate(state: &AppState, caller: &Principal, id: &str, grace_seconds: i64) -> ApiResult<Webhook> {
+    caller.require(Scope::Webhooks)?;
+    if !(0..=30 * 86_400).contains(&grace_seconds) {
+        return Err(ApiError::invalid("grace_seconds", "grace_seconds must be from 0 to 2592000 (30 days)"));
+    }
+    let webhook = find(state, caller, id).await?;
+    db::webhooks::rotate_secret(&state.db, &caller.org_id, &webhook.id, grace_seconds * 1000)
+        .await?
+        .ok_or_else(|| ApiError::not_found("webhook"))
+}
+
+/// Disables an endpoint by hand (its pending deliveries end as failed, as when msgline disables
+/// it), or enables it again; the console's switch.
+pub async fn set_enabled(state: &AppState, caller: &Principal, id: &str, enabled: bool) -> ApiResult<Webhook> {
+    caller.require(Scope::Webhooks)?;
+    let webhook = find(state, caller, id).await?;
+    let mut conn = state.db.writer().acquire().await?;
+    let now = clock::now_ms();
+    if enabled {
+        db::webhooks::enable(&mut conn, &webhook.id, now).await?;
+    } else if webhook.enabled {
+        db::webhooks::disable(&mut conn, &webhook.id, "disabled by a staff member", now).await?;
+    }
+    drop(conn);
+    find(state, caller, id).await
+}
+
+/// Delivers an endpoint's events since `since` again, and enables it; how many were queued.
+pub async fn replay_since(state: &AppState, caller: &Principal, id: &str, since: i64) -> ApiResult<(Webhook, usize)> {
+    caller.require(Scope::Webhooks)?;
+    if since > clock::now_ms() {
+        return Err(ApiError::invalid("since", "since is in the future"));
+    }
+    let webhook = find(state, caller, id).await?;
+    match db::webhook_deliveries::replay(&state.db, &webhook, since, MAX_REPLAY).await {
+        Ok(queued) => Ok((webhook, queued)),
+        Err(ReplayError::TooMany(max)) => {
+            Err(ApiError::invalid("since", format!("more than {max} events since then; replay a shorter span")))
+        }
+        Err(ReplayError::Db(error)) => Err(error.into()),
+    }
 }
 
 /// Register a webhook endpoint; the answer carries its signing secret, once.
@@ -129,32 +204,7 @@ async fn create_webhook(
     caller: Principal,
     ApiJson(body): ApiJson<CreateWebhook>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    caller.require(Scope::Webhooks)?;
-    let url = body.url.trim();
-    if url.chars().count() > MAX_URL_CHARS {
-        return Err(ApiError::invalid("url", format!("url is limited to {MAX_URL_CHARS} characters")));
-    }
-    state.egress.check_url(url).map_err(|e| ApiError::invalid("url", e.to_string()))?;
-    let events = Subscriptions::parse(body.events.iter().map(String::as_str))
-        .map_err(|e| ApiError::invalid("events", e.describe()))?;
-    let description = bounded("description", body.description, 200)?.filter(|d| !d.is_empty());
-    let line_id = caller.line_for(body.line_id)?;
-    if let Some(line_id) = &line_id
-        && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
-    {
-        return Err(ApiError::not_found("line").with("field", "line_id"));
-    }
-    let webhook = db::webhooks::create(
-        &state.db,
-        NewWebhook {
-            org_id: &caller.org_id,
-            line_id: line_id.as_deref(),
-            url,
-            description: description.as_deref(),
-            events: &events,
-        },
-    )
-    .await?;
+    let webhook = create(&state, &caller, body).await?;
     Ok((StatusCode::CREATED, Json(view(&webhook, Some(&webhook.secret)))))
 }
 
@@ -242,15 +292,8 @@ async fn rotate_secret(
     Path(id): Path<String>,
     body: Option<ApiJson<RotateSecret>>,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Scope::Webhooks)?;
     let grace_seconds = body.and_then(|ApiJson(b)| b.grace_seconds).unwrap_or(DEFAULT_GRACE_SECONDS);
-    if !(0..=30 * 86_400).contains(&grace_seconds) {
-        return Err(ApiError::invalid("grace_seconds", "grace_seconds must be from 0 to 2592000 (30 days)"));
-    }
-    let webhook = find(&state, &caller, &id).await?;
-    let rotated = db::webhooks::rotate_secret(&state.db, &caller.org_id, &webhook.id, grace_seconds * 1000)
-        .await?
-        .ok_or_else(|| ApiError::not_found("webhook"))?;
+    let rotated = rotate(&state, &caller, &id, grace_seconds).await?;
     Ok(Json(view(&rotated, Some(&rotated.secret))))
 }
 
@@ -313,20 +356,7 @@ async fn replay(
     caller.require(Scope::Webhooks)?;
     let since = clock::parse_rfc3339(body.since.trim())
         .ok_or_else(|| ApiError::invalid("since", "since must be an RFC 3339 time such as 2025-01-31T12:00:00Z"))?;
-    if since > clock::now_ms() {
-        return Err(ApiError::invalid("since", "since is in the future"));
-    }
-    let webhook = find(&state, &caller, &id).await?;
-    let queued = match db::webhook_deliveries::replay(&state.db, &webhook, since, MAX_REPLAY).await {
-        Ok(queued) => queued,
-        Err(ReplayError::TooMany(max)) => {
-            return Err(ApiError::invalid(
-                "since",
-                format!("more than {max} events since then; replay a shorter span"),
-            ));
-        }
-        Err(ReplayError::Db(error)) => return Err(error.into()),
-    };
+    let (webhook, queued) = replay_since(&state, &caller, &id, since).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"webhook_id": webhook.id, "since": clock::rfc3339(since), "queued": queued, "enabled": true})),

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::{
     pages::render,
     session::{SignedIn, csrf_ok, csrf_refused},
-    shared::{describe, page_context, refused, unavailable},
+    shared::{describe, form_pairs, page_context, refused, unavailable},
 };
 use crate::{
     api::{AppState, keys::CreateKey},
@@ -59,38 +59,16 @@ async fn page(state: &AppState, signed_in: &SignedIn, status: StatusCode, extra:
     render(status, "keys.html", page_context(signed_in, "keys", context))
 }
 
-/// The create form: `scope` once per ticked box (a form repeats the name).
-#[derive(Deserialize)]
-pub struct Create {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    line_id: String,
-    #[serde(default)]
-    scope: Vec<String>,
-}
-
-/// `POST /console/keys`.
+/// `POST /console/keys`: `scope` once per ticked box.
 pub async fn create(State(state): State<AppState>, signed_in: SignedIn, body: axum::body::Bytes) -> Response {
-    // A form with several boxes of one name: read with the list form (serde_urlencoded reads only
-    // the last), then the fields.
-    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
-    let field = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
-    let form = Create {
-        csrf: field("csrf"),
-        name: field("name"),
-        line_id: field("line_id"),
-        scope: pairs.iter().filter(|(k, _)| k == "scope").map(|(_, v)| v.clone()).collect(),
-    };
-    if !csrf_ok(&signed_in, &form.csrf) {
+    let form = form_pairs(&body);
+    if !csrf_ok(&signed_in, &form.one("csrf")) {
         return csrf_refused();
     }
     let request = CreateKey {
-        name: Some(form.name).filter(|n| !n.trim().is_empty()),
-        scopes: form.scope,
-        line_id: Some(form.line_id).filter(|l| !l.is_empty()),
+        name: Some(form.one("name")).filter(|n| !n.trim().is_empty()),
+        scopes: form.all("scope"),
+        line_id: Some(form.one("line_id")).filter(|l| !l.is_empty()),
     };
     match crate::api::keys::create(&state, &signed_in.principal, request).await {
         Ok((key, secret)) => {

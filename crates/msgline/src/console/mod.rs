@@ -18,6 +18,7 @@ mod pages;
 mod session;
 mod settings;
 mod shared;
+mod webhooks;
 
 use axum::{
     Router,
@@ -49,6 +50,9 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/keys", get(keys::list).post(keys::create))
         .route("/console/keys/{id}/rotate", post(keys::rotate))
         .route("/console/keys/{id}/revoke", post(keys::revoke))
+        .route("/console/webhooks", get(webhooks::list).post(webhooks::create))
+        .route("/console/webhooks/{id}", get(webhooks::endpoint))
+        .route("/console/webhooks/{id}/{action}", post(webhooks::act))
         .route("/console/settings", get(settings::settings).post(settings::save_settings))
         .route("/console/staff", get(settings::staff).post(settings::invite))
         .route("/console/staff/{id}/role", post(settings::change_role))

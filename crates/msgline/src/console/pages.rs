@@ -26,6 +26,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("opt_outs.html", include_str!("templates/opt_outs.html")),
     ("keys.html", include_str!("templates/keys.html")),
     ("settings.html", include_str!("templates/settings.html")),
+    ("webhooks.html", include_str!("templates/webhooks.html")),
+    ("webhook.html", include_str!("templates/webhook.html")),
     ("staff.html", include_str!("templates/staff.html")),
 ];
 

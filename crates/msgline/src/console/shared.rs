@@ -35,3 +35,23 @@ pub fn unavailable(error: impl std::fmt::Display) -> Response {
     tracing::error!(error = %error, "a console page could not be read");
     notice(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", "The page could not be read. Try again.")
 }
+
+/// A posted form as its pairs, for forms that repeat a name (a checkbox per item), which the
+/// form extractor would read as one.
+pub struct FormPairs(Vec<(String, String)>);
+
+pub fn form_pairs(body: &[u8]) -> FormPairs {
+    FormPairs(url::form_urlencoded::parse(body).into_owned().collect())
+}
+
+impl FormPairs {
+    /// The first value of `name` (empty if absent).
+    pub fn one(&self, name: &str) -> String {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default()
+    }
+
+    /// Every value of `name`, in order.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.clone()).collect()
+    }
+}
