@@ -3,6 +3,7 @@ database (MSGLINE_BROWSER_DATABASE: sqlite or postgres), driven by Playwright in
 Chromium. scripts/browser installs what it needs and runs it; screenshots go to
 target/console-screenshots/<engine>/."""
 
+import http.server
 import json
 import os
 import secrets
@@ -10,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -43,6 +45,30 @@ def wait_for(url, seconds=30):
     raise RuntimeError(f"{url} did not answer within {seconds} s")
 
 
+class FakeModel(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat-completions endpoint that always answers with one text, as a
+    language model outside the project would; it records what it was asked."""
+
+    answer = "Hi! This is Ava: we open at 9 every day."
+    asked = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        FakeModel.asked.append(body)
+        reply = {"id": "chatcmpl-browser", "object": "chat.completion", "model": "fake",
+                 "choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": FakeModel.answer}}]}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
 class Msgline:
     """A running server, its simulated line and an organisation with an owner."""
 
@@ -64,6 +90,9 @@ class Msgline:
         env["MSGLINE_LISTEN"] = f"127.0.0.1:{self.port}"
         env["MSGLINE_MEDIA_STORE"] = f"file://{self.work}/media"
         env.setdefault("MSGLINE_LOG", "warn")
+        self.model = http.server.HTTPServer(("127.0.0.1", free_port()), FakeModel)
+        threading.Thread(target=self.model.serve_forever, daemon=True).start()
+        env["MSGLINE_AGENT_MODEL_URL"] = f"http://127.0.0.1:{self.model.server_address[1]}/v1"
         # The webhook tests register a receiver on this machine.
         env["MSGLINE_ALLOW_PRIVATE_TARGETS"] = "true"
         self.env = env
@@ -112,6 +141,7 @@ class Msgline:
             return json.loads(response.read())
 
     def close(self):
+        self.model.shutdown()
         for proc in self.procs:
             proc.kill()
             proc.wait()

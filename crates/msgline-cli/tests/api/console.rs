@@ -383,3 +383,29 @@ async fn another_organisations_webhook_is_404_for_every_action() {
     let theirs = app.get(&format!("/webhooks/{id}"), &other.key).await.expect(200);
     assert_eq!(theirs["enabled"], true, "the other organisation's endpoint is untouched");
 }
+
+#[tokio::test]
+async fn another_organisations_agent_is_404_and_unchanged() {
+    let app = spawn_app().await;
+    let (_, token) = add_staff(&app, "kit@example.com", "member").await;
+    let cookie = welcome(&app, &token, "kit's long password").await;
+    let other = app.create_org("Other").await;
+    let line = app.create_line_id("+12015550122", Some(&other)).await;
+    let agent = app
+        .post("/agents", &other.key, serde_json::json!({"name": "Theirs", "line_id": line, "instructions": "hi"}))
+        .await
+        .expect(201);
+    let id = agent["id"].as_str().unwrap();
+    assert_eq!(page(&app, &format!("/console/agents/{id}"), &cookie).await.status(), StatusCode::NOT_FOUND);
+    let csrf = csrf_of(&page(&app, "/console/agents", &cookie).await.text().await.unwrap());
+    let form = reqwest::multipart::Form::new().text("csrf", csrf).text("name", "Ours now").text("instructions", "x");
+    let saved = browser()
+        .post(format!("{}/console/agents/{id}", app.address))
+        .header(header::COOKIE, &cookie)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(saved.status(), StatusCode::NOT_FOUND);
+    assert_eq!(app.get(&format!("/agents/{id}"), &other.key).await.expect(200)["name"], "Theirs");
+}

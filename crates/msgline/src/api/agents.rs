@@ -43,25 +43,25 @@ const ID: &str = "The agent's id (`agt_…`)";
 /// line-bound, `line_id` required), any of them to change one.
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[schema(example = json!({"name": "Ava", "line_id": "line_...", "instructions": "You answer questions about opening hours."}))]
-struct AgentFields {
+pub struct AgentFields {
     /// Up to 100 characters; also the name on its contact cards.
     #[schema(max_length = 100)]
-    name: Option<String>,
+    pub name: Option<String>,
     /// The line it answers on (one enabled agent per line).
-    line_id: Option<String>,
+    pub line_id: Option<String>,
     /// An `https://` URL of its photo (JPEG, PNG or GIF, at most 200 KB).
-    photo_url: Option<String>,
+    pub photo_url: Option<String>,
     /// The photo as base64 instead.
-    photo_base64: Option<String>,
+    pub photo_base64: Option<String>,
     /// Its instructions, up to 20,000 characters.
     #[schema(max_length = 20000)]
-    instructions: Option<String>,
+    pub instructions: Option<String>,
     /// Tools it may use: `messaging_send`, `send_contact_card`, `send_poll` (default all).
-    tools: Option<Vec<String>>,
+    pub tools: Option<Vec<String>>,
     /// The language model; the server's default when omitted.
     #[schema(max_length = 200)]
-    model: Option<String>,
-    enabled: Option<bool>,
+    pub model: Option<String>,
+    pub enabled: Option<bool>,
 }
 
 fn tools(requested: Vec<String>) -> ApiResult<Vec<String>> {
@@ -136,6 +136,13 @@ async fn create_agent(
     caller: Principal,
     ApiJson(fields): ApiJson<AgentFields>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
+    let agent = create(&state, &caller, fields).await?;
+    Ok((StatusCode::CREATED, Json(agent_json(&agent))))
+}
+
+/// Creates an agent with the API's rules (one enabled agent per line, a line of the
+/// organisation, known tools); the console's builder creates through this too.
+pub async fn create(state: &AppState, caller: &Principal, fields: AgentFields) -> ApiResult<Agent> {
     caller.require(Scope::Agents)?;
     required_text("name", fields.name.clone(), 100)?;
     required_text("instructions", fields.instructions.clone(), 20_000)?;
@@ -159,7 +166,7 @@ async fn create_agent(
         created_at: now,
         updated_at: now,
     };
-    apply(&state, &caller, &mut agent, AgentFields { line_id: Some(line_id), ..fields }).await?;
+    apply(state, caller, &mut agent, AgentFields { line_id: Some(line_id), ..fields }).await?;
     state
         .db
         .transaction(async |tx| {
@@ -172,10 +179,11 @@ async fn create_agent(
             }
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(agent_json(&agent))))
+    Ok(agent)
 }
 
-async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Agent> {
+/// The caller's agent with this id, or 404 (also one on a line the caller may not use).
+pub async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Agent> {
     db::agents::get(&state.db, &caller.org_id, id)
         .await?
         .filter(|a| caller.may_use_line(&a.line_id))
@@ -201,9 +209,14 @@ async fn update_agent(
     Path(id): Path<String>,
     ApiJson(fields): ApiJson<AgentFields>,
 ) -> ApiResult<Json<Value>> {
+    Ok(Json(agent_json(&update(&state, &caller, &id, fields).await?)))
+}
+
+/// Changes the fields given, with the API's rules; the console's builder saves through this too.
+pub async fn update(state: &AppState, caller: &Principal, id: &str, fields: AgentFields) -> ApiResult<Agent> {
     caller.require(Scope::Agents)?;
-    let mut agent = find(&state, &caller, &id).await?;
-    apply(&state, &caller, &mut agent, fields).await?;
+    let mut agent = find(state, caller, id).await?;
+    apply(state, caller, &mut agent, fields).await?;
     agent.updated_at = clock::now_ms();
     state
         .db
@@ -219,7 +232,7 @@ async fn update_agent(
             }
         })
         .await?;
-    Ok(Json(agent_json(&agent)))
+    Ok(agent)
 }
 
 /// The caller's agents.

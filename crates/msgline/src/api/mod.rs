@@ -1,6 +1,6 @@
 //! The HTTP API: one module per resource, each with its types, thin handlers and router.
 
-mod agents;
+pub mod agents;
 mod attachments;
 pub mod auth;
 mod availability;

@@ -10,6 +10,7 @@
 //! `frame-ancestors 'none'` and a same-origin referrer policy; every state change needs the
 //! session's CSRF token and a same-origin request (see `session.rs`).
 
+mod agents;
 mod contacts;
 mod conversations;
 mod keys;
@@ -50,6 +51,9 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/keys", get(keys::list).post(keys::create))
         .route("/console/keys/{id}/rotate", post(keys::rotate))
         .route("/console/keys/{id}/revoke", post(keys::revoke))
+        .route("/console/agents", get(agents::list).post(agents::create))
+        .route("/console/agents/new", get(agents::new))
+        .route("/console/agents/{id}", get(agents::edit).post(agents::update))
         .route("/console/webhooks", get(webhooks::list).post(webhooks::create))
         .route("/console/webhooks/{id}", get(webhooks::endpoint))
         .route("/console/webhooks/{id}/{action}", post(webhooks::act))

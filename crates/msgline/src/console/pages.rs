@@ -27,6 +27,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("keys.html", include_str!("templates/keys.html")),
     ("settings.html", include_str!("templates/settings.html")),
     ("webhooks.html", include_str!("templates/webhooks.html")),
+    ("agents.html", include_str!("templates/agents.html")),
+    ("agent.html", include_str!("templates/agent.html")),
     ("webhook.html", include_str!("templates/webhook.html")),
     ("staff.html", include_str!("templates/staff.html")),
 ];

@@ -1,0 +1,182 @@
+//! Agents, the no-code builder: an agent's name, photo (uploaded), instructions, line, tools as
+//! checkboxes and whether it is enabled; its runs with each tool call and outcome. Saved through
+//! the API's own functions (`api::agents::{create, update}`), so the same rules hold (one
+//! enabled agent per line, a photo of at most 200 KB, known tools).
+
+use axum::{
+    extract::{Multipart, Path, State},
+    http::StatusCode,
+    response::{IntoResponse, Redirect, Response},
+};
+use base64::{Engine, engine::general_purpose::STANDARD};
+use minijinja::context;
+
+use super::{
+    pages::render,
+    session::{SignedIn, csrf_ok, csrf_refused},
+    shared::{describe, page_context, refused, unavailable},
+};
+use crate::{
+    api::{AppState, agents::AgentFields},
+    clock,
+    db::{self, Page, agents::TOOLS},
+    domain::scope::Scope,
+    error::ApiError,
+};
+
+/// `GET /console/agents`.
+pub async fn list(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    let caller = &signed_in.principal;
+    if let Err(error) = caller.require(Scope::Agents) {
+        return refused(&error);
+    }
+    match db::agents::list(&state.db, &caller.org_id, &Page { limit: 100, before: None }).await {
+        Ok(found) => {
+            let agents: Vec<_> = found
+                .rows
+                .iter()
+                .map(|a| context! { id => a.id, name => a.name, line_id => a.line_id, enabled => a.enabled, tools => a.tools })
+                .collect();
+            render(StatusCode::OK, "agents.html", page_context(&signed_in, "agents", context! { agents }))
+        }
+        Err(error) => unavailable(error),
+    }
+}
+
+/// The builder's form: what it shows, filled from an agent or from what was sent.
+async fn builder(
+    state: &AppState,
+    signed_in: &SignedIn,
+    status: StatusCode,
+    agent: minijinja::Value,
+    extra: minijinja::Value,
+) -> Response {
+    let lines =
+        match db::lines::list_for_org(&state.db, &signed_in.principal.org_id, &Page { limit: 100, before: None }).await
+        {
+            Ok(found) => found.rows.into_iter().map(|l| context! { id => l.id, e164 => l.e164 }).collect::<Vec<_>>(),
+            Err(error) => return unavailable(error),
+        };
+    let context = context! { agent, lines, tools => TOOLS.to_vec(), ..extra };
+    render(status, "agent.html", page_context(signed_in, "agents", context))
+}
+
+/// `GET /console/agents/new`.
+pub async fn new(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+    if let Err(error) = signed_in.principal.require(Scope::Agents) {
+        return refused(&error);
+    }
+    let agent = context! { tools => TOOLS.to_vec(), enabled => true };
+    builder(&state, &signed_in, StatusCode::OK, agent, context! {}).await
+}
+
+/// `GET /console/agents/{id}`: the builder, and the agent's latest runs.
+pub async fn edit(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+    let agent = match crate::api::agents::find(&state, &signed_in.principal, &id).await {
+        Ok(agent) => agent,
+        Err(error) => return refused(&error),
+    };
+    if let Err(error) = signed_in.principal.require(Scope::Agents) {
+        return refused(&error);
+    }
+    let runs = match runs(&state, &agent.id).await {
+        Ok(runs) => runs,
+        Err(error) => return unavailable(error),
+    };
+    let shown = context! { id => agent.id, name => agent.name, instructions => agent.instructions,
+    line_id => agent.line_id, tools => agent.tools, enabled => agent.enabled, has_photo => agent.photo.is_some() };
+    builder(&state, &signed_in, StatusCode::OK, shown, context! { runs }).await
+}
+
+async fn runs(state: &AppState, agent_id: &str) -> sqlx::Result<Vec<minijinja::Value>> {
+    let found = db::agents::list_runs(&state.db, agent_id, &Page { limit: 20, before: None }).await?;
+    let mut runs = Vec::with_capacity(found.rows.len());
+    for run in found.rows {
+        let calls: Vec<_> = db::agents::tool_calls(&state.db, &run.id)
+            .await?
+            .into_iter()
+            .map(|c| {
+                context! { tool => c.tool, status => c.status, arguments => c.arguments, result => c.result,
+                message_id => c.message_id }
+            })
+            .collect();
+        runs.push(context! { id => run.id, state => run.state, outcome => run.outcome, error => run.error,
+        conversation_id => run.conversation_id, created_at => clock::rfc3339(run.created_at), calls });
+    }
+    Ok(runs)
+}
+
+/// What the builder's form sent.
+struct Sent {
+    csrf: String,
+    fields: AgentFields,
+}
+
+/// Reads the builder's multipart form: text fields, a checkbox per tool, and the photo file.
+async fn read(mut form: Multipart) -> Result<Sent, ApiError> {
+    let mut csrf = String::new();
+    let mut fields = AgentFields { tools: Some(Vec::new()), enabled: Some(false), ..AgentFields::default() };
+    while let Some(field) = form.next_field().await.map_err(|e| ApiError::bad_request(e.body_text()))? {
+        let name = field.name().unwrap_or_default().to_string();
+        if name == "photo" {
+            let bytes = field.bytes().await.map_err(|e| ApiError::bad_request(e.body_text()))?;
+            if !bytes.is_empty() {
+                fields.photo_base64 = Some(STANDARD.encode(&bytes));
+            }
+            continue;
+        }
+        let text = field.text().await.map_err(|e| ApiError::bad_request(e.body_text()))?;
+        match name.as_str() {
+            "csrf" => csrf = text,
+            "name" => fields.name = Some(text),
+            "instructions" => fields.instructions = Some(text),
+            "line_id" => fields.line_id = Some(text).filter(|l| !l.is_empty()),
+            "tool" => fields.tools.get_or_insert_with(Vec::new).push(text),
+            "enabled" => fields.enabled = Some(true),
+            _ => {}
+        }
+    }
+    Ok(Sent { csrf, fields })
+}
+
+/// `POST /console/agents`: creates an agent.
+pub async fn create(State(state): State<AppState>, signed_in: SignedIn, form: Multipart) -> Response {
+    save(&state, &signed_in, None, form).await
+}
+
+/// `POST /console/agents/{id}`: saves an agent.
+pub async fn update(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    Path(id): Path<String>,
+    form: Multipart,
+) -> Response {
+    save(&state, &signed_in, Some(&id), form).await
+}
+
+async fn save(state: &AppState, signed_in: &SignedIn, id: Option<&str>, form: Multipart) -> Response {
+    let sent = match read(form).await {
+        Ok(sent) => sent,
+        Err(error) => return refused(&error),
+    };
+    if !csrf_ok(signed_in, &sent.csrf) {
+        return csrf_refused();
+    }
+    let shown = context! { id, name => sent.fields.name, instructions => sent.fields.instructions,
+    line_id => sent.fields.line_id, tools => sent.fields.tools, enabled => sent.fields.enabled };
+    let caller = &signed_in.principal;
+    let saved = match id {
+        Some(id) => crate::api::agents::update(state, caller, id, sent.fields).await,
+        None => crate::api::agents::create(state, caller, sent.fields).await,
+    };
+    match saved {
+        Ok(agent) => Redirect::to(&format!("/console/agents/{}", agent.id)).into_response(),
+        Err(error) if error.kind == crate::error::ErrorKind::NotFound && error.extra.get("field").is_none() => {
+            refused(&error)
+        }
+        Err(error) => {
+            let status = crate::api::errors::status(error.kind);
+            builder(state, signed_in, status, shown, context! { error => describe(&error) }).await
+        }
+    }
+}
