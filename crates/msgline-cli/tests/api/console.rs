@@ -409,3 +409,25 @@ async fn another_organisations_agent_is_404_and_unchanged() {
     assert_eq!(saved.status(), StatusCode::NOT_FOUND);
     assert_eq!(app.get(&format!("/agents/{id}"), &other.key).await.expect(200)["name"], "Theirs");
 }
+
+#[tokio::test]
+async fn another_organisations_group_is_404_for_its_page_and_every_change() {
+    let app = spawn_app().await;
+    let (_, token) = add_staff(&app, "lu@example.com", "member").await;
+    let cookie = welcome(&app, &token, "lu's long password").await;
+    let other = app.create_org("Other").await;
+    let line = app.create_line_id("+12015550133", Some(&other)).await;
+    let theirs = app.create_conversation(&other, &line, "+12015550134").await;
+    let csrf = csrf_of(&page(&app, "/console/groups", &cookie).await.text().await.unwrap());
+    assert_eq!(page(&app, &format!("/console/groups/{}", theirs.id), &cookie).await.status(), StatusCode::NOT_FOUND);
+    for action in ["rename", "add", "remove", "leave"] {
+        let answer = browser()
+            .post(format!("{}/console/groups/{}/{action}", app.address, theirs.id))
+            .header(header::COOKIE, &cookie)
+            .form(&[("csrf", csrf.as_str()), ("idempotency_key", action), ("name", "x"), ("phone", "+12015550135")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::NOT_FOUND, "{action}");
+    }
+}

@@ -66,7 +66,7 @@ struct CreateGroup {
 }
 
 /// Normalises participants to E.164 and drops duplicates; 2 to 31 distinct numbers.
-fn participants(raw: Vec<String>, default_country: Option<&str>) -> ApiResult<Vec<E164>> {
+pub fn participants(raw: Vec<String>, default_country: Option<&str>) -> ApiResult<Vec<E164>> {
     let mut distinct = BTreeSet::new();
     for (i, number) in raw.iter().enumerate() {
         let phone = phone_field("participants", number, default_country)

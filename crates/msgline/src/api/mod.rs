@@ -12,7 +12,7 @@ mod conversations;
 pub mod errors;
 mod events;
 pub mod extract;
-mod groups;
+pub mod groups;
 mod health;
 pub mod keys;
 mod lines;

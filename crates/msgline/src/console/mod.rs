@@ -13,6 +13,7 @@
 mod agents;
 mod contacts;
 mod conversations;
+mod groups;
 mod keys;
 mod overview;
 mod pages;
@@ -51,6 +52,9 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/keys", get(keys::list).post(keys::create))
         .route("/console/keys/{id}/rotate", post(keys::rotate))
         .route("/console/keys/{id}/revoke", post(keys::revoke))
+        .route("/console/groups", get(groups::list).post(groups::create))
+        .route("/console/groups/{id}", get(groups::group))
+        .route("/console/groups/{id}/{action}", post(groups::change))
         .route("/console/agents", get(agents::list).post(agents::create))
         .route("/console/agents/new", get(agents::new))
         .route("/console/agents/{id}", get(agents::edit).post(agents::update))

@@ -28,6 +28,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("settings.html", include_str!("templates/settings.html")),
     ("webhooks.html", include_str!("templates/webhooks.html")),
     ("agents.html", include_str!("templates/agents.html")),
+    ("groups.html", include_str!("templates/groups.html")),
+    ("group.html", include_str!("templates/group.html")),
     ("agent.html", include_str!("templates/agent.html")),
     ("webhook.html", include_str!("templates/webhook.html")),
     ("staff.html", include_str!("templates/staff.html")),
