@@ -37,3 +37,35 @@ def test_text_from_a_message_is_shown_as_text_and_runs_nothing(app, page):
     expect(page.locator("article.message.in .body")).to_have_text(hostile)
     assert page.evaluate("window.pwned") is None
     assert page.locator("article img").count() == 0
+
+
+def test_a_card_a_poll_and_a_tapback_are_sent_from_the_thread(app, page):
+    sign_in(page, app)
+    page.get_by_role("link", name="Conversations").click()
+    page.get_by_text("New conversation").click()
+    page.get_by_label("To").fill("+12015550124")
+    page.get_by_label("Message").fill("Plans for Friday")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("heading", name="+12015550124")).to_be_visible()
+
+    page.get_by_text("Send a contact card").click()
+    page.get_by_label("Card name").fill("Front desk")
+    page.get_by_label("Card number").fill("+12015550100")
+    page.get_by_role("button", name="Send card").click()
+    expect(page.locator("article.message.out", has_text="Front desk")).to_be_visible()
+
+    page.get_by_text("Ask a poll").click()
+    page.get_by_label("Question").fill("Lunch?")
+    page.get_by_label("Options (one per line)").fill("Pizza\nTacos")
+    page.get_by_role("button", name="Send poll").click()
+    expect(page.locator("article.message.out", has_text="Lunch?")).to_be_visible()
+
+    page.get_by_text("React to a message").click()
+    page.get_by_label("Reacting to").select_option(label="Plans for Friday")
+    page.get_by_label("Tapback").select_option("love")
+    page.get_by_role("button", name="React").click()
+    expect(page.locator("article.message.out", has_text="Loved")).to_be_visible()
+
+    kinds = [s["kind"] for s in app.sent() if s.get("to") == ["+12015550124"]]
+    for kind in ["text", "contact_card", "poll", "reaction"]:
+        assert kind in kinds, kinds

@@ -431,3 +431,33 @@ async fn another_organisations_group_is_404_for_its_page_and_every_change() {
         assert_eq!(answer.status(), StatusCode::NOT_FOUND, "{action}");
     }
 }
+
+#[tokio::test]
+async fn a_tapback_from_a_thread_names_only_a_message_of_that_thread() {
+    let app = spawn_app().await;
+    let line_id = app.create_line_id("+12015550100", Some(&app.org)).await;
+    let (_, token) = add_staff(&app, "mo@example.com", "member").await;
+    let cookie = welcome(&app, &token, "mo's long password").await;
+    let first = app.create_conversation(&app.org, &line_id, "+12015550161").await;
+    let second = app.create_conversation(&app.org, &line_id, "+12015550162").await;
+    let elsewhere = app
+        .post("/messages", &app.org.key, serde_json::json!({"conversation_id": second.id, "body": "elsewhere"}))
+        .await
+        .expect(202);
+    let csrf =
+        csrf_of(&page(&app, &format!("/console/conversations/{}", first.id), &cookie).await.text().await.unwrap());
+    let react = browser()
+        .post(format!("{}/console/conversations/{}/react", app.address, first.id))
+        .header(header::COOKIE, &cookie)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("message_id", elsewhere["message"]["id"].as_str().unwrap()),
+            ("reaction", "love"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(react.status(), StatusCode::NOT_FOUND);
+    let listed = app.get(&format!("/messages?conversation_id={}", second.id), &app.org.key).await.expect(200);
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "no reaction was sent");
+}

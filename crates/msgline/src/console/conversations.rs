@@ -188,6 +188,7 @@ async fn thread_page(
             (Err(error), _) | (_, Err(error)) => return unavailable(error),
         };
     let context = context! {
+        tapbacks => crate::domain::lifecycle::Tapback::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
         conversation_id => conversation.id,
         title,
         messages => shown_messages,
@@ -256,6 +257,81 @@ pub async fn start(State(state): State<AppState>, signed_in: SignedIn, Form(form
                 "conversations.html",
                 page_context(&signed_in, "conversations", context),
             )
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct Extra {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    idempotency_key: String,
+    /// A card: who it introduces.
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    phone: String,
+    /// A poll: its question and options, one per line.
+    #[serde(default)]
+    question: String,
+    #[serde(default)]
+    options: String,
+    /// A reaction: which message, which tapback.
+    #[serde(default)]
+    message_id: String,
+    #[serde(default)]
+    reaction: String,
+}
+
+/// `POST /console/conversations/{id}/{kind}`: a contact card (`card`), a poll (`poll`) or a
+/// tapback on one of the thread's messages (`react`), through the API's own send functions.
+pub async fn send_extra(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    Path((id, kind)): Path<(String, String)>,
+    Form(form): Form<Extra>,
+) -> Response {
+    if !csrf_ok(&signed_in, &form.csrf) {
+        return csrf_refused();
+    }
+    let conversation = match find(&state, &signed_in, &id).await {
+        Ok(conversation) => conversation,
+        Err(response) => return response,
+    };
+    let caller = &signed_in.principal;
+    let key = Some(form.idempotency_key.as_str()).filter(|k| !k.is_empty());
+    let sent = async {
+        if let Err((_, retry_after)) = state.limits().check_all(&[Policy::Send], &caller.caller()).await {
+            return Err(ApiError::rate_limited(retry_after));
+        }
+        match kind.as_str() {
+            "card" => {
+                let raw = json!({"conversation_id": conversation.id, "name": form.name, "phone": form.phone});
+                crate::send::card::send_card_request(&state, caller, raw, key, None).await
+            }
+            "poll" => {
+                let options: Vec<&str> = form.options.lines().map(str::trim).filter(|o| !o.is_empty()).collect();
+                let raw = json!({"conversation_id": conversation.id, "question": form.question, "options": options});
+                crate::send::poll::send_poll_request(&state, caller, raw, key, None).await
+            }
+            "react" => {
+                // Only a message of this thread.
+                match db::messages::get(&state.db, &caller.org_id, &form.message_id).await? {
+                    Some(target) if target.conversation_id == conversation.id => {}
+                    _ => return Err(ApiError::not_found("message").with("field", "message_id")),
+                }
+                let raw = json!({"reaction": form.reaction});
+                crate::send::reaction::add(&state, caller, &form.message_id, raw, key).await
+            }
+            _ => Err(ApiError::not_found("action")),
+        }
+    };
+    match sent.await {
+        Ok(_) => Redirect::to(&format!("/console/conversations/{}", conversation.id)).into_response(),
+        Err(error) => {
+            let status = crate::api::errors::status(error.kind);
+            thread_page(&state, &signed_in, &conversation.id, status, Some(describe(&error)), "").await
         }
     }
 }

@@ -45,6 +45,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/conversations/{id}", get(conversations::thread))
         .route("/console/conversations/{id}/messages", post(conversations::send))
         .route("/console/conversations/{id}/live", get(conversations::live))
+        .route("/console/conversations/{id}/{kind}", post(conversations::send_extra))
         .route("/console/contacts", get(contacts::list))
         .route("/console/contacts/{id}", get(contacts::contact).post(contacts::save))
         .route("/console/opt-outs", get(contacts::opt_outs))
