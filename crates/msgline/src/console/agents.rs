@@ -14,7 +14,7 @@ use minijinja::context;
 use super::{
     pages::render,
     session::{SignedIn, csrf_ok, csrf_refused},
-    shared::{describe, page_context, refused, unavailable},
+    shared::{describe, line_choices, page_context, refused, unavailable},
 };
 use crate::{
     api::{AppState, agents::AgentFields},
@@ -51,12 +51,10 @@ async fn builder(
     agent: minijinja::Value,
     extra: minijinja::Value,
 ) -> Response {
-    let lines =
-        match db::lines::list_for_org(&state.db, &signed_in.principal.org_id, &Page { limit: 100, before: None }).await
-        {
-            Ok(found) => found.rows.into_iter().map(|l| context! { id => l.id, e164 => l.e164 }).collect::<Vec<_>>(),
-            Err(error) => return unavailable(error),
-        };
+    let lines = match line_choices(state, &signed_in.principal.org_id).await {
+        Ok(lines) => lines,
+        Err(error) => return unavailable(error),
+    };
     let context = context! { agent, lines, tools => TOOLS.to_vec(), ..extra };
     render(status, "agent.html", page_context(signed_in, "agents", context))
 }

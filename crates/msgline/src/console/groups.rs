@@ -17,7 +17,7 @@ use serde_json::json;
 use super::{
     pages::render,
     session::{SignedIn, csrf_ok, csrf_refused},
-    shared::{describe, page_context, refused, unavailable},
+    shared::{describe, line_choices, page_context, refused, unavailable},
 };
 use crate::{
     api::{AppState, groups::participants},
@@ -51,8 +51,8 @@ async fn list_page(state: &AppState, signed_in: &SignedIn, status: StatusCode, e
         .filter(|c| c.kind == ConversationKind::Group)
         .map(|g| context! { id => g.id, name => g.name, participants => g.participants, state => g.group_state })
         .collect();
-    let lines = match db::lines::list_for_org(&state.db, &caller.org_id, &all).await {
-        Ok(found) => found.rows.into_iter().map(|l| context! { id => l.id, e164 => l.e164 }).collect::<Vec<_>>(),
+    let lines = match line_choices(state, &caller.org_id).await {
+        Ok(lines) => lines,
         Err(error) => return unavailable(error),
     };
     let context = context! { groups, lines, idempotency_key => crate::ids::new_id("console"), ..extra };

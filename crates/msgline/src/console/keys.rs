@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::{
     pages::render,
     session::{SignedIn, csrf_ok, csrf_refused},
-    shared::{describe, form_pairs, page_context, refused, unavailable},
+    shared::{describe, form_pairs, line_choices, page_context, refused, unavailable},
 };
 use crate::{
     api::{AppState, keys::CreateKey},
@@ -40,8 +40,8 @@ async fn page(state: &AppState, signed_in: &SignedIn, status: StatusCode, extra:
         Ok(found) => found.rows,
         Err(error) => return unavailable(error),
     };
-    let lines = match db::lines::list_for_org(&state.db, &caller.org_id, &all).await {
-        Ok(found) => found.rows.into_iter().map(|l| context! { id => l.id, e164 => l.e164 }).collect::<Vec<_>>(),
+    let lines = match line_choices(state, &caller.org_id).await {
+        Ok(lines) => lines,
         Err(error) => return unavailable(error),
     };
     let keys: Vec<_> = keys

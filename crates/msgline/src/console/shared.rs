@@ -5,7 +5,11 @@ use axum::{http::StatusCode, response::Response};
 use minijinja::context;
 
 use super::{pages::notice, session::SignedIn};
-use crate::error::ApiError;
+use crate::{
+    api::AppState,
+    db::{self, Page},
+    error::ApiError,
+};
 
 /// A page's context with the header's: `page` names the navigation entry it is under.
 pub fn page_context(signed_in: &SignedIn, page: &str, values: minijinja::Value) -> minijinja::Value {
@@ -54,4 +58,10 @@ impl FormPairs {
     pub fn all(&self, name: &str) -> Vec<String> {
         self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v.clone()).collect()
     }
+}
+
+/// The organisation's lines as a form's choices (`{id, e164}`).
+pub async fn line_choices(state: &AppState, org_id: &str) -> sqlx::Result<Vec<minijinja::Value>> {
+    let lines = db::lines::list_for_org(&state.db, org_id, &Page { limit: 100, before: None }).await?;
+    Ok(lines.rows.into_iter().map(|l| context! { id => l.id, e164 => l.e164 }).collect())
 }
