@@ -28,7 +28,11 @@ pub fn new_id(prefix: &str) -> String {
         }
         *last
     };
-    let value: u128 = ((ms as u128) << RANDOM_BITS) | random;
+    encode(prefix, ((ms as u128) << RANDOM_BITS) | random)
+}
+
+/// `prefix_` and 26 characters of Crockford base32 of `value`.
+fn encode(prefix: &str, value: u128) -> String {
     let mut out = String::with_capacity(prefix.len() + 27);
     out.push_str(prefix);
     out.push('_');
@@ -41,14 +45,7 @@ pub fn new_id(prefix: &str) -> String {
 /// The smallest id of a type made at or after `ms`: ids compare with it as their times do, so
 /// `id >= floor(prefix, t)` reads what was made since `t` through an index on the id.
 pub fn floor(prefix: &str, ms: i64) -> String {
-    let value: u128 = ((ms.max(0) as u64 & 0xffff_ffff_ffff) as u128) << RANDOM_BITS;
-    let mut out = String::with_capacity(prefix.len() + 27);
-    out.push_str(prefix);
-    out.push('_');
-    for i in (0..26).rev() {
-        out.push(CROCKFORD[((value >> (5 * i)) & 31) as usize] as char);
-    }
-    out
+    encode(prefix, ((ms.max(0) as u64 & 0xffff_ffff_ffff) as u128) << RANDOM_BITS)
 }
 
 /// Whether `id` has the given prefix and the shape of an id; a cheap check before a lookup.

@@ -49,13 +49,17 @@ impl IntoResponse for ApiError {
         if let Some(seconds) = self.retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
-        if self.replayed {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static("idempotent-replayed"), HeaderValue::from_static("true"));
-        }
-        response
+        replayed(response, self.replayed)
     }
+}
+
+/// Marks an answer that repeats an earlier request's (`Idempotent-Replayed: true`): an error
+/// here, an accepted send or group change in `messages.rs` and `groups.rs`.
+pub fn replayed(mut response: Response, replayed: bool) -> Response {
+    if replayed {
+        response.headers_mut().insert(HeaderName::from_static("idempotent-replayed"), HeaderValue::from_static("true"));
+    }
+    response
 }
 
 #[cfg(test)]

@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
+    errors::replayed,
     extract::ApiJson,
-    messages::{IdempotencyKey, header_key, replayed},
+    messages::{IdempotencyKey, header_key},
     openapi::schemas,
 };
 use crate::{

@@ -4,7 +4,7 @@
 use axum::{
     Json,
     extract::{Path, State},
-    http::{HeaderMap, HeaderName, HeaderValue, StatusCode},
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
 use serde::Deserialize;
@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
+    errors::replayed,
     extract::{ApiJson, ApiQuery, PageParams, PageQuery, json_response, list_body},
     openapi::schemas,
 };
@@ -65,14 +66,6 @@ pub fn respond(sent: Accepted) -> Response {
     }
     let status = if sent.replayed { StatusCode::OK } else { StatusCode::ACCEPTED };
     replayed((status, Json(body)).into_response(), sent.replayed)
-}
-
-/// Marks a response that repeats an earlier request's answer.
-pub fn replayed(mut response: Response, replayed: bool) -> Response {
-    if replayed {
-        response.headers_mut().insert(HeaderName::from_static("idempotent-replayed"), HeaderValue::from_static("true"));
-    }
-    response
 }
 
 /// Send a text.

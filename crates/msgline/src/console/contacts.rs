@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     pages::{notice, render},
-    session::{SignedIn, csrf_ok, csrf_refused},
+    session::{CsrfForm, SignedIn, csrf_ok, csrf_refused},
     shared::{describe, page_context, refused, unavailable},
 };
 use crate::{
@@ -196,18 +196,12 @@ pub async fn opt_outs(State(state): State<AppState>, signed_in: SignedIn) -> Res
     }
 }
 
-#[derive(Deserialize)]
-pub struct Clear {
-    #[serde(default)]
-    csrf: String,
-}
-
 /// `POST /console/opt-outs/{id}/clear`: the number may be sent to again (no reply is sent).
 pub async fn clear(
     State(state): State<AppState>,
     signed_in: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<Clear>,
+    Form(form): Form<CsrfForm>,
 ) -> Response {
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::{
     pages::render,
-    session::{SignedIn, csrf_ok, csrf_refused},
+    session::{CsrfForm, SignedIn, csrf_ok, csrf_refused},
     shared::{describe, form_pairs, line_choices, page_context, refused, unavailable},
 };
 use crate::{
@@ -111,18 +111,12 @@ pub async fn rotate(
     }
 }
 
-#[derive(Deserialize)]
-pub struct Revoke {
-    #[serde(default)]
-    csrf: String,
-}
-
 /// `POST /console/keys/{id}/revoke`.
 pub async fn revoke(
     State(state): State<AppState>,
     signed_in: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<Revoke>,
+    Form(form): Form<CsrfForm>,
 ) -> Response {
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();

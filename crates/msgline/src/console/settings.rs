@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::{
     pages::{notice, render},
-    session::{LINK_MS, SignedIn, csrf_ok, csrf_refused},
+    session::{CsrfForm, LINK_MS, SignedIn, csrf_ok, csrf_refused},
     shared::{describe, page_context, unavailable},
 };
 use crate::{
@@ -202,7 +202,7 @@ pub async fn remove(
     State(state): State<AppState>,
     signed_in: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<super::session::CsrfForm>,
+    Form(form): Form<CsrfForm>,
 ) -> Response {
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
@@ -228,10 +228,7 @@ async fn last_owner(state: &AppState, signed_in: &SignedIn, id: &str) -> Option<
         Err(error) => return Some(unavailable(error)),
     };
     let is_owner = members.iter().any(|m| m.id == id && m.role == Role::Owner);
-    let owners = match db::staff::owners(&state.db, org_id).await {
-        Ok(owners) => owners,
-        Err(error) => return Some(unavailable(error)),
-    };
+    let owners = members.iter().filter(|m| m.role == Role::Owner).count();
     (is_owner && owners <= 1).then(|| {
         notice(
             StatusCode::CONFLICT,

@@ -140,15 +140,6 @@ pub async fn set_role(db: &Db, org_id: &str, staff_id: &str, role: Role, now: i6
     Ok(updated == 1)
 }
 
-/// How many live owners an organisation has (the last one is never removed or made a member).
-pub async fn owners(db: &Db, org_id: &str) -> sqlx::Result<i64> {
-    sqlx::query("SELECT COUNT(*) FROM staff WHERE org_id = $1 AND role = 'owner' AND removed_at IS NULL")
-        .bind(org_id)
-        .fetch_one(db.writer())
-        .await?
-        .try_get(0)
-}
-
 /// Removes a staff member (the row stays, marked) and ends their sessions. `org_id` `None`: any
 /// organisation's (the admin command).
 pub async fn remove(db: &Db, org_id: Option<&str>, staff_id: &str, now: i64) -> sqlx::Result<bool> {
@@ -198,16 +189,11 @@ pub async fn start_session(db: &Db, staff_id: &str, now: i64, absolute_ms: i64) 
 /// The session a token's hash names, if it is live at `now`: not past its absolute end, not idle
 /// for `idle_ms` or longer, and its account not removed.
 pub async fn session(db: &Db, token_hash: &str, now: i64, idle_ms: i64) -> sqlx::Result<Option<Session>> {
-    let columns = COLUMNS.split(", ").map(|c| format!("s.{c}")).collect::<Vec<_>>().join(", ");
-    let row = sqlx::query(&format!(
-        "SELECT {columns}, x.id, x.last_seen_at FROM staff_sessions x JOIN staff s ON s.id = x.staff_id \
-         WHERE x.token_hash = $1 AND x.expires_at > $2 AND x.last_seen_at > $3 AND s.removed_at IS NULL"
-    ))
-    .bind(token_hash)
-    .bind(now)
-    .bind(now - idle_ms)
-    .fetch_optional(db.writer())
-    .await?;
+    // Every console request runs this: the account's columns (as [`COLUMNS`]), then the session's.
+    const SQL: &str = "SELECT s.id, s.org_id, s.email, s.role, s.password_hash IS NOT NULL, s.created_at, x.id, \
+                       x.last_seen_at FROM staff_sessions x JOIN staff s ON s.id = x.staff_id \
+                       WHERE x.token_hash = $1 AND x.expires_at > $2 AND x.last_seen_at > $3 AND s.removed_at IS NULL";
+    let row = sqlx::query(SQL).bind(token_hash).bind(now).bind(now - idle_ms).fetch_optional(db.writer()).await?;
     row.as_ref()
         .map(|row| Ok(Session { staff: from_row(row)?, id: row.try_get(6)?, last_seen_at: row.try_get(7)? }))
         .transpose()
