@@ -140,6 +140,13 @@ class Msgline:
         with urllib.request.urlopen(f"{self.sim}/control/sent", timeout=30) as response:
             return json.loads(response.read())
 
+    def model_asked(self):
+        return list(FakeModel.asked)
+
+    def typing_shown(self):
+        with urllib.request.urlopen(f"{self.sim}/control/typing", timeout=30) as response:
+            return json.loads(response.read())["typing"]
+
     def close(self):
         self.model.shutdown()
         for proc in self.procs:

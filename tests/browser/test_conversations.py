@@ -1,6 +1,10 @@
 """Conversations: start one by number, watch a send reach delivered and an inbound message arrive
 without a reload, and see hostile text shown as text."""
 
+import struct
+import time
+import zlib
+
 from playwright.sync_api import expect
 
 from conftest import shot, sign_in
@@ -69,3 +73,69 @@ def test_a_card_a_poll_and_a_tapback_are_sent_from_the_thread(app, page):
     kinds = [s["kind"] for s in app.sent() if s.get("to") == ["+12015550124"]]
     for kind in ["text", "contact_card", "poll", "reaction"]:
         assert kind in kinds, kinds
+
+
+def png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+# A 1x1 red PNG.
+PNG = (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0))
+       + png_chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00\xff")) + png_chunk(b"IEND", b""))
+
+
+def start_conversation(page, app, number, text):
+    sign_in(page, app)
+    page.get_by_role("link", name="Conversations").click()
+    page.get_by_text("New conversation").click()
+    page.get_by_label("To").fill(number)
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("heading", name=number)).to_be_visible()
+
+
+def test_a_file_attached_in_a_thread_reaches_the_line_and_shows_in_the_thread(app, page):
+    number = "+12015550125"
+    start_conversation(page, app, number, "Tonight's menu follows")
+    page.get_by_label("Attach files").set_input_files(
+        files=[{"name": "menu.png", "mimeType": "image/png", "buffer": PNG}])
+    page.get_by_label("Message").fill("The menu")
+    page.get_by_role("button", name="Send").click()
+    sent = page.locator("article.message.out", has_text="menu.png")
+    expect(sent).to_contain_text("The menu")
+    expect(sent.locator("[data-status]")).to_have_text("delivered", timeout=20_000)
+    # The picture is drawn from the console's own URL (the page's policy allows nothing else).
+    image = sent.locator("img")
+    expect(image).to_have_attribute("alt", "menu.png")
+    page.wait_for_function("img => img.complete && img.naturalWidth === 1", arg=image.element_handle())
+    media = [s for s in app.sent() if s.get("to") == [number] and s.get("attachments")]
+    assert len(media) == 1, media
+    assert media[0]["attachments"][0]["content_type"] == "image/png"
+    assert media[0]["attachments"][0]["size"] == len(PNG)
+
+
+def test_typing_shows_both_ways(app, page):
+    number = "+12015550126"
+    start_conversation(page, app, number, "Are you free tonight?")
+    expect(page.locator("article.message.out [data-status]")).to_have_text("delivered", timeout=20_000)
+
+    # Someone typing in the console shows the line typing on the other phone.
+    page.get_by_label("Message").press_sequentially("Let me check", delay=20)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if {"to": [number]} in app.typing_shown():
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the line did not show typing")
+
+    # The other side typing shows in the thread without a reload, and ends with their message.
+    app.control("/typing", {"from": number})
+    expect(page.locator(".typing")).to_have_text(f"{number} is typing…", timeout=10_000)
+    app.control("/typing", {"from": number, "typing": False})
+    expect(page.locator(".typing")).to_have_count(0, timeout=10_000)
+    app.control("/typing", {"from": number})
+    expect(page.locator(".typing")).to_have_count(1, timeout=10_000)
+    app.control("/inbound", {"from": number, "body": "Yes!"})
+    expect(page.locator("article.message.in", has_text="Yes!")).to_be_visible(timeout=10_000)
+    expect(page.locator(".typing")).to_have_count(0)

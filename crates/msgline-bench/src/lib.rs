@@ -22,6 +22,7 @@ use tokio::{
 
 use msgline::{Backend, Db, admin, ids};
 
+mod console;
 mod peer;
 mod report;
 mod soak;
@@ -47,7 +48,7 @@ pub struct BenchArgs {
 }
 
 /// The scenarios `all` runs; `soak` runs only when named (it is long: see [`soak`]).
-pub const SCENARIOS: [&str; 6] = ["floor", "kannel", "send", "e2e", "webhooks", "read"];
+pub const SCENARIOS: [&str; 7] = ["floor", "kannel", "send", "e2e", "webhooks", "read", "console"];
 
 /// Latency samples in microseconds, and how many requests failed.
 #[derive(Default)]
@@ -468,9 +469,8 @@ async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Valu
     }))
 }
 
-async fn scenario_read(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
+async fn scenario_read(h: &Harness, args: &BenchArgs, seeded: &str) -> anyhow::Result<Value> {
     // A million messages over many conversations; the one read is an ordinary thread.
-    let seeded = msgline::seed_bench_messages(&h.db, args.read_rows).await?;
     let http = client(args.connections);
     let url = format!("{}/api/v1/messaging/messages?conversation_id={}&limit=50", h.base, seeded);
     let keys = h.keys.clone();
@@ -495,6 +495,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let (idle_rss, _) = rss_mib(harness.pid());
     let mut results = Vec::new();
     let mut send_window = None;
+    // The read and console scenarios share one seeding.
+    let mut seeded: Option<String> = None;
     for scenario in SCENARIOS.iter().chain(&["soak"]).filter(|s| args.scenarios.iter().any(|a| a == *s)) {
         eprintln!("running {scenario} ...");
         let result = match *scenario {
@@ -517,7 +519,17 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             "webhooks" => scenario_webhooks(&harness, &args).await?,
             "soak" => soak::scenario_soak(&harness, &args).await?,
-            _ => scenario_read(&harness, &args).await?,
+            _ => {
+                let conversation = match &seeded {
+                    Some(conversation) => conversation.clone(),
+                    None => seeded.insert(msgline::seed_bench_messages(&harness.db, args.read_rows).await?).clone(),
+                };
+                if *scenario == "console" {
+                    results.extend(console::scenario(&harness, &args, &conversation).await?);
+                    continue;
+                }
+                scenario_read(&harness, &args, &conversation).await?
+            }
         };
         results.push(result);
     }

@@ -56,16 +56,16 @@ pub(super) fn print_table(report: &Value) {
     );
     println!("rate limits: {}", report["rate_limits"].as_str().unwrap_or_default());
     println!(
-        "{:<10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<14} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms", "load CPU", "CPU ms/r"
     );
     for result in report["results"].as_array().into_iter().flatten() {
         if let Some(skipped) = result["skipped"].as_str() {
-            println!("{:<10} skipped: {skipped}", result["scenario"].as_str().unwrap_or_default());
+            println!("{:<14} skipped: {skipped}", result["scenario"].as_str().unwrap_or_default());
             continue;
         }
         println!(
-            "{:<10} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "{:<14} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9} {:>9} {:>9}",
             result["scenario"].as_str().unwrap_or_default(),
             result["count"].as_u64().unwrap_or(0),
             result["errors"].as_u64().unwrap_or(0),

@@ -120,38 +120,145 @@ pub async fn execute(state: &Agents, run: &Run) -> anyhow::Result<Outcome> {
         return Ok(Outcome::ModelError("the agent was disabled or deleted".into()));
     };
     let history = db::agents::recent_messages(&state.db, &run.org_id, &run.conversation_id, HISTORY).await?;
-    let mut messages = vec![json!({"role": "system", "content": system_prompt(&agent)})];
-    for (direction, body) in history {
-        let role = if direction == "inbound" { "user" } else { "assistant" };
-        messages.push(json!({"role": role, "content": body}));
-    }
-    let tools = tool_schemas(&agent);
+    let history = history.into_iter().map(|(direction, body)| (direction == "inbound", body));
     let done = db::agents::tool_calls(&state.db, &run.id).await?;
     let principal = Principal::agent(&agent.org_id, &agent.id, &agent.line_id);
+    let mut effects = Effects::Run { run, principal, done };
+    converse(state, &agent, history, &mut effects).await
+}
+
+/// Something an agent would have sent in the builder's try-it panel: a tool call (its name and
+/// arguments) or its reply (`tool: None`, the text in `arguments`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Rehearsed {
+    pub tool: Option<String>,
+    pub arguments: String,
+}
+
+/// The builder's try-it panel: the agent answers a conversation with a test contact (`transcript`:
+/// `(from the contact, text)`, oldest first) through the same model and tools as a run, but nothing
+/// is sent and nothing is recorded: each tool call and the reply come back as [`Rehearsed`]. The
+/// agent need not be enabled. `Err` is what went wrong with the model.
+pub async fn rehearse(
+    state: &Agents,
+    agent: &Agent,
+    transcript: Vec<(bool, String)>,
+) -> anyhow::Result<Result<Vec<Rehearsed>, String>> {
+    let mut effects = Effects::Rehearsal { said: Vec::new() };
+    match converse(state, agent, transcript.into_iter(), &mut effects).await? {
+        Outcome::ModelError(error) => Ok(Err(error)),
+        _ => match effects {
+            Effects::Rehearsal { said } => Ok(Ok(said)),
+            Effects::Run { .. } => unreachable!("a rehearsal stays one"),
+        },
+    }
+}
+
+/// What a conversation with the model does with what the model says.
+enum Effects<'a> {
+    /// A run: the tool calls and the reply are sends into the run's conversation, and each call
+    /// is recorded (`done`: the calls an earlier attempt of the run recorded).
+    Run { run: &'a Run, principal: Principal, done: Vec<ToolCall> },
+    /// The try-it panel: what would be sent is collected instead.
+    Rehearsal { said: Vec<Rehearsed> },
+}
+
+impl Effects<'_> {
+    /// The model answered with text.
+    async fn reply(&mut self, state: &Agents, agent: &Agent, text: String) -> Outcome {
+        match self {
+            Effects::Rehearsal { said } => said.push(Rehearsed { tool: None, arguments: text }),
+            Effects::Run { run, principal, .. } => {
+                if let Err(retry_after) = may_send(state, principal).await {
+                    return Outcome::RateLimited(retry_after);
+                }
+                let raw = json!({"conversation_id": run.conversation_id, "body": text});
+                let key = format!("agent-{}-reply", run.id);
+                if let Err(error) = send_text(state, principal, raw, Some(&key), Some(&agent.id)).await
+                    && error.code != "idempotency_key_reused"
+                {
+                    tracing::warn!(run = %run.id, error = %error, "the agent's reply could not be sent");
+                }
+            }
+        }
+        Outcome::Replied
+    }
+
+    /// The model called a tool: what the model reads back.
+    async fn call(
+        &mut self,
+        state: &Agents,
+        agent: &Agent,
+        seq: usize,
+        call_id: &str,
+        name: &str,
+        arguments: &str,
+    ) -> anyhow::Result<Value> {
+        match self {
+            Effects::Rehearsal { said } => {
+                let result = check_call(agent, name, arguments);
+                if result.is_ok() {
+                    said.push(Rehearsed { tool: Some(name.to_string()), arguments: arguments.to_string() });
+                }
+                Ok(result.map_or_else(
+                    |refused| refused,
+                    |_| json!({"ok": true, "note": "a try-it conversation: shown to the builder, not sent"}),
+                ))
+            }
+            Effects::Run { run, principal, done } => {
+                // A call this run already performed before it was interrupted is not performed again.
+                if let Some(call) = done.iter().find(|c| c.seq == seq as i64) {
+                    return Ok(serde_json::from_str(&call.result).unwrap_or(Value::Null));
+                }
+                let (status, result, message_id) = perform(state, principal, agent, run, seq, name, arguments).await;
+                let record = ToolCall {
+                    seq: seq as i64,
+                    call_id: call_id.to_string(),
+                    tool: name.to_string(),
+                    arguments: arguments.to_string(),
+                    status: status.into(),
+                    result: result.to_string(),
+                    message_id,
+                    created_at: clock::now_ms(),
+                };
+                db::agents::record_tool_call(&state.db, &run.id, &record).await?;
+                Ok(result)
+            }
+        }
+    }
+}
+
+/// Asks the model with the agent's instructions, the conversation (`(inbound, text)`, oldest
+/// first) and its tools, hands each tool call and the final reply to `effects`, and stops at the
+/// reply or after [`MAX_TOOL_CALLS`] calls.
+async fn converse(
+    state: &Agents,
+    agent: &Agent,
+    history: impl Iterator<Item = (bool, String)>,
+    effects: &mut Effects<'_>,
+) -> anyhow::Result<Outcome> {
+    let mut messages = vec![json!({"role": "system", "content": system_prompt(agent)})];
+    for (inbound, body) in history {
+        let role = if inbound { "user" } else { "assistant" };
+        messages.push(json!({"role": role, "content": body}));
+    }
+    let tools = tool_schemas(agent);
     let mut seq = 0usize;
     loop {
-        let lease = clock::now_ms() + lease_ms(state);
-        db::agents::renew(&state.db, &run.id, lease).await?;
-        let reply = match ask_model(state, &agent, &messages, &tools).await {
+        if let Effects::Run { run, .. } = effects {
+            db::agents::renew(&state.db, &run.id, clock::now_ms() + lease_ms(state)).await?;
+        }
+        let reply = match ask_model(state, agent, &messages, &tools).await {
             Ok(reply) => reply,
             Err(error) => return Ok(Outcome::ModelError(error)),
         };
         let calls = reply["tool_calls"].as_array().cloned().unwrap_or_default();
         if calls.is_empty() {
             let text = reply["content"].as_str().unwrap_or_default().trim().to_string();
-            if !text.is_empty() {
-                if let Err(retry_after) = may_send(state, &principal).await {
-                    return Ok(Outcome::RateLimited(retry_after));
-                }
-                let raw = json!({"conversation_id": run.conversation_id, "body": text});
-                let key = format!("agent-{}-reply", run.id);
-                if let Err(error) = send_text(state, &principal, raw, Some(&key), Some(&agent.id)).await
-                    && error.code != "idempotency_key_reused"
-                {
-                    tracing::warn!(run = %run.id, error = %error, "the agent's reply could not be sent");
-                }
+            if text.is_empty() {
+                return Ok(Outcome::Replied);
             }
-            return Ok(Outcome::Replied);
+            return Ok(effects.reply(state, agent, text).await);
         }
         let mut assistant = json!({"role": "assistant", "content": reply["content"].clone(), "tool_calls": []});
         let mut results = Vec::new();
@@ -162,29 +269,9 @@ pub async fn execute(state: &Agents, run: &Run) -> anyhow::Result<Outcome> {
             seq += 1;
             assistant["tool_calls"].as_array_mut().expect("array").push(call.clone());
             let call_id = call["id"].as_str().unwrap_or_default().to_string();
-            let name = call["function"]["name"].as_str().unwrap_or_default().to_string();
-            let arguments = call["function"]["arguments"].as_str().unwrap_or("{}").to_string();
-            // A call this run already performed before it was interrupted is not performed again.
-            let recorded = done.iter().find(|c| c.seq == seq as i64);
-            let result = match recorded {
-                Some(call) => serde_json::from_str(&call.result).unwrap_or(Value::Null),
-                None => {
-                    let (status, result, message_id) =
-                        perform(state, &principal, &agent, run, seq, &name, &arguments).await;
-                    let record = ToolCall {
-                        seq: seq as i64,
-                        call_id: call_id.clone(),
-                        tool: name.clone(),
-                        arguments: arguments.clone(),
-                        status: status.into(),
-                        result: result.to_string(),
-                        message_id,
-                        created_at: clock::now_ms(),
-                    };
-                    db::agents::record_tool_call(&state.db, &run.id, &record).await?;
-                    result
-                }
-            };
+            let name = call["function"]["name"].as_str().unwrap_or_default();
+            let arguments = call["function"]["arguments"].as_str().unwrap_or("{}");
+            let result = effects.call(state, agent, seq, &call_id, name, arguments).await?;
             results.push(json!({"role": "tool", "tool_call_id": call_id, "content": result.to_string()}));
         }
         messages.push(assistant);
@@ -249,19 +336,9 @@ async fn perform(
     name: &str,
     arguments: &str,
 ) -> (&'static str, Value, Option<String>) {
-    if !agent.has_tool(name) {
-        return (
-            "error",
-            json!({"ok": false, "error": "tool_not_allowed", "message": format!("{name} is not one of this agent's tools")}),
-            None,
-        );
-    }
-    let Ok(Value::Object(mut args)) = serde_json::from_str::<Value>(arguments) else {
-        return (
-            "error",
-            json!({"ok": false, "error": "invalid_arguments", "message": "the arguments are not a JSON object"}),
-            None,
-        );
+    let mut args = match check_call(agent, name, arguments) {
+        Ok(args) => args,
+        Err(refused) => return ("error", refused, None),
     };
     // Every tool sends into the conversation that triggered the run.
     for field in ["to", "contact_id", "line_id", "from", "line_e164", "idempotency_key"] {
@@ -293,6 +370,19 @@ async fn perform(
             ("ok", json!({"ok": true, "note": "already sent by an earlier attempt of this run"}), None)
         }
         Err(error) => ("error", error_result(&error), None),
+    }
+}
+
+/// A call's arguments, if the agent has the tool and they are a JSON object; else what the model
+/// reads of the refusal.
+fn check_call(agent: &Agent, name: &str, arguments: &str) -> Result<serde_json::Map<String, Value>, Value> {
+    if !agent.has_tool(name) {
+        let message = format!("{name} is not one of this agent's tools");
+        return Err(json!({"ok": false, "error": "tool_not_allowed", "message": message}));
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(args)) => Ok(args),
+        _ => Err(json!({"ok": false, "error": "invalid_arguments", "message": "the arguments are not a JSON object"})),
     }
 }
 

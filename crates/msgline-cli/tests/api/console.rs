@@ -8,12 +8,12 @@ use serde_json::Value;
 use crate::helpers::{TestApp, cli_json, spawn_app, spawn_app_with};
 
 /// A client that shows redirects instead of following them, as the tests check where they go.
-fn browser() -> reqwest::Client {
+pub(crate) fn browser() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client")
 }
 
 /// Adds a staff member through the admin command; returns the answer and the link's token.
-async fn add_staff(app: &TestApp, email: &str, role: &str) -> (Value, String) {
+pub(crate) async fn add_staff(app: &TestApp, email: &str, role: &str) -> (Value, String) {
     let staff =
         cli_json(&app.cli(&["admin", "staff", "create", "--org", &app.org.id, "--email", email, "--role", role]).await);
     let url = staff["sign_in_url"].as_str().expect("sign_in_url").to_string();
@@ -22,7 +22,7 @@ async fn add_staff(app: &TestApp, email: &str, role: &str) -> (Value, String) {
 }
 
 /// Sets the password through the link; returns the session cookie (`msgline_session=…`).
-async fn welcome(app: &TestApp, token: &str, password: &str) -> String {
+pub(crate) async fn welcome(app: &TestApp, token: &str, password: &str) -> String {
     let response = browser()
         .post(format!("{}/console/welcome", app.address))
         .header(header::ORIGIN, &app.address)
@@ -45,7 +45,7 @@ fn session_cookie(response: &reqwest::Response) -> String {
     set.split(';').next().expect("name=value").to_string()
 }
 
-async fn sign_in(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
+pub(crate) async fn sign_in(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
     browser()
         .post(format!("{}/console/sign-in", app.address))
         .header(header::ORIGIN, &app.address)
@@ -55,12 +55,19 @@ async fn sign_in(app: &TestApp, email: &str, password: &str) -> reqwest::Respons
         .expect("answered")
 }
 
-async fn page(app: &TestApp, path: &str, cookie: &str) -> reqwest::Response {
+pub(crate) async fn page(app: &TestApp, path: &str, cookie: &str) -> reqwest::Response {
     browser().get(format!("{}{path}", app.address)).header(header::COOKIE, cookie).send().await.expect("answered")
 }
 
+/// A thread's compose form (multipart, as it carries files) with these text fields.
+pub(crate) fn compose(fields: &[(&str, &str)]) -> reqwest::multipart::Form {
+    fields
+        .iter()
+        .fold(reqwest::multipart::Form::new(), |form, (name, value)| form.text(name.to_string(), value.to_string()))
+}
+
 /// The CSRF token in a page's forms.
-fn csrf_of(html: &str) -> String {
+pub(crate) fn csrf_of(html: &str) -> String {
     let at = html.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
     html[at..].split('"').next().expect("its value").to_string()
 }
@@ -236,7 +243,7 @@ async fn another_organisations_conversation_is_404_and_a_form_sent_twice_sends_o
             .post(format!("{}/console/conversations/{}/messages", app.address, ours.id))
             .header(header::COOKIE, &cookie)
             .header(header::ORIGIN, &app.address)
-            .form(&[("csrf", csrf.as_str()), ("idempotency_key", key.as_str()), ("body", "once only")])
+            .multipart(compose(&[("csrf", &csrf), ("idempotency_key", &key), ("body", "once only")]))
             .send()
             .await
             .unwrap();
@@ -250,7 +257,7 @@ async fn another_organisations_conversation_is_404_and_a_form_sent_twice_sends_o
     let foreign = browser()
         .post(format!("{}/console/conversations/{}/messages", app.address, theirs.id))
         .header(header::COOKIE, &cookie)
-        .form(&[("csrf", csrf.as_str()), ("idempotency_key", "k2"), ("body", "not yours")])
+        .multipart(compose(&[("csrf", &csrf), ("idempotency_key", "k2"), ("body", "not yours")]))
         .send()
         .await
         .unwrap();

@@ -446,6 +446,7 @@ pub async fn start_sim(sim_port: u16, port: u16, secret: &str, extra: &[&std::ff
 }
 
 pub struct ProcessLine {
+    pub org_id: String,
     pub key: String,
     pub line: Value,
     pub port: u16,
@@ -480,7 +481,7 @@ pub async fn process_line(database_url: &str, org_name: &str) -> ProcessLine {
     )
     .await;
     let sim = start_sim(sim_port, port, line["bridge_secret"].as_str().expect("bridge_secret"), &[]).await;
-    ProcessLine { key, line, port, sim_port, sim }
+    ProcessLine { org_id: org_id.to_string(), key, line, port, sim_port, sim }
 }
 
 /// A listener on a loopback port that only counts the connections it gets: proof that nothing

@@ -17,6 +17,7 @@ mod bridge_files;
 mod cards;
 mod cli;
 mod console;
+mod console_threads;
 mod contacts;
 mod conversations;
 mod crash;

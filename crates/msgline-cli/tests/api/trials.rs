@@ -185,7 +185,7 @@ impl Setup {
     async fn new(org: &str) -> Setup {
         let db = TestDb::new().await;
         let url = db.url().to_string();
-        let ProcessLine { key, port, sim_port, mut sim, line } = process_line(&url, org).await;
+        let ProcessLine { key, port, sim_port, mut sim, line, .. } = process_line(&url, org).await;
         sim.kill().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         Setup {

@@ -309,9 +309,11 @@ async fn list_runs(
     let agent = find(&state, &caller, &id).await?;
     let page = page?;
     let paged = db::agents::list_runs(&state.db, &agent.id, &page).await?;
+    let run_ids: Vec<String> = paged.rows.iter().map(|run| run.id.clone()).collect();
+    let mut calls_of = db::agents::tool_calls_of(&state.db, &run_ids).await?;
     let mut data = Vec::with_capacity(paged.rows.len());
     for run in &paged.rows {
-        let calls = db::agents::tool_calls(&state.db, &run.id).await?;
+        let calls = calls_of.remove(&run.id).unwrap_or_default();
         data.push(json!({
             "id": run.id,
             "agent_id": run.agent_id,

@@ -1,7 +1,7 @@
 //! The HTTP API: one module per resource, each with its types, thin handlers and router.
 
 pub mod agents;
-mod attachments;
+pub(crate) mod attachments;
 pub mod auth;
 mod availability;
 pub mod bench;

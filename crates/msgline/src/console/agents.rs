@@ -70,28 +70,36 @@ pub async fn new(State(state): State<AppState>, signed_in: SignedIn) -> Response
 
 /// `GET /console/agents/{id}`: the builder, and the agent's latest runs.
 pub async fn edit(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
-    let agent = match crate::api::agents::find(&state, &signed_in.principal, &id).await {
-        Ok(agent) => agent,
-        Err(error) => return refused(&error),
-    };
+    agent_page(&state, &signed_in, &id, context! {}).await
+}
+
+/// The builder filled from a stored agent, its runs, and `extra` (the try-it panel's turns).
+async fn agent_page(state: &AppState, signed_in: &SignedIn, id: &str, extra: minijinja::Value) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Agents) {
         return refused(&error);
     }
-    let runs = match runs(&state, &agent.id).await {
+    let agent = match crate::api::agents::find(state, &signed_in.principal, id).await {
+        Ok(agent) => agent,
+        Err(error) => return refused(&error),
+    };
+    let runs = match runs(state, &agent.id).await {
         Ok(runs) => runs,
         Err(error) => return unavailable(error),
     };
     let shown = context! { id => agent.id, name => agent.name, instructions => agent.instructions,
     line_id => agent.line_id, tools => agent.tools, enabled => agent.enabled, has_photo => agent.photo.is_some() };
-    builder(&state, &signed_in, StatusCode::OK, shown, context! { runs }).await
+    builder(state, signed_in, StatusCode::OK, shown, context! { runs, ..extra }).await
 }
 
 async fn runs(state: &AppState, agent_id: &str) -> sqlx::Result<Vec<minijinja::Value>> {
     let found = db::agents::list_runs(&state.db, agent_id, &Page { limit: 20, before: None }).await?;
+    let run_ids: Vec<String> = found.rows.iter().map(|run| run.id.clone()).collect();
+    let mut calls_of = db::agents::tool_calls_of(&state.db, &run_ids).await?;
     let mut runs = Vec::with_capacity(found.rows.len());
     for run in found.rows {
-        let calls: Vec<_> = db::agents::tool_calls(&state.db, &run.id)
-            .await?
+        let calls: Vec<_> = calls_of
+            .remove(&run.id)
+            .unwrap_or_default()
             .into_iter()
             .map(|c| {
                 context! { tool => c.tool, status => c.status, arguments => c.arguments, result => c.result,
@@ -176,5 +184,95 @@ async fn save(state: &AppState, signed_in: &SignedIn, id: Option<&str>, form: Mu
             let status = crate::api::errors::status(error.kind);
             builder(state, signed_in, status, shown, context! { error => describe(&error) }).await
         }
+    }
+}
+
+/// The most turns a try-it conversation keeps (a run reads as many of a thread's messages).
+const TRIAL_TURNS: usize = 20;
+
+/// One turn of a try-it conversation, as the panel carries it from one request to the next.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Turn {
+    /// From the test contact (else from the agent).
+    inbound: bool,
+    text: String,
+}
+
+#[derive(serde::Deserialize)]
+pub struct TrialForm {
+    #[serde(default)]
+    csrf: String,
+    /// The conversation so far, as JSON turns.
+    #[serde(default)]
+    transcript: String,
+    /// What the test contact says now.
+    #[serde(default)]
+    said: String,
+}
+
+/// `POST /console/agents/{id}/try`: the try-it panel. The staff member talks to the agent as a
+/// test contact: the agent answers through its model with its instructions and tools, but nothing
+/// is sent on the line and no run is recorded; its tool calls are shown as what it would do. The
+/// conversation lives in the page (each turn posts the turns before), not in the database.
+pub async fn try_it(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    Path(id): Path<String>,
+    axum::Form(form): axum::Form<TrialForm>,
+) -> Response {
+    if !csrf_ok(&signed_in, &form.csrf) {
+        return csrf_refused();
+    }
+    if let Err(error) = signed_in.principal.require(Scope::Agents) {
+        return refused(&error);
+    }
+    let agent = match crate::api::agents::find(&state, &signed_in.principal, &id).await {
+        Ok(agent) => agent,
+        Err(error) => return refused(&error),
+    };
+    let mut turns: Vec<Turn> = match form.transcript.trim() {
+        "" => Vec::new(),
+        text => match serde_json::from_str(text) {
+            Ok(turns) => turns,
+            Err(_) => return refused(&ApiError::invalid("transcript", "the conversation so far is not readable")),
+        },
+    };
+    let said = form.said.trim();
+    if said.is_empty() || said.chars().count() > crate::send::request::MAX_BODY_CHARS {
+        let error = ApiError::invalid("said", "say something, up to 10,000 characters");
+        return agent_page(&state, &signed_in, &id, trial_context(&turns, &[], Some(describe(&error)))).await;
+    }
+    turns.push(Turn { inbound: true, text: said.to_string() });
+    let keep = turns.len().saturating_sub(TRIAL_TURNS);
+    turns.drain(..keep);
+    let transcript = turns.iter().map(|t| (t.inbound, t.text.clone())).collect();
+    let (done, error) = match crate::agents::rehearse(&state.parts().agents, &agent, transcript).await {
+        Ok(Ok(done)) => (done, None),
+        Ok(Err(model_error)) => (Vec::new(), Some(format!("The agent could not answer: {model_error}."))),
+        Err(error) => return unavailable(error),
+    };
+    // What the agent sent as text is its side of the conversation for the next turn.
+    for step in &done {
+        let text = match step.tool.as_deref() {
+            None => Some(step.arguments.clone()),
+            Some("messaging_send") => serde_json::from_str::<serde_json::Value>(&step.arguments)
+                .ok()
+                .and_then(|args| args["body"].as_str().map(str::to_string)),
+            Some(_) => None,
+        };
+        if let Some(text) = text {
+            turns.push(Turn { inbound: false, text });
+        }
+    }
+    agent_page(&state, &signed_in, &id, trial_context(&turns, &done, error)).await
+}
+
+fn trial_context(turns: &[Turn], done: &[crate::agents::Rehearsed], error: Option<String>) -> minijinja::Value {
+    let calls: Vec<_> = done.iter().filter(|d| d.tool.is_some()).collect();
+    context! {
+        trial => turns,
+        trial_calls => calls,
+        trial_error => error,
+        transcript => serde_json::to_string(turns).unwrap_or_default(),
     }
 }

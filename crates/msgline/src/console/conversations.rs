@@ -7,7 +7,7 @@ use std::{convert::Infallible, time::Duration};
 
 use axum::{
     Form,
-    extract::{Path, Query, State},
+    extract::{Multipart, Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Redirect, Response, sse},
 };
@@ -30,11 +30,12 @@ use crate::{
     },
     domain::{
         lifecycle::{ConversationKind, Direction},
+        payload::Payload,
         scope::Scope,
     },
     error::ApiError,
     ratelimit::Policy,
-    send::request::send_text,
+    send::request::{Upload, send_text, send_uploads},
 };
 
 /// How many of a thread's latest messages the page shows.
@@ -85,31 +86,43 @@ async fn rows(state: &AppState, signed_in: &SignedIn, q: &str) -> sqlx::Result<V
         conversations.sort_by(|a, b| b.id.cmp(&a.id));
         conversations.dedup_by(|a, b| a.id == b.id);
     }
-    let mut rows = Vec::with_capacity(conversations.len());
-    for conversation in conversations {
-        rows.push(Row {
-            title: title(state, &conversation).await?,
+    // The contacts of the page's direct conversations, in one read.
+    let contact_ids: Vec<String> = conversations.iter().filter_map(|c| c.contact_id.clone()).collect();
+    let contacts = db::contacts::get_many(&state.db, org_id, &contact_ids).await?;
+    Ok(conversations
+        .into_iter()
+        .map(|conversation| Row {
+            title: title(&conversation, conversation.contact_id.as_ref().and_then(|id| contacts.get(id))),
             kind: conversation.kind.as_str(),
             last_message_at: clock::rfc3339_opt(conversation.last_message_at),
             id: conversation.id,
-        });
-    }
-    Ok(rows)
+        })
+        .collect())
 }
 
 /// What a conversation is called: a group's name or participants, a contact's name and number.
-async fn title(state: &AppState, conversation: &Conversation) -> sqlx::Result<String> {
+fn title(conversation: &Conversation, contact: Option<&db::contacts::Contact>) -> String {
     if conversation.kind == ConversationKind::Group {
-        return Ok(conversation.name.clone().unwrap_or_else(|| conversation.participants.join(", ")));
+        return conversation.name.clone().unwrap_or_else(|| conversation.participants.join(", "));
     }
-    let Some(contact_id) = &conversation.contact_id else { return Ok(conversation.id.clone()) };
-    Ok(match db::contacts::get(&state.db, &conversation.org_id, contact_id).await? {
-        Some(contact) => match contact.name {
+    match contact {
+        Some(contact) => match &contact.name {
             Some(name) => format!("{name} ({})", contact.phone),
-            None => contact.phone,
+            None => contact.phone.clone(),
         },
         None => conversation.id.clone(),
-    })
+    }
+}
+
+/// A thread's title, reading its contact.
+async fn thread_title(state: &AppState, conversation: &Conversation) -> sqlx::Result<String> {
+    let contact = match &conversation.contact_id {
+        Some(id) if conversation.kind != ConversationKind::Group => {
+            db::contacts::get(&state.db, &conversation.org_id, id).await?
+        }
+        _ => None,
+    };
+    Ok(title(conversation, contact.as_ref()))
 }
 
 #[derive(Serialize)]
@@ -123,6 +136,16 @@ struct Shown {
     error: Option<String>,
     /// `status: time` of each step the message took.
     times: Vec<(&'static str, String)>,
+    /// A media message's files.
+    files: Vec<File>,
+}
+
+#[derive(Serialize)]
+struct File {
+    id: String,
+    name: String,
+    /// Shown inline: a picture type browsers draw safely.
+    image: bool,
 }
 
 fn shown(message: &Message) -> Shown {
@@ -142,6 +165,17 @@ fn shown(message: &Message) -> Shown {
         status: message.status.as_str(),
         error: message.error.clone(),
         times: steps.into_iter().filter_map(|(name, at)| at.map(|at| (name, clock::rfc3339(at)))).collect(),
+        files: match &message.payload {
+            Some(Payload::Media(files)) => files
+                .iter()
+                .map(|f| File {
+                    id: f.id.clone(),
+                    name: f.filename.clone().unwrap_or_else(|| f.id.clone()),
+                    image: ["image/png", "image/jpeg", "image/gif", "image/webp"].contains(&f.content_type.as_str()),
+                })
+                .collect(),
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -154,11 +188,35 @@ async fn find(state: &AppState, signed_in: &SignedIn, id: &str) -> Result<Conver
     }
 }
 
-/// The thread's latest messages, oldest first.
-async fn messages(state: &AppState, org_id: &str, conversation_id: &str) -> sqlx::Result<Vec<Message>> {
-    let filter = MessageFilter { conversation_id: Some(conversation_id.to_string()), ..MessageFilter::default() };
-    let page = db::messages::list(&state.db, org_id, &filter, &Page { limit: THREAD, before: None }).await?;
-    Ok(page.rows.into_iter().rev().map(|listed| listed.message).collect())
+/// What a thread shows: its latest messages, oldest first, and who is typing, if anyone.
+struct Snapshot {
+    messages: Vec<Message>,
+    typing: Option<String>,
+}
+
+impl Snapshot {
+    async fn read(state: &AppState, org_id: &str, conversation_id: &str) -> sqlx::Result<Snapshot> {
+        let filter = MessageFilter { conversation_id: Some(conversation_id.to_string()), ..MessageFilter::default() };
+        let page = db::messages::list(&state.db, org_id, &filter, &Page { limit: THREAD, before: None }).await?;
+        let messages: Vec<Message> = page.rows.into_iter().rev().map(|listed| listed.message).collect();
+        let typing = db::typing::current(&state.db, org_id, conversation_id, clock::now_ms()).await?;
+        // A message that arrived since the report ends it, as the phone's indicator ends.
+        let typing = typing
+            .filter(|t| !messages.iter().any(|m| m.direction == Direction::Inbound && m.created_at >= t.since_ms));
+        Ok(Snapshot { messages, typing: typing.map(|t| t.phone) })
+    }
+
+    /// What changes when the thread's page would change.
+    fn mark(&self) -> String {
+        let mut mark: String =
+            self.messages.iter().map(|m| format!("{}:{}:{};", m.id, m.status.as_str(), m.updated_at)).collect();
+        mark.push_str(self.typing.as_deref().unwrap_or_default());
+        mark
+    }
+
+    fn context(&self) -> minijinja::Value {
+        context! { messages => self.messages.iter().map(shown).collect::<Vec<_>>(), typing => self.typing }
+    }
 }
 
 /// `GET /console/conversations/{id}`.
@@ -181,21 +239,24 @@ async fn thread_page(
         Ok(conversation) => conversation,
         Err(response) => return response,
     };
-    let (title, shown_messages) =
-        match (title(state, &conversation).await, messages(state, &signed_in.principal.org_id, &conversation.id).await)
-        {
-            (Ok(title), Ok(messages)) => (title, messages.iter().map(shown).collect::<Vec<_>>()),
-            (Err(error), _) | (_, Err(error)) => return unavailable(error),
-        };
+    let (title, snapshot) = match (
+        thread_title(state, &conversation).await,
+        Snapshot::read(state, &signed_in.principal.org_id, &conversation.id).await,
+    ) {
+        (Ok(title), Ok(snapshot)) => (title, snapshot),
+        (Err(error), _) | (_, Err(error)) => return unavailable(error),
+    };
     let context = context! {
         tapbacks => crate::domain::lifecycle::Tapback::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
         conversation_id => conversation.id,
         title,
-        messages => shown_messages,
+        messages => snapshot.messages.iter().map(shown).collect::<Vec<_>>(),
+        typing => snapshot.typing,
         error,
         draft,
         idempotency_key => crate::ids::new_id("console"),
         can_send => signed_in.principal.scopes.contains(Scope::Send),
+        media_max_mb => (state.config.media_max_bytes as f64 / 1_048_576.0 * 10.0).round() / 10.0,
     };
     render(status, "thread.html", page_context(signed_in, "conversations", context))
 }
@@ -213,13 +274,45 @@ pub struct Compose {
     to: String,
 }
 
-/// `POST /console/conversations/{id}/messages`: sends a text into the thread.
+/// Reads the compose form (multipart, for its files): its fields and the files attached.
+async fn read_compose(mut form: Multipart) -> Result<(Compose, Vec<Upload>), ApiError> {
+    let mut compose =
+        Compose { csrf: String::new(), body: String::new(), idempotency_key: String::new(), to: String::new() };
+    let mut uploads = Vec::new();
+    while let Some(field) = form.next_field().await.map_err(|e| ApiError::bad_request(e.body_text()))? {
+        let name = field.name().unwrap_or_default().to_string();
+        if name == "files" {
+            let filename = field.file_name().map(str::to_string);
+            let bytes = field.bytes().await.map_err(|e| ApiError::bad_request(e.body_text()))?;
+            // A file input with nothing chosen sends one empty part without a name.
+            if !bytes.is_empty() || filename.as_deref().is_some_and(|f| !f.is_empty()) {
+                uploads.push(Upload { filename, bytes: bytes.to_vec() });
+            }
+            continue;
+        }
+        let text = field.text().await.map_err(|e| ApiError::bad_request(e.body_text()))?;
+        match name.as_str() {
+            "csrf" => compose.csrf = text,
+            "body" => compose.body = text,
+            "idempotency_key" => compose.idempotency_key = text,
+            _ => {}
+        }
+    }
+    Ok((compose, uploads))
+}
+
+/// `POST /console/conversations/{id}/messages`: sends a text, or files with an optional caption,
+/// into the thread.
 pub async fn send(
     State(state): State<AppState>,
     signed_in: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<Compose>,
+    form: Multipart,
 ) -> Response {
+    let (form, uploads) = match read_compose(form).await {
+        Ok(read) => read,
+        Err(error) => return refused(&error),
+    };
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
@@ -228,7 +321,7 @@ pub async fn send(
         Err(response) => return response,
     };
     let request = json!({"conversation_id": conversation.id, "body": form.body});
-    match submit(&state, &signed_in, request, &form.idempotency_key).await {
+    match submit(&state, &signed_in, request, &form.idempotency_key, uploads).await {
         Ok(_) => Redirect::to(&format!("/console/conversations/{}", conversation.id)).into_response(),
         Err(error) => {
             let status = crate::api::errors::status(error.kind);
@@ -244,7 +337,7 @@ pub async fn start(State(state): State<AppState>, signed_in: SignedIn, Form(form
         return csrf_refused();
     }
     let request = json!({"to": form.to.trim(), "body": form.body});
-    match submit(&state, &signed_in, request, &form.idempotency_key).await {
+    match submit(&state, &signed_in, request, &form.idempotency_key, Vec::new()).await {
         Ok(message) => Redirect::to(&format!("/console/conversations/{}", message.conversation_id)).into_response(),
         Err(error) => {
             let rows = rows(&state, &signed_in, "").await.unwrap_or_default();
@@ -342,6 +435,7 @@ async fn submit(
     signed_in: &SignedIn,
     request: serde_json::Value,
     idempotency_key: &str,
+    uploads: Vec<Upload>,
 ) -> Result<Message, ApiError> {
     let caller = &signed_in.principal;
     caller.require(Scope::Send)?;
@@ -349,11 +443,48 @@ async fn submit(
         return Err(ApiError::rate_limited(retry_after));
     }
     let key = (!idempotency_key.is_empty()).then_some(idempotency_key);
-    Ok(send_text(state, caller, request, key, None).await?.message)
+    let accepted = match uploads.is_empty() {
+        true => send_text(state, caller, request, key, None).await?,
+        false => send_uploads(state, caller, request, key, uploads).await?,
+    };
+    Ok(accepted.message)
+}
+
+/// `POST /console/conversations/{id}/typing`: shows the line typing in the conversation (the
+/// compose box calls it while someone types). 204, or the API's refusal as plain text.
+pub async fn typing(
+    State(state): State<AppState>,
+    signed_in: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<super::session::CsrfForm>,
+) -> Response {
+    if !csrf_ok(&signed_in, &form.csrf) {
+        return csrf_refused();
+    }
+    match crate::send::signals::typing(&state, &signed_in.principal, &id).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(error) => (crate::api::errors::status(error.kind), describe(&error)).into_response(),
+    }
+}
+
+/// `GET /console/attachments/{id}`: a file of one of the organisation's messages.
+pub async fn attachment(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+    if let Err(error) = signed_in.principal.require(Scope::Read) {
+        return refused(&error);
+    }
+    let found = match db::attachments::get(&state.db, &signed_in.principal.org_id, &id).await {
+        Ok(Some(attachment)) => crate::api::attachments::file_response(&state, &attachment).await,
+        Ok(None) => Err(ApiError::not_found("attachment")),
+        Err(error) => return unavailable(error),
+    };
+    match found {
+        Ok(response) => response,
+        Err(_) => notice(StatusCode::NOT_FOUND, "Not found", "There is no such file."),
+    }
 }
 
 /// `GET /console/conversations/{id}/live`: the thread's messages again whenever one arrives or
-/// moves, as server-sent events of rendered HTML. Each open thread reads its messages once a
+/// moves or someone starts or stops typing, as server-sent events of rendered HTML. Each open thread reads its messages once a
 /// second, so a change made by any instance shows within about a second.
 pub async fn live(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Read) {
@@ -369,7 +500,7 @@ pub async fn live(State(state): State<AppState>, signed_in: SignedIn, Path(id): 
         let conversation_id = conversation.id.clone();
         async move {
             loop {
-                let current = match messages(&state, &org_id, &conversation_id).await {
+                let current = match Snapshot::read(&state, &org_id, &conversation_id).await {
                     Ok(current) => current,
                     Err(error) => {
                         tracing::warn!(error = %error, "a live thread could not be read");
@@ -377,11 +508,9 @@ pub async fn live(State(state): State<AppState>, signed_in: SignedIn, Path(id): 
                         continue;
                     }
                 };
-                let mark: String =
-                    current.iter().map(|m| format!("{}:{}:{};", m.id, m.status.as_str(), m.updated_at)).collect();
+                let mark = current.mark();
                 if mark != seen {
-                    let shown_messages: Vec<Shown> = current.iter().map(shown).collect();
-                    let html = render_fragment("thread_messages.html", context! { messages => shown_messages });
+                    let html = render_fragment("thread_messages.html", current.context());
                     let event = sse::Event::default().event("thread").data(html);
                     return Some((Ok::<_, Infallible>(event), (state, mark)));
                 }

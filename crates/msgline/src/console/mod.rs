@@ -24,7 +24,7 @@ mod webhooks;
 
 use axum::{
     Router,
-    extract::Request,
+    extract::{DefaultBodyLimit, Request},
     http::{HeaderValue, header},
     middleware::{self, Next},
     response::{IntoResponse, Redirect, Response},
@@ -43,7 +43,13 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/sign-out", post(session::sign_out))
         .route("/console/conversations", get(conversations::list).post(conversations::start))
         .route("/console/conversations/{id}", get(conversations::thread))
-        .route("/console/conversations/{id}/messages", post(conversations::send))
+        .route(
+            "/console/conversations/{id}/messages",
+            // The files of one message together up to the media limit, and its text besides.
+            post(conversations::send).layer(DefaultBodyLimit::max(state.config.media_max_bytes as usize + (1 << 20))),
+        )
+        .route("/console/conversations/{id}/typing", post(conversations::typing))
+        .route("/console/attachments/{id}", get(conversations::attachment))
         .route("/console/conversations/{id}/live", get(conversations::live))
         .route("/console/conversations/{id}/{kind}", post(conversations::send_extra))
         .route("/console/contacts", get(contacts::list))
@@ -59,6 +65,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/console/agents", get(agents::list).post(agents::create))
         .route("/console/agents/new", get(agents::new))
         .route("/console/agents/{id}", get(agents::edit).post(agents::update))
+        .route("/console/agents/{id}/try", post(agents::try_it))
         .route("/console/webhooks", get(webhooks::list).post(webhooks::create))
         .route("/console/webhooks/{id}", get(webhooks::endpoint))
         .route("/console/webhooks/{id}/{action}", post(webhooks::act))

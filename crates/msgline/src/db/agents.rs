@@ -302,27 +302,41 @@ pub struct ToolCall {
 }
 
 pub async fn tool_calls(db: &Db, run_id: &str) -> sqlx::Result<Vec<ToolCall>> {
-    let rows = sqlx::query(
-        "SELECT seq, call_id, tool, arguments, status, result, message_id, created_at FROM agent_tool_calls \
-         WHERE run_id = $1 ORDER BY seq",
-    )
-    .bind(run_id)
-    .fetch_all(db.writer())
-    .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(ToolCall {
-                seq: r.try_get(0)?,
-                call_id: r.try_get(1)?,
-                tool: r.try_get(2)?,
-                arguments: r.try_get(3)?,
-                status: r.try_get(4)?,
-                result: r.try_get(5)?,
-                message_id: r.try_get(6)?,
-                created_at: r.try_get(7)?,
-            })
-        })
-        .collect()
+    Ok(tool_calls_of(db, &[run_id.to_string()]).await?.remove(run_id).unwrap_or_default())
+}
+
+/// The tool calls of several runs in one read, by run, each run's in order.
+pub async fn tool_calls_of(
+    db: &Db,
+    run_ids: &[String],
+) -> sqlx::Result<std::collections::HashMap<String, Vec<ToolCall>>> {
+    let mut calls: std::collections::HashMap<String, Vec<ToolCall>> = std::collections::HashMap::new();
+    if run_ids.is_empty() {
+        return Ok(calls);
+    }
+    let sql = format!(
+        "SELECT run_id, seq, call_id, tool, arguments, status, result, message_id, created_at FROM agent_tool_calls \
+         WHERE run_id IN ({}) ORDER BY run_id, seq",
+        super::engine::batch::placeholders(run_ids.len())
+    );
+    let mut query = sqlx::query(&sql);
+    for id in run_ids {
+        query = query.bind(id);
+    }
+    for r in query.fetch_all(db.writer()).await? {
+        let call = ToolCall {
+            seq: r.try_get(1)?,
+            call_id: r.try_get(2)?,
+            tool: r.try_get(3)?,
+            arguments: r.try_get(4)?,
+            status: r.try_get(5)?,
+            result: r.try_get(6)?,
+            message_id: r.try_get(7)?,
+            created_at: r.try_get(8)?,
+        };
+        calls.entry(r.try_get(0)?).or_default().push(call);
+    }
+    Ok(calls)
 }
 
 pub async fn record_tool_call(db: &Db, run_id: &str, call: &ToolCall) -> sqlx::Result<()> {

@@ -124,6 +124,27 @@ pub async fn get(db: &Db, org_id: &str, id: &str) -> sqlx::Result<Option<Contact
     get_in(db.reader(), org_id, id).await
 }
 
+/// Several contacts of an organisation in one read, by id (ids it does not have are left out).
+pub async fn get_many(
+    db: &Db,
+    org_id: &str,
+    ids: &[String],
+) -> sqlx::Result<std::collections::HashMap<String, Contact>> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let sql = format!(
+        "SELECT {COLUMNS} FROM contacts WHERE org_id = $1 AND id IN ({})",
+        (2..ids.len() + 2).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+    );
+    let mut query = sqlx::query(&sql).bind(org_id);
+    for id in ids {
+        query = query.bind(id);
+    }
+    let rows = query.fetch_all(db.reader()).await?;
+    rows.iter().map(|row| from_row(row).map(|contact| (contact.id.clone(), contact))).collect()
+}
+
 /// [`get`] through any executor (a transaction's connection).
 pub async fn get_in<'c, E>(executor: E, org_id: &str, id: &str) -> sqlx::Result<Option<Contact>>
 where

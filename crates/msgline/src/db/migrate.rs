@@ -50,6 +50,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(24, "0024_routing_by_conversation"),
     migration!(25, "0025_unsettled_groups"),
     migration!(26, "0026_staff"),
+    migration!(27, "0027_typing"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

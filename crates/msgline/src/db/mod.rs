@@ -30,6 +30,7 @@ pub mod reactions;
 pub mod reports;
 pub mod staff;
 pub mod stats;
+pub mod typing;
 pub mod unrouted;
 pub mod webhook_deliveries;
 pub mod webhooks;

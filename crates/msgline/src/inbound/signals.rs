@@ -95,9 +95,14 @@ pub(super) async fn tapback(
     store_reaction(conn, line, new, arrived.line_name, reacted.map(|m| m.id), tapback, removed).await
 }
 
+/// How long a report of someone typing holds when no report that they stopped follows: a phone
+/// reports again while the person keeps typing.
+const TYPING_HOLDS_MS: i64 = 30_000;
+
 /// Someone is typing (or stopped) in a conversation on the line: `messaging.typing`, not stored as
 /// a message. Nothing is created for it: a number with no conversation on the line yet has
-/// `conversation_id: null`.
+/// `conversation_id: null`. In a conversation, it is kept as the conversation's typing state (the
+/// console shows it) until they stop, send, or [`TYPING_HOLDS_MS`] pass.
 pub(super) async fn typing_shown(
     conn: &mut AnyConnection,
     line: &Line,
@@ -113,13 +118,18 @@ pub(super) async fn typing_shown(
     };
     let (contact_id, direct) = db::conversations::find_direct_in(&mut *conn, true, &org_id, &line.id, &from).await?;
     let conversation_id = conversation_id.or(direct);
+    let now = clock::now_ms();
+    if let Some(conversation_id) = &conversation_id {
+        let until = typing.then_some(now + TYPING_HOLDS_MS);
+        db::typing::record(conn, &org_id, conversation_id, &from, now, until).await?;
+    }
     let data = json!({
         "line_id": line.id,
         "from": from,
         "contact_id": contact_id,
         "conversation_id": conversation_id,
         "typing": typing,
-        "at": clock::rfc3339(clock::now_ms()),
+        "at": clock::rfc3339(now),
     });
     db::events::insert(conn, &org_id, "messaging.typing", None, data.to_string()).await?;
     Ok(())

@@ -8,7 +8,7 @@ use crate::{
     egress::EgressError,
     error::{ApiError, ApiResult, ErrorKind},
     media,
-    send::Sender,
+    send::{Sender, request::Upload},
 };
 
 /// The most attachments one message carries.
@@ -51,12 +51,48 @@ pub async fn fetch_all(state: &Sender, org_id: &str, urls: &[String]) -> ApiResu
     Ok(attachments)
 }
 
+/// Stores uploaded files (at most [`MAX_MEDIA`], each at most `MSGLINE_MEDIA_MAX_BYTES`, none
+/// empty), typed by their bytes. Every file is checked before any is stored.
+pub async fn store_uploads(state: &Sender, org_id: &str, uploads: Vec<Upload>) -> ApiResult<Vec<Attachment>> {
+    if uploads.len() > MAX_MEDIA {
+        return Err(ApiError::invalid("files", format!("a message carries at most {MAX_MEDIA} files")));
+    }
+    let max = state.config.media_max_bytes as usize;
+    for upload in &uploads {
+        let name = upload.filename.as_deref().unwrap_or("a file");
+        if upload.bytes.is_empty() {
+            return Err(ApiError::invalid("files", format!("{name} is empty")));
+        }
+        if upload.bytes.len() > max {
+            return Err(ApiError::new(ErrorKind::TooLarge, "media_too_large")
+                .with_message(format!("{name} is larger than {max} bytes"))
+                .with("field", "files"));
+        }
+    }
+    let now = clock::now_ms();
+    let mut attachments = Vec::with_capacity(uploads.len());
+    for (position, upload) in uploads.into_iter().enumerate() {
+        let content_type = media::sniff(&upload.bytes);
+        let filename = upload.filename.map(|name| clean_name(&name)).filter(|name| !name.trim().is_empty());
+        let attachment =
+            Attachment::new(org_id, position as i64, content_type, upload.bytes.len() as i64, filename, now);
+        state.media.put(&attachment.storage_key, upload.bytes).await.map_err(ApiError::internal)?;
+        attachments.push(attachment);
+    }
+    Ok(attachments)
+}
+
+/// A file name as msgline keeps it: no control characters or path separators, 200 characters.
+fn clean_name(name: &str) -> String {
+    name.chars().filter(|c| !c.is_control() && *c != '/' && *c != '\\').take(200).collect()
+}
+
 /// The last path segment of a URL, if it names a file.
 fn file_name(url: &str) -> Option<String> {
     let parsed = url::Url::parse(url).ok()?;
     let last = parsed.path_segments()?.next_back()?.to_string();
     let decoded = percent_encoding::percent_decode_str(&last).decode_utf8().ok()?.to_string();
-    let clean: String = decoded.chars().filter(|c| !c.is_control() && *c != '/' && *c != '\\').take(200).collect();
+    let clean = clean_name(&decoded);
     (!clean.trim().is_empty()).then_some(clean)
 }
 

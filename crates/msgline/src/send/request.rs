@@ -164,3 +164,50 @@ pub async fn send_text(
     }
     super::submit(state, caller, input, idempotency).await
 }
+
+/// A file sent with a message as uploaded bytes (the console's compose form) rather than fetched
+/// from a URL.
+pub struct Upload {
+    pub filename: Option<String>,
+    pub bytes: Vec<u8>,
+}
+
+/// `POST /messages` with uploaded files instead of `media_urls`: the same send, `kind: media`,
+/// the text an optional caption. The idempotency fingerprint covers the files' digests, so a key
+/// reused with other files is a conflict. Without files it is [`send_text`].
+pub async fn send_uploads(
+    state: &Sender,
+    caller: &Principal,
+    raw: Value,
+    header_key: Option<&str>,
+    uploads: Vec<Upload>,
+) -> ApiResult<Accepted> {
+    if uploads.is_empty() {
+        return send_text(state, caller, raw, header_key, None).await;
+    }
+    caller.require(Scope::Send)?;
+    let request: SendMessage = from_value(raw.clone())?;
+    if request.media_urls.is_some() {
+        return Err(ApiError::invalid("media_urls", "send files as uploads or as media_urls, not both"));
+    }
+    let body = match request.body.filter(|b| !b.trim().is_empty()) {
+        Some(body) => required_text("body", Some(body), MAX_BODY_CHARS)?,
+        None => String::new(),
+    };
+    let mut fingerprinted = raw.clone();
+    fingerprinted["files"] = uploads
+        .iter()
+        .map(|u| {
+            use sha2::Digest;
+            Value::from(sha2::Sha256::digest(&u.bytes).iter().map(|b| format!("{b:02x}")).collect::<String>())
+        })
+        .collect();
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &fingerprinted)?;
+    let mut input = request.fields.into_input(body, MessageKind::Media)?;
+    if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
+        return Ok(sent);
+    }
+    input.attachments = super::media::store_uploads(state, &caller.org_id, uploads).await?;
+    input.payload = Some(Payload::Media(input.attachments.iter().map(|a| a.summary()).collect()));
+    super::submit(state, caller, input, idempotency).await
+}

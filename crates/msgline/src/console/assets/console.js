@@ -23,3 +23,27 @@ document.addEventListener("click", function (event) {
     if (said) said.hidden = false;
   });
 });
+
+// A compose box with data-typing shows the line typing to the other side while someone types:
+// at most once every four seconds, and not again after the server said the conversation cannot
+// show it (SMS, a platform line, a device without typing indicators).
+document.addEventListener("DOMContentLoaded", function () {
+  var form = document.querySelector("form[data-typing]");
+  if (!form || !window.fetch) return;
+  var body = form.querySelector("textarea");
+  var csrf = form.querySelector("input[name=csrf]").value;
+  var last = 0, refused = false;
+  body.addEventListener("input", function () {
+    var now = Date.now();
+    if (refused || now - last < 4000 || body.value.trim() === "") return;
+    last = now;
+    fetch(form.getAttribute("data-typing"), {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "csrf=" + encodeURIComponent(csrf),
+      credentials: "same-origin",
+    }).then(function (response) {
+      if (!response.ok && response.status !== 429 && response.status < 500) refused = true;
+    }, function () {});
+  });
+});
