@@ -375,3 +375,49 @@ async fn an_event_is_written_only_where_its_organisation_has_an_endpoint_and_que
         .unwrap();
     assert_eq!(rows, 0);
 }
+
+#[tokio::test]
+async fn an_endpoint_disabled_through_the_api_gets_nothing_until_it_is_enabled_again() {
+    let app = spawn_delivering_app("1s").await;
+    let _line = app.default_line().await;
+    let receiver = Receiver::start().await;
+    let hook = register(&app, &receiver.url("/paused"), json!(["messaging.message.delivered"])).await;
+    let id = id_of(&hook);
+    let path = format!("/webhooks/{id}");
+
+    let disabled =
+        app.request(reqwest::Method::PATCH, &path, Some(&app.org.key), Some(json!({"enabled": false}))).await;
+    let disabled = disabled.expect(200);
+    assert_eq!(disabled["enabled"], false);
+    assert_eq!(disabled["disabled_reason"], "manual");
+    assert!(disabled["disabled_at"].is_string() && disabled.get("secret").is_none());
+    send_and_settle(&app, json!({"to": FRIEND, "body": "while paused"})).await;
+    assert!(receiver.received_on("/paused").await.is_empty());
+
+    let enabled = app.request(reqwest::Method::PATCH, &path, Some(&app.org.key), Some(json!({"enabled": true}))).await;
+    let enabled = enabled.expect(200);
+    assert_eq!(enabled["enabled"], true);
+    assert!(enabled["disabled_reason"].is_null());
+    send_and_settle(&app, json!({"to": FRIEND, "body": "after"})).await;
+    receiver.wait_for(1, Some("/paused")).await;
+    let got = receiver.received_on("/paused").await;
+    assert_eq!(got.len(), 1, "only the event after enabling");
+    assert_eq!(got[0].json()["data"]["message"]["body"], "after");
+
+    // Bad input changes nothing; another organisation's endpoint and a key without the scope
+    // are refused.
+    let patch = |key: String, body: Value| {
+        let path = path.clone();
+        let app = &app;
+        async move { app.request(reqwest::Method::PATCH, &path, Some(&key), Some(body)).await }
+    };
+    patch(app.org.key.clone(), json!({"enabled": "no"})).await.expect_error(400, "invalid_request", Some("enabled"));
+    patch(app.org.key.clone(), json!({"enabled": false, "url": "https://x.example"})).await.expect(400);
+    patch(app.org.key.clone(), json!({})).await.expect(400);
+    let other = app.create_org("Other hooks").await;
+    patch(other.key.clone(), json!({"enabled": false})).await.expect_error(404, "not_found", None);
+    let sender = app.create_key(&app.org, &["messaging_send"], None).await;
+    patch(sender, json!({"enabled": false})).await.expect(403);
+    let unchanged = app.get(&path, &app.org.key).await.expect(200);
+    assert_eq!(unchanged["enabled"], true);
+}

@@ -35,7 +35,7 @@ use crate::{
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_webhooks, create_webhook))
-        .routes(routes!(get_webhook, delete_webhook))
+        .routes(routes!(get_webhook, update_webhook, delete_webhook))
         .routes(routes!(rotate_secret))
         .routes(routes!(list_deliveries))
         .routes(routes!(replay))
@@ -164,7 +164,7 @@ pub async fn set_enabled(state: &AppState, caller: &Principal, id: &str, enabled
     if enabled {
         db::webhooks::enable(&mut conn, &webhook.id, now).await?;
     } else if webhook.enabled {
-        db::webhooks::disable(&mut conn, &webhook.id, "disabled by a staff member", now).await?;
+        db::webhooks::disable(&mut conn, &webhook.id, "manual", now).await?;
     }
     drop(conn);
     find(state, caller, id).await
@@ -244,6 +244,37 @@ async fn get_webhook(
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Webhooks)?;
     Ok(Json(view(&find(&state, &caller, &id).await?, None)))
+}
+
+/// `PATCH /webhooks/{id}`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdateWebhook {
+    /// `false` stops deliveries to the endpoint (`disabled_reason: manual`; its waiting
+    /// deliveries are given up); `true` starts them again from the next event. Events of the time
+    /// it was disabled reach it only through a replay. Required.
+    enabled: Option<bool>,
+}
+
+/// Disable or enable a webhook endpoint.
+#[utoipa::path(
+    patch,
+    path = "/webhooks/{id}",
+    tag = "webhooks",
+    security(("api_key" = ["messaging_webhooks"])),
+    params(("id" = String, Path, description = ID)),
+    request_body = UpdateWebhook,
+    responses((status = 200, description = "The endpoint", body = schemas::Webhook)),
+)]
+async fn update_webhook(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    ApiJson(update): ApiJson<UpdateWebhook>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Webhooks)?;
+    let enabled = update.enabled.ok_or_else(|| ApiError::invalid("enabled", "enabled is required"))?;
+    Ok(Json(view(&set_enabled(&state, &caller, &id, enabled).await?, None)))
 }
 
 /// Delete a webhook endpoint.

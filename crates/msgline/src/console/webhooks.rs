@@ -88,13 +88,13 @@ async fn endpoint_page(
     status: StatusCode,
     extra: minijinja::Value,
 ) -> Response {
+    if let Err(error) = signed_in.principal.require(Scope::Webhooks) {
+        return refused(&error);
+    }
     let hook = match crate::api::webhooks::find(state, &signed_in.principal, id).await {
         Ok(hook) => hook,
         Err(error) => return refused(&error),
     };
-    if let Err(error) = signed_in.principal.require(Scope::Webhooks) {
-        return refused(&error);
-    }
     let page = Page { limit: 50, before: None };
     let attempts = match db::webhook_deliveries::list_attempts(&state.db, &hook.id, None, &page).await {
         Ok(found) => found.rows,
