@@ -311,3 +311,36 @@ async fn sends_checked_together_each_get_the_answer_for_their_own_number() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_stop_that_arrives_while_a_message_waits_for_the_line_stops_that_message() {
+    // One call to the line at a time, and the line takes a second to answer each: the second
+    // send waits in the outbox while the first is with the line.
+    let app = spawn_app_with(|c| c.dispatch_concurrency = 1).await;
+    app.keep_events().await;
+    let line = app
+        .sim_line(LineSpec {
+            e164: "+12015550100",
+            org: Some(&app.org),
+            sim_args: &["--answer-ms", "1500"],
+            start: true,
+        })
+        .await;
+    let first = app.post("/messages", &app.org.key, json!({"to": "+12015550140", "body": "first"})).await.expect(202);
+    let waiting = app.post("/messages", &app.org.key, json!({"to": "+12015550141", "body": "waits"})).await.expect(202);
+    let waiting_id = waiting["message"]["id"].as_str().unwrap().to_string();
+    assert_eq!(waiting["message"]["status"], "queued");
+
+    // STOP arrives while the second waits: it was accepted, but is not handed over.
+    line.inbound("+12015550141", "STOP").await;
+    let failed = app.wait_for_message(&app.org.key, &waiting_id, "failed", |m| m["status"] == "failed").await;
+    assert_eq!(failed["error"], "recipient_opted_out", "{failed}");
+    let first_id = first["message"]["id"].as_str().unwrap();
+    app.wait_for_message(&app.org.key, first_id, "delivered", |m| m["status"] == "delivered").await;
+    assert!(line.sent_with_id(&waiting_id).await.is_empty(), "nothing reached the line for the opted-out number");
+    let to_them: Vec<Value> =
+        line.sent().await.into_iter().filter(|s| s["to"] == json!(["+12015550141"]) && s["body"] == "waits").collect();
+    assert!(to_them.is_empty(), "{to_them:?}");
+    let types = app.event_types(&waiting_id).await;
+    assert_eq!(types, ["messaging.message.queued", "messaging.message.failed"], "{types:?}");
+}

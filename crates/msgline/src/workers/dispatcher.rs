@@ -34,15 +34,31 @@ pub fn take_handovers(sender: &Sender) {
         let Some(sender) = Sender::upgrade(&weak) else { return };
         let message = handover.message;
         let job = Job { message_id: message.0.id.clone(), line_id: message.0.line_id.clone(), attempts: 1 };
-        spawn_delivery(&sender, handover.slot, job, Some(message));
+        spawn_delivery(&sender, handover.slot, job, Some(message), Checked::Now);
     });
 }
 
+/// Whether a message's recipients must be checked for opt-outs before it is handed to the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checked {
+    /// Handed over by its own request, which checked them a moment before.
+    Now,
+    /// Claimed from the outbox: it waited (for a slot, a retry, its time), and a STOP may have
+    /// arrived meanwhile.
+    Before,
+}
+
 /// Delivers a claimed job in the background, in the slot it holds until the outcome is recorded.
-fn spawn_delivery(state: &Sender, slot: OwnedSemaphorePermit, job: Job, message: Option<ForDispatch>) {
+fn spawn_delivery(
+    state: &Sender,
+    slot: OwnedSemaphorePermit,
+    job: Job,
+    message: Option<ForDispatch>,
+    checked: Checked,
+) {
     let state = state.clone();
     tokio::spawn(async move {
-        if let Err(error) = deliver(&state, &job, message).await {
+        if let Err(error) = deliver(&state, &job, message, checked).await {
             // The claim runs out and the reconciler asks the line: nothing is lost.
             tracing::error!(message = %job.message_id, error = %error, "could not record a delivery");
         }
@@ -97,7 +113,7 @@ pub async fn step(state: &Sender, permits: &Arc<Semaphore>) -> sqlx::Result<usiz
     for job in jobs {
         let permit = permits.clone().acquire_owned().await.expect("semaphore stays open");
         let message = messages.remove(&job.message_id);
-        spawn_delivery(state, permit, job, message);
+        spawn_delivery(state, permit, job, message, Checked::Before);
     }
     Ok(claimed)
 }
@@ -107,7 +123,7 @@ fn retry_delay(attempts: i64) -> i64 {
     (250i64 << attempts.clamp(1, 6).saturating_sub(1)).min(5_000)
 }
 
-async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>) -> anyhow::Result<()> {
+async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checked: Checked) -> anyhow::Result<()> {
     let Some(line) = state.lines.get(&job.line_id).await? else {
         anyhow::bail!("line {} is gone", job.line_id);
     };
@@ -129,6 +145,21 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>) -> any
             db::messages::recipients(&mut conn, &message.conversation_id).await?
         }
     };
+    // Checked again at hand-over: a recipient who texted STOP while the message waited gets
+    // nothing, and the message fails with `recipient_opted_out`.
+    if checked == Checked::Before && message.status == MessageStatus::Queued {
+        let phones: Vec<&str> = recipients.iter().map(String::as_str).collect();
+        if db::opt_outs::first_opted_out(&state.db, &message.org_id, &line.id, &phones).await?.is_some() {
+            let mut batch = db::Batch::new();
+            let reason = Some("recipient_opted_out");
+            db::moves::stage_advance_settling(&mut batch, state.db.backend(), &message, MessageStatus::Failed, reason);
+            db::outbox::stage_complete(&mut batch, &message.id);
+            state.db.commit(batch).await?;
+            crate::metrics::status_moves(MessageStatus::Failed.as_str(), 1);
+            tracing::info!(message = %message.id, line = %line.id, "not handed over: the recipient opted out meanwhile");
+            return Ok(());
+        }
+    }
     let is_group = kind == ConversationKind::Group;
     let request = SendRequest {
         id: message.id.clone(),
