@@ -60,6 +60,11 @@ pub struct Config {
     pub media_store: String,
     /// The largest attachment msgline fetches or receives, in bytes.
     pub media_max_bytes: u64,
+    /// How far ahead a scheduled send's `send_at` must be, at least.
+    pub schedule_min_seconds: u64,
+    /// How late a scheduled send may still go out (the server was down at its time); later, it
+    /// fails with `schedule_missed`.
+    pub schedule_late_seconds: u64,
 }
 
 impl Default for Config {
@@ -91,6 +96,8 @@ impl Default for Config {
             availability_ttl_seconds: 86_400,
             media_store: "file://./msgline-media".into(),
             media_max_bytes: 25 * 1024 * 1024,
+            schedule_min_seconds: 60,
+            schedule_late_seconds: 3_600,
         }
     }
 }

@@ -52,6 +52,7 @@ mod ratelimit;
 mod reactions;
 mod reconciler;
 mod rows;
+mod scheduled;
 mod schema;
 mod senders;
 mod webhook_delivery;

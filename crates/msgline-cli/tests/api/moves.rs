@@ -52,6 +52,7 @@ async fn stage_queued(app: &TestApp, batch: &mut Batch, org: &TestOrg, line: &st
             status: MessageStatus::Queued,
             agent_id: None,
             attachment: None,
+            send_at: None,
         },
     )
 }

@@ -34,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_messages, send_message))
         .routes(routes!(get_message))
+        .routes(routes!(cancel_message))
         .routes(routes!(add_reaction))
         .routes(routes!(remove_reaction))
 }
@@ -185,6 +186,35 @@ async fn get_message(
     let reactions = db::reactions::standing(&state.db, &caller.org_id, &[&message.id]).await?;
     let standing = reactions.get(&message.id).map_or(&[][..], Vec::as_slice);
     Ok(Json(serde_json::to_value(message.view().with_reactions(standing)).map_err(ApiError::internal)?))
+}
+
+/// Cancel a scheduled message.
+///
+/// Only before its time, while the dispatcher does not have it: the message becomes `canceled`
+/// (final) with the event `messaging.message.canceled`. A cancel that races the dispatcher has
+/// one winner: `200` and `canceled`, or `409 message_not_cancelable` and the message as it
+/// stands (`queued` or later). Canceling a canceled message answers `200` again.
+#[utoipa::path(
+    post,
+    path = "/messages/{id}/cancel",
+    tag = "messages",
+    security(("api_key" = ["messaging_send"])),
+    params(("id" = String, Path, description = "The scheduled message (`msg_…`)")),
+    responses(
+        (status = 200, description = "The message, `canceled`", body = schemas::Message),
+        (status = 404, description = "No such message in the organisation", body = schemas::Error),
+        (status = 409, description = "`message_not_cancelable`: it is not scheduled (any more); `status` says where it stands", body = schemas::Error),
+    ),
+)]
+async fn cancel_message(
+    State(state): State<AppState>,
+    caller: Principal,
+    Path(id): Path<String>,
+    _body: Option<super::extract::ApiJson<super::extract::NoFields>>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Scope::Send)?;
+    let canceled = crate::send::cancel(&state, &caller, &id).await?;
+    Ok(Json(canceled.to_json()))
 }
 
 /// React to a message with a tapback.

@@ -273,6 +273,8 @@ async fn update_webhook(
     ApiJson(update): ApiJson<UpdateWebhook>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Webhooks)?;
+    // Another organisation's endpoint is not found, whatever the body says.
+    find(&state, &caller, &id).await?;
     let enabled = update.enabled.ok_or_else(|| ApiError::invalid("enabled", "enabled is required"))?;
     Ok(Json(view(&set_enabled(&state, &caller, &id, enabled).await?, None)))
 }

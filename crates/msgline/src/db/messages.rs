@@ -49,6 +49,8 @@ pub struct Message {
     pub read_at: Option<i64>,
     /// What the line attaches (a contact card's vCard); not part of the public JSON.
     pub attachment: Option<String>,
+    /// When a scheduled send is (or was) to go out.
+    pub send_at: Option<i64>,
 }
 
 impl Message {
@@ -88,6 +90,7 @@ impl Message {
             sent_at: clock::rfc3339_opt(self.sent_at),
             delivered_at: clock::rfc3339_opt(self.delivered_at),
             read_at: clock::rfc3339_opt(self.read_at),
+            send_at: clock::rfc3339_opt(self.send_at),
             payload: self.payload.as_ref(),
             reactions: None,
         }
@@ -97,10 +100,11 @@ impl Message {
         self.status.is_final()
     }
 
-    /// The message as it was when accepted (what its send answered): queued, nothing since.
+    /// The message as it was when accepted (what its send answered): queued (or scheduled),
+    /// nothing since.
     pub fn as_accepted(&self) -> Message {
         Message {
-            status: MessageStatus::Queued,
+            status: if self.send_at.is_some() { MessageStatus::Scheduled } else { MessageStatus::Queued },
             error: None,
             delivery_unknown: false,
             updated_at: self.created_at,
@@ -135,6 +139,7 @@ pub struct MessageView<'a> {
     sent_at: Option<String>,
     delivered_at: Option<String>,
     read_at: Option<String>,
+    send_at: Option<String>,
     #[serde(flatten)]
     payload: Option<&'a Payload>,
     /// The reactions standing on the message, on API reads (webhook events leave them out).
@@ -152,7 +157,7 @@ impl<'a> MessageView<'a> {
 
 pub(super) const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, payload, \
      status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at, \
-     attachment";
+     attachment, send_at";
 
 pub(super) fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Message> {
     let payload = row.opt_text("payload")?;
@@ -178,6 +183,7 @@ pub(super) fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Mes
         delivered_at: row.opt_int("delivered_at")?,
         read_at: row.opt_int("read_at")?,
         attachment: row.opt_text("attachment")?,
+        send_at: row.opt_int("send_at")?,
     })
 }
 
@@ -196,6 +202,8 @@ pub struct NewMessage {
     pub status: MessageStatus,
     pub agent_id: Option<String>,
     pub attachment: Option<String>,
+    /// A scheduled send's time (its status is then `scheduled`).
+    pub send_at: Option<i64>,
 }
 
 /// Stores a message, touches its conversation and writes its first event
@@ -226,9 +234,12 @@ pub fn stage_insert_at(
     key: Option<&SendKey>,
     claimed_until: Option<i64>,
 ) -> Message {
-    let queued = new.status == MessageStatus::Queued && new.direction == Direction::Outbound;
-    // Only a queued outbound message has an outbox job to be claimed.
-    let claimed_until = claimed_until.filter(|_| queued);
+    // A queued or scheduled outbound message is its own outbox job; a scheduled one is due at
+    // its time and never written claimed.
+    let scheduled = new.status == MessageStatus::Scheduled;
+    let queued = (new.status == MessageStatus::Queued || scheduled) && new.direction == Direction::Outbound;
+    let claimed_until = claimed_until.filter(|_| queued && !scheduled);
+    let available_at = new.send_at.filter(|_| scheduled).unwrap_or(now);
     let outbox_state = if claimed_until.is_some() { super::outbox::CLAIMED } else { super::outbox::PENDING };
     let message = Message {
         id: ids::new_id("msg"),
@@ -252,12 +263,13 @@ pub fn stage_insert_at(
         delivered_at: None,
         read_at: None,
         attachment: new.attachment,
+        send_at: new.send_at,
     };
     batch.push(
         format!(
             "INSERT INTO messages ({COLUMNS}, outbox_state, available_at, idem_key, idem_fingerprint, idem_extra, \
              idem_expires_at, outbox_attempts, claimed_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, \
-             0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16, $17, $18, $19, $20, $21, $22)"
+             0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)"
         ),
         vec![
             (&message.id).into(),
@@ -274,8 +286,9 @@ pub fn stage_insert_at(
             message.agent_id.clone().into(),
             now.into(),
             message.attachment.clone().into(),
+            message.send_at.into(),
             queued.then_some(outbox_state).into(),
-            queued.then_some(now).into(),
+            queued.then_some(available_at).into(),
             key.map(|k| k.key.clone()).into(),
             key.map(|k| k.fingerprint.clone()).into(),
             // `idem_extra`: older builds kept a card's or a poll's summary here; the payload has it.

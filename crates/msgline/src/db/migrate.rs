@@ -51,6 +51,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(25, "0025_unsettled_groups"),
     migration!(26, "0026_staff"),
     migration!(27, "0027_typing"),
+    migration!(28, "0028_scheduled_sends"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

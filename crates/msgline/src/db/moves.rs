@@ -266,3 +266,42 @@ async fn advance_through_staged(
     }
     Ok(last)
 }
+
+/// What a cancel of a scheduled message came to.
+#[derive(Debug)]
+pub enum Canceled {
+    /// It was scheduled and not yet claimed: now `canceled`, with its event.
+    Now(Message),
+    /// Too late: the dispatcher had it already, or it was never scheduled; as it stands.
+    TooLate(Message),
+    NotFound,
+}
+
+/// Cancels a scheduled message before the dispatcher claims it. One conditional update decides
+/// a race with the dispatcher's claim: the claim takes only a pending job, the cancel only a
+/// message still `scheduled` with its job pending; whichever commits first wins, and the other
+/// changes nothing.
+pub async fn cancel_scheduled(conn: &mut AnyConnection, org_id: &str, id: &str) -> sqlx::Result<Canceled> {
+    let Some(current) = get_any(&mut *conn, id).await?.filter(|m| m.org_id == org_id) else {
+        return Ok(Canceled::NotFound);
+    };
+    let now = clock::now_ms();
+    let done = sqlx::query(&format!(
+        "UPDATE messages SET status = 'canceled', updated_at = $1, {} WHERE id = $2 AND org_id = $3 \
+         AND status = 'scheduled' AND outbox_state = 'pending'",
+        super::outbox::SETTLED
+    ))
+    .bind(now)
+    .bind(id)
+    .bind(org_id)
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() == 0 {
+        let now_standing = get_any(&mut *conn, id).await?.unwrap_or(current);
+        return Ok(Canceled::TooLate(now_standing));
+    }
+    let canceled = Message { status: MessageStatus::Canceled, updated_at: now, ..current };
+    let data = canceled.event_data();
+    events::insert(conn, org_id, MessageStatus::Canceled.event_type(), Some(id), data).await?;
+    Ok(Canceled::Now(canceled))
+}

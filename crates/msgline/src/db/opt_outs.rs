@@ -68,6 +68,29 @@ pub async fn first_opted_out(db: &Db, org_id: &str, line_id: &str, phones: &[&st
     Ok(rows.into_iter().next())
 }
 
+/// The first of `phones` that opted out on the line after `since` (a message's acceptance, when
+/// its recipients were checked): what the dispatcher checks again at hand-over. The reply msgline
+/// itself sends to a STOP is written with the opt-out, so it is not caught.
+pub async fn first_opted_out_since(
+    db: &Db,
+    org_id: &str,
+    line_id: &str,
+    phones: &[&str],
+    since: i64,
+) -> sqlx::Result<Option<String>> {
+    if phones.is_empty() {
+        return Ok(None);
+    }
+    let marks = (0..phones.len()).map(|i| format!("${}", i + 4)).collect::<Vec<_>>().join(", ");
+    let sql = format!(
+        "SELECT phone FROM opt_outs WHERE org_id = $1 AND line_id = $2 AND created_at > $3 AND phone IN ({marks}) LIMIT 1"
+    );
+    let mut args: Vec<super::Arg> = vec![org_id.into(), line_id.into(), since.into()];
+    args.extend(phones.iter().map(|phone| (*phone).into()));
+    let rows = db.read_rows(sql, args, |row| row.text("phone")).await?;
+    Ok(rows.into_iter().next())
+}
+
 /// Opts the contact's number out on the line, with the `messaging.contact.opted_out` event.
 /// Returns the opt-out if it is new (a repeat changes nothing).
 pub async fn opt_out(

@@ -1,7 +1,8 @@
 //! A message's typed fields and the rules of its lifecycle, in one place.
 //!
-//! An outbound message moves forward only: `queued` → (`unknown`) → `submitted` → `sent` →
-//! `delivered` → `read`, or to `failed` from anywhere before `delivered`. An inbound message is
+//! An outbound message moves forward only: (`scheduled` →) `queued` → (`unknown`) → `submitted` →
+//! `sent` → `delivered` → `read`, or to `failed` from anywhere before `delivered`; a `scheduled`
+//! one may instead be `canceled`. An inbound message is
 //! `received` and never moves. Each type maps to and from the name stored in the database and
 //! shown in the API; nothing else in msgline spells these names.
 
@@ -83,6 +84,8 @@ impl std::error::Error for UnknownName {}
 named_enum!(
     /// Where a message stands.
     MessageStatus {
+        /// Waiting for its `send_at`; not yet the dispatcher's.
+        Scheduled = "scheduled",
         Queued = "queued",
         /// The line may or may not have it; msgline asks until it knows.
         Unknown = "unknown",
@@ -91,6 +94,8 @@ named_enum!(
         Delivered = "delivered",
         Read = "read",
         Failed = "failed",
+        /// A scheduled message canceled before its time.
+        Canceled = "canceled",
         /// An inbound message.
         Received = "received",
     }
@@ -101,25 +106,29 @@ const FORWARD: [MessageStatus; 4] =
     [MessageStatus::Submitted, MessageStatus::Sent, MessageStatus::Delivered, MessageStatus::Read];
 
 impl MessageStatus {
-    /// Where the status stands in the outbound lifecycle; `None` for `failed` and `received`.
+    /// Where the status stands in the outbound lifecycle; `None` for `failed`, `canceled` and
+    /// `received`.
     fn rank(self) -> Option<u8> {
         match self {
-            Self::Queued => Some(0),
-            Self::Unknown => Some(1),
-            Self::Submitted => Some(2),
-            Self::Sent => Some(3),
-            Self::Delivered => Some(4),
-            Self::Read => Some(5),
-            Self::Failed | Self::Received => None,
+            Self::Scheduled => Some(0),
+            Self::Queued => Some(1),
+            Self::Unknown => Some(2),
+            Self::Submitted => Some(3),
+            Self::Sent => Some(4),
+            Self::Delivered => Some(5),
+            Self::Read => Some(6),
+            Self::Failed | Self::Canceled | Self::Received => None,
         }
     }
 
-    /// Whether a message may move from `self` to `to`: forward only, and to `failed` only before
-    /// it was delivered.
+    /// Whether a message may move from `self` to `to`: forward only, to `failed` only before it
+    /// was delivered; `scheduled` only to `queued` (its time came), `canceled` or `failed`.
     pub fn may_move_to(self, to: MessageStatus) -> bool {
         match (self.rank(), to) {
             (None, _) => false,
-            (Some(from), MessageStatus::Failed) => from < 4,
+            (Some(_), MessageStatus::Canceled) => self == Self::Scheduled,
+            (Some(_), to) if self == Self::Scheduled => matches!(to, Self::Queued | Self::Failed),
+            (Some(from), MessageStatus::Failed) => Self::Delivered.rank().is_some_and(|delivered| from < delivered),
             (Some(from), to) => to.rank().is_some_and(|to| to > from),
         }
     }
@@ -133,8 +142,8 @@ impl MessageStatus {
     /// a line that reports `delivered` first still yields `sent`. Empty when `target` is no move
     /// forward.
     pub fn steps_to(self, target: MessageStatus) -> Vec<MessageStatus> {
-        if target == Self::Failed {
-            return if self.may_move_to(Self::Failed) { vec![Self::Failed] } else { Vec::new() };
+        if matches!(target, Self::Failed | Self::Canceled) || self == Self::Scheduled {
+            return if self.may_move_to(target) { vec![target] } else { Vec::new() };
         }
         let (Some(from), Some(to)) = (self.rank(), target.rank()) else { return Vec::new() };
         FORWARD.into_iter().filter(|step| step.rank().is_some_and(|r| r > from && r <= to)).collect()
@@ -143,12 +152,13 @@ impl MessageStatus {
     /// Nothing more will happen to the message (`read` can still follow `delivered`, but msgline
     /// does not wait for it).
     pub fn is_final(self) -> bool {
-        matches!(self, Self::Delivered | Self::Read | Self::Failed | Self::Received)
+        matches!(self, Self::Delivered | Self::Read | Self::Failed | Self::Canceled | Self::Received)
     }
 
     /// The event a move to this status writes: `messaging.message.<status>`.
     pub fn event_type(self) -> &'static str {
         match self {
+            Self::Scheduled => "messaging.message.scheduled",
             Self::Queued => "messaging.message.queued",
             Self::Unknown => "messaging.message.unknown",
             Self::Submitted => "messaging.message.submitted",
@@ -156,6 +166,7 @@ impl MessageStatus {
             Self::Delivered => "messaging.message.delivered",
             Self::Read => "messaging.message.read",
             Self::Failed => "messaging.message.failed",
+            Self::Canceled => "messaging.message.canceled",
             Self::Received => "messaging.message.received",
         }
     }
@@ -244,15 +255,23 @@ mod tests {
         assert!(Sent.may_move_to(Failed) && !Delivered.may_move_to(Failed) && !Read.may_move_to(Failed));
         assert!(!Failed.may_move_to(Read) && !Received.may_move_to(Sent) && !Queued.may_move_to(Received));
         assert!(!Queued.may_move_to(Queued), "staying put is no move");
+        assert!(Scheduled.may_move_to(Queued) && Scheduled.may_move_to(Canceled) && Scheduled.may_move_to(Failed));
+        assert!(
+            !Scheduled.may_move_to(Submitted) && !Scheduled.may_move_to(Delivered),
+            "a scheduled message was never sent"
+        );
+        assert!(!Queued.may_move_to(Canceled) && !Canceled.may_move_to(Queued) && !Queued.may_move_to(Scheduled));
     }
 
     #[test]
     fn sources_are_exactly_the_statuses_that_may_move() {
         assert_eq!(Unknown.sources(), vec![Queued]);
         assert_eq!(Submitted.sources(), vec![Queued, Unknown]);
-        assert_eq!(Failed.sources(), vec![Queued, Unknown, Submitted, Sent]);
+        assert_eq!(Failed.sources(), vec![Scheduled, Queued, Unknown, Submitted, Sent]);
         assert_eq!(Read.sources(), vec![Queued, Unknown, Submitted, Sent, Delivered]);
-        assert!(Queued.sources().is_empty() && Received.sources().is_empty());
+        assert_eq!(Queued.sources(), vec![Scheduled]);
+        assert_eq!(Canceled.sources(), vec![Scheduled]);
+        assert!(Scheduled.sources().is_empty() && Received.sources().is_empty());
         for to in MessageStatus::ALL {
             for from in MessageStatus::ALL {
                 assert_eq!(to.sources().contains(from), from.may_move_to(*to), "{from} -> {to}");

@@ -10,7 +10,9 @@ use sha2::Sha256;
 use time::{OffsetDateTime, format_description::well_known::Rfc2822};
 
 /// Every event type a webhook can receive.
-pub const EVENT_TYPES: [&str; 15] = [
+pub const EVENT_TYPES: [&str; 17] = [
+    "messaging.message.scheduled",
+    "messaging.message.canceled",
     "messaging.message.queued",
     "messaging.message.submitted",
     "messaging.message.sent",

@@ -253,6 +253,7 @@ async fn inbound(
     }
     let channel = if channel == "sms" { Channel::Sms } else { Channel::Imessage };
     let text = |direction, status, body: String| NewMessage {
+        send_at: None,
         org_id: org_id.clone(),
         conversation_id: conversation_id.clone(),
         contact_id: Some(contact.id.clone()),
@@ -270,6 +271,7 @@ async fn inbound(
     if !files.is_empty() {
         let listed = files.iter().map(|f| f.summary()).collect();
         let new = NewMessage {
+            send_at: None,
             kind: MessageKind::Media,
             payload: Some(Payload::Media(listed)),
             ..text(Direction::Inbound, MessageStatus::Received, body.to_string())
@@ -311,6 +313,7 @@ async fn inbound(
     if let Some(words) = reaction::from_text(body) {
         let target = db::reactions::quoted(conn, &org_id, &conversation_id, &words).await?;
         let reacted = NewMessage {
+            send_at: None,
             kind: MessageKind::Reaction,
             ..text(Direction::Inbound, MessageStatus::Received, body.to_string())
         };
@@ -420,6 +423,7 @@ async fn record_vote(
     let message = db::messages::insert(
         conn,
         NewMessage {
+            send_at: None,
             org_id: poll.org_id.clone(),
             conversation_id: poll.conversation_id.clone(),
             contact_id: Some(contact.id.clone()),

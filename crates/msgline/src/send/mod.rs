@@ -58,6 +58,8 @@ pub struct SendInput {
     pub reaction: Option<reaction::ReactionSpec>,
     /// Files already in the media store: their rows are stored with the message.
     pub attachments: Vec<crate::db::attachments::Attachment>,
+    /// A scheduled send's time: the message is `scheduled` until then.
+    pub send_at: Option<i64>,
 }
 
 /// The poll of a poll message.
@@ -120,6 +122,7 @@ fn outbound(
     contact_id: Option<String>,
 ) -> NewMessage {
     NewMessage {
+        send_at: input.send_at,
         org_id: principal.org_id.clone(),
         conversation_id,
         contact_id,
@@ -129,7 +132,7 @@ fn outbound(
         kind: input.kind,
         body: input.body.clone(),
         payload: input.payload.clone(),
-        status: MessageStatus::Queued,
+        status: if input.send_at.is_some() { MessageStatus::Scheduled } else { MessageStatus::Queued },
         agent_id: input.agent_id.clone(),
         attachment: input.attachment.clone(),
     }
@@ -153,6 +156,49 @@ pub async fn prior(
     }
 }
 
+/// Cancels a scheduled message of the caller's organisation (and line, for a line-bound key).
+pub async fn cancel(state: &Sender, caller: &Principal, id: &str) -> ApiResult<db::messages::Message> {
+    caller.require(crate::domain::scope::Scope::Send)?;
+    // A line-bound key sees only its line's messages: another line's is not found.
+    db::messages::get(&state.db, &caller.org_id, id)
+        .await?
+        .filter(|m| caller.may_use_line(&m.line_id))
+        .ok_or_else(|| ApiError::not_found("message"))?;
+    let outcome = state.db.transaction(async |tx| db::moves::cancel_scheduled(tx, &caller.org_id, id).await).await?;
+    match outcome {
+        db::moves::Canceled::Now(message) => Ok(message),
+        db::moves::Canceled::TooLate(message) => {
+            if message.status == MessageStatus::Canceled {
+                return Ok(message);
+            }
+            Err(ApiError::conflict(
+                "message_not_cancelable",
+                format!("the message is {}: only a scheduled message can be canceled, before its time", message.status),
+            )
+            .with("status", message.status.as_str()))
+        }
+        db::moves::Canceled::NotFound => Err(ApiError::not_found("message")),
+    }
+}
+
+/// The furthest ahead a send can be scheduled.
+pub const SCHEDULE_MAX_MS: i64 = 90 * 86_400_000;
+
+/// A `send_at` from `MSGLINE_SCHEDULE_MIN_SECONDS` to 90 days ahead; else 400 naming `send_at`.
+fn check_send_at(config: &crate::config::Config, send_at: i64, now: i64) -> ApiResult<()> {
+    let min = config.schedule_min_seconds as i64 * 1_000;
+    if send_at < now + min {
+        return Err(ApiError::invalid(
+            "send_at",
+            format!("send_at must be at least {} s ahead (MSGLINE_SCHEDULE_MIN_SECONDS)", config.schedule_min_seconds),
+        ));
+    }
+    if send_at > now + SCHEDULE_MAX_MS {
+        return Err(ApiError::invalid("send_at", "send_at must be at most 90 days ahead"));
+    }
+    Ok(())
+}
+
 /// Accepts a message for delivery, or answers the earlier request with the same key.
 pub async fn submit(
     state: &Sender,
@@ -161,6 +207,9 @@ pub async fn submit(
     idempotency: Option<Idempotency>,
 ) -> ApiResult<Accepted> {
     let now = clock::now_ms();
+    if let Some(send_at) = input.send_at {
+        check_send_at(&state.config, send_at, now)?;
+    }
     // A key's earlier send is not looked for first: the message's unique key refuses a second
     // one, and the refusal looks. A request that would be refused now looks before answering,
     // so that a replay answers what the first request got whatever has changed since.
@@ -183,7 +232,8 @@ pub async fn submit(
     let mut retried = false;
     // A free dispatcher slot lets this request call the line itself once its message is
     // committed: the message is written claimed, and no claim has to find it.
-    let slot = state.dispatch.try_take();
+    // A scheduled message is the dispatcher's at its time, never its request's.
+    let slot = if input.send_at.is_none() { state.dispatch.try_take() } else { None };
     let claimed_until = slot.as_ref().map(|_| now + crate::dispatch::lease_ms(state.config.bridge_timeout_ms));
     loop {
         let mut batch = db::Batch::new();
@@ -245,7 +295,8 @@ pub async fn submit(
                         };
                         state.dispatch.hand_over(slot, (message.clone(), kind, phone));
                     }
-                    None => state.dispatch.wake(),
+                    None if input.send_at.is_none() => state.dispatch.wake(),
+                    None => {}
                 }
                 return Ok(Accepted { message, replayed: false });
             }

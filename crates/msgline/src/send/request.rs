@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{Accepted, Idempotency, Recipient, SendInput};
 use crate::{
     caller::Principal,
+    clock,
     domain::{
         idempotency::{IdempotencyKey, fingerprint},
         lifecycle::MessageKind,
@@ -47,6 +48,10 @@ pub struct SendFields {
     /// The same as the `Idempotency-Key` header (both given and different: 400).
     #[schema(min_length = 1, max_length = 255)]
     pub idempotency_key: Option<String>,
+    /// Send later: an RFC 3339 time at least `MSGLINE_SCHEDULE_MIN_SECONDS` (60) and at most 90
+    /// days ahead. The message is `scheduled` until then, and can be canceled.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub send_at: Option<Value>,
 }
 
 impl SendFields {
@@ -78,6 +83,13 @@ impl SendFields {
             Some("sms") | Some("imessage") => self.channel.clone(),
             Some(_) => return Err(ApiError::invalid("channel", "channel must be sms or imessage")),
         };
+        // Read here rather than by serde, so that any wrong value is refused naming the field.
+        let send_at = match self.send_at {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(value.as_str().and_then(clock::parse_rfc3339).ok_or_else(|| {
+                ApiError::invalid("send_at", "send_at is an RFC 3339 time, like 2026-12-01T09:00:00Z")
+            })?),
+        };
         Ok(SendInput {
             recipient: Recipient { to, conversation_id: self.conversation_id, contact_id: self.contact_id },
             line_id: self.line_id,
@@ -85,6 +97,7 @@ impl SendFields {
             channel,
             body,
             kind,
+            send_at,
             ..SendInput::default()
         })
     }

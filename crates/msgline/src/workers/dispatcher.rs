@@ -127,12 +127,12 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     let Some(line) = state.lines.get(&job.line_id).await? else {
         anyhow::bail!("line {} is gone", job.line_id);
     };
-    let Some((message, kind, phone)) = message else {
+    let Some((mut message, kind, phone)) = message else {
         let mut conn = state.db.writer().acquire().await?;
         db::outbox::complete(&mut conn, &job.message_id).await?;
         return Ok(());
     };
-    if !matches!(message.status, MessageStatus::Queued | MessageStatus::Unknown) {
+    if !matches!(message.status, MessageStatus::Scheduled | MessageStatus::Queued | MessageStatus::Unknown) {
         // Settled already (a callback came first).
         let mut conn = state.db.writer().acquire().await?;
         db::outbox::complete(&mut conn, &job.message_id).await?;
@@ -145,20 +145,42 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
             db::messages::recipients(&mut conn, &message.conversation_id).await?
         }
     };
-    // Checked again at hand-over: a recipient who texted STOP while the message waited gets
-    // nothing, and the message fails with `recipient_opted_out`.
-    if checked == Checked::Before && message.status == MessageStatus::Queued {
+    // Checked again at hand-over: a recipient who texted STOP while the message waited (after it
+    // was accepted) gets nothing, and the message fails with `recipient_opted_out`. A scheduled message whose time
+    // is long past (the server was down) fails with `schedule_missed`.
+    if checked == Checked::Before && matches!(message.status, MessageStatus::Queued | MessageStatus::Scheduled) {
         let phones: Vec<&str> = recipients.iter().map(String::as_str).collect();
-        if db::opt_outs::first_opted_out(&state.db, &message.org_id, &line.id, &phones).await?.is_some() {
+        let late_ms = message.send_at.map_or(0, |at| clock::now_ms() - at);
+        let since = message.created_at;
+        let opted_out = db::opt_outs::first_opted_out_since(&state.db, &message.org_id, &line.id, &phones, since);
+        let reason = if opted_out.await?.is_some() {
+            Some("recipient_opted_out")
+        } else if message.status == MessageStatus::Scheduled
+            && late_ms > state.config.schedule_late_seconds as i64 * 1_000
+        {
+            Some("schedule_missed")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
             let mut batch = db::Batch::new();
-            let reason = Some("recipient_opted_out");
-            db::moves::stage_advance_settling(&mut batch, state.db.backend(), &message, MessageStatus::Failed, reason);
+            let failed = MessageStatus::Failed;
+            db::moves::stage_advance_settling(&mut batch, state.db.backend(), &message, failed, Some(reason));
             db::outbox::stage_complete(&mut batch, &message.id);
             state.db.commit(batch).await?;
-            crate::metrics::status_moves(MessageStatus::Failed.as_str(), 1);
-            tracing::info!(message = %message.id, line = %line.id, "not handed over: the recipient opted out meanwhile");
+            crate::metrics::status_moves(failed.as_str(), 1);
+            tracing::info!(message = %message.id, line = %line.id, reason, "not handed over");
             return Ok(());
         }
+    }
+    // A scheduled message's time came: it is queued (with its event) before the line is called,
+    // in a commit of its own; the job stays claimed by this dispatcher meanwhile.
+    if message.status == MessageStatus::Scheduled {
+        let mut batch = db::Batch::new();
+        let moved = db::moves::stage_advance(&mut batch, state.db.backend(), &message, MessageStatus::Queued, None);
+        state.db.commit(batch).await?;
+        crate::metrics::status_moves(MessageStatus::Queued.as_str(), 1);
+        message = moved.unwrap_or(message);
     }
     let is_group = kind == ConversationKind::Group;
     let request = SendRequest {

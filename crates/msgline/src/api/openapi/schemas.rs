@@ -54,6 +54,9 @@ pub struct Message {
     delivered_at: Option<String>,
     #[schema(format = DateTime)]
     read_at: Option<String>,
+    /// A scheduled send's time (`null` for a message sent at once).
+    #[schema(format = DateTime)]
+    send_at: Option<String>,
     /// On `kind: contact_card`: the card's name and phone.
     #[schema(required = false, value_type = Object)]
     contact_card: Value,
