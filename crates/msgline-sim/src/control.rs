@@ -197,6 +197,9 @@ struct ModeControl {
     /// A status for lookups to answer (`""` answers the truth again).
     #[serde(default)]
     lookup_status: Option<String>,
+    /// `"reject"`: every iMessage send is refused (SMS still works); `""` takes it back.
+    #[serde(default)]
+    imessage: Option<String>,
 }
 
 async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl>) -> Json<Value> {
@@ -209,9 +212,13 @@ async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl
     if let Some(status) = request.lookup_status {
         *sim.lookup_answer.lock().expect("lookup lock") = Some(status).filter(|s| !s.is_empty());
     }
+    if let Some(imessage) = request.imessage {
+        sim.imessage_rejected.store(imessage == "reject", Ordering::Relaxed);
+    }
     Json(json!({
         "mode": *sim.mode.lock().expect("mode lock"),
         "groups": *sim.groups.lock().expect("groups lock"),
         "lookup_status": *sim.lookup_answer.lock().expect("lookup lock"),
+        "imessage": if sim.imessage_rejected.load(Ordering::Relaxed) { "reject" } else { "" },
     }))
 }

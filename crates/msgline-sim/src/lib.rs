@@ -166,6 +166,8 @@ struct Sim {
     /// Set by `/control/mode`: what status lookups of known messages and groups answer instead
     /// of the truth (an answer the protocol does not allow, to test the service's handling).
     lookup_answer: Mutex<Option<String>>,
+    /// `POST /control/mode {"imessage": "reject"}`: every iMessage send is refused.
+    imessage_rejected: std::sync::atomic::AtomicBool,
     /// Callback posts that failed and were tried again (the service was away or refused).
     callback_retries: AtomicU64,
     /// Status lookups of messages and groups the line knew.
@@ -218,6 +220,7 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         sequence: AtomicU64::new(0),
         repeated: AtomicU64::new(0),
         lookup_answer: Mutex::new(None),
+        imessage_rejected: std::sync::atomic::AtomicBool::new(false),
         callback_retries: AtomicU64::new(0),
         lookups: AtomicU64::new(0),
         reachability_asks: AtomicU64::new(0),
@@ -460,7 +463,9 @@ async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json
         return unauthorized();
     }
     let unreachable = request.channel == "imessage" && request.to.iter().any(|to| sim.sms_only.contains(to));
-    let refusal = if unreachable {
+    let refusal = if request.channel == "imessage" && sim.imessage_rejected.load(Ordering::Relaxed) {
+        Some("iMessage is refusing every send (control mode)")
+    } else if unreachable {
         Some("the recipient is not reachable over iMessage")
     } else if let Some(reaction) = &request.reaction
         && !sim.knows_message(&reaction.target)

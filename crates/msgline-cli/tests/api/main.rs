@@ -24,6 +24,7 @@ mod crash;
 mod demo;
 mod egress;
 mod errors;
+mod fallback;
 mod foundation;
 mod fuzz;
 mod group_changes;

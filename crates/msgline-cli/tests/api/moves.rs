@@ -40,6 +40,7 @@ async fn stage_queued(app: &TestApp, batch: &mut Batch, org: &TestOrg, line: &st
     db::messages::stage_insert(
         batch,
         NewMessage {
+            fallback: Default::default(),
             org_id: org.id.clone(),
             conversation_id: conversation.id,
             contact_id: Some(conversation.contact_id),

@@ -117,9 +117,11 @@ impl TestApp {
             format!("{}/api/v1/messaging/bridge/events", self.address),
             "--callback-secret".into(),
             secret.clone(),
-            "--step-ms".into(),
-            "10".into(),
         ];
+        // Quick steps unless the test sets its own.
+        if !spec.sim_args.contains(&"--step-ms") {
+            args.extend(["--step-ms".to_string(), "10".to_string()]);
+        }
         args.extend(spec.sim_args.iter().map(|a| a.to_string()));
         let mut sim = SimLine {
             line_id: line["line_id"].as_str().expect("line_id").to_string(),

@@ -123,6 +123,10 @@ pub struct UpdateSettings {
     /// Sent when a number texts HELP or INFO.
     #[schema(max_length = 306)]
     pub help_reply: Option<String>,
+    /// The SMS fallback of sends that do not say (`fallback` on `POST /messages`): `sms` or
+    /// `none` (the default).
+    #[schema(value_type = Option<String>, example = "sms")]
+    pub fallback: Option<Value>,
 }
 
 /// Set the organisation's automatic replies.
@@ -164,16 +168,28 @@ pub async fn update_replies(state: &AppState, caller: &Principal, body: UpdateSe
         }
         Ok(Some(text))
     };
-    if body.opt_out_reply.is_none() && body.opt_in_reply.is_none() && body.help_reply.is_none() {
-        return Err(ApiError::bad_request("give at least one of opt_out_reply, opt_in_reply and help_reply"));
+    if body.opt_out_reply.is_none()
+        && body.opt_in_reply.is_none()
+        && body.help_reply.is_none()
+        && body.fallback.is_none()
+    {
+        return Err(ApiError::bad_request("give at least one of opt_out_reply, opt_in_reply, help_reply and fallback"));
     }
+    let default_fallback = match body.fallback {
+        None => None,
+        Some(Value::String(text)) if text == "sms" || text == "none" => Some(text),
+        Some(_) => return Err(ApiError::invalid("fallback", "fallback is \"sms\" or \"none\"")),
+    };
     let changes = Replies {
         org_name: String::new(),
         opt_out: reply("opt_out_reply", body.opt_out_reply)?,
         opt_in: reply("opt_in_reply", body.opt_in_reply)?,
         help: reply("help_reply", body.help_reply)?,
+        default_fallback,
     };
-    Ok(db::orgs::set_replies(&state.db, &caller.org_id, &changes).await?)
+    let saved = db::orgs::set_replies(&state.db, &caller.org_id, &changes).await?;
+    state.org_defaults.forget(&caller.org_id);
+    Ok(saved)
 }
 
 /// The automatic replies as the API shows them: the texts in force, and whether each is the
@@ -183,6 +199,7 @@ fn replies_json(replies: &Replies) -> Value {
         "opt_out_reply": replies.opt_out_text(),
         "opt_in_reply": replies.opt_in_text(),
         "help_reply": replies.help_text(),
+        "fallback": replies.default_fallback.as_deref().unwrap_or("none"),
         "defaults": {
             "opt_out_reply": replies.opt_out.is_none(),
             "opt_in_reply": replies.opt_in.is_none(),

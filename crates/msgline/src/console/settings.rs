@@ -35,6 +35,7 @@ fn replies_context(replies: &Replies) -> minijinja::Value {
         opt_out => replies.opt_out_text(), opt_in => replies.opt_in_text(), help => replies.help_text(),
         opt_out_default => replies.opt_out.is_none(), opt_in_default => replies.opt_in.is_none(),
         help_default => replies.help.is_none(),
+        fallback_sms => replies.default_fallback.as_deref() == Some("sms"),
     }
 }
 
@@ -62,6 +63,9 @@ pub struct RepliesForm {
     opt_in_reply: String,
     #[serde(default)]
     help_reply: String,
+    /// The default SMS fallback: `sms` or `none`.
+    #[serde(default)]
+    fallback: String,
 }
 
 /// `POST /console/settings`: an empty reply goes back to the default.
@@ -80,6 +84,7 @@ pub async fn save_settings(
         opt_out_reply: Some(form.opt_out_reply),
         opt_in_reply: Some(form.opt_in_reply),
         help_reply: Some(form.help_reply),
+        fallback: Some(form.fallback).filter(|f| !f.is_empty()).map(serde_json::Value::String),
     };
     let (status, context) = match crate::api::opt_outs::update_replies(&state, &signed_in.principal, body).await {
         Ok(replies) => (StatusCode::OK, context! { replies => replies_context(&replies), saved => "Saved." }),

@@ -51,6 +51,10 @@ pub struct Message {
     pub attachment: Option<String>,
     /// When a scheduled send is (or was) to go out.
     pub send_at: Option<i64>,
+    /// The iMessage this SMS stands in for.
+    pub fallback_for: Option<String>,
+    /// The SMS sent in this iMessage's place.
+    pub fallback_message_id: Option<String>,
 }
 
 impl Message {
@@ -91,6 +95,8 @@ impl Message {
             delivered_at: clock::rfc3339_opt(self.delivered_at),
             read_at: clock::rfc3339_opt(self.read_at),
             send_at: clock::rfc3339_opt(self.send_at),
+            fallback_for: self.fallback_for.as_deref(),
+            fallback_message_id: self.fallback_message_id.as_deref(),
             payload: self.payload.as_ref(),
             reactions: None,
         }
@@ -140,6 +146,8 @@ pub struct MessageView<'a> {
     delivered_at: Option<String>,
     read_at: Option<String>,
     send_at: Option<String>,
+    fallback_for: Option<&'a str>,
+    fallback_message_id: Option<&'a str>,
     #[serde(flatten)]
     payload: Option<&'a Payload>,
     /// The reactions standing on the message, on API reads (webhook events leave them out).
@@ -157,7 +165,7 @@ impl<'a> MessageView<'a> {
 
 pub(super) const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, payload, \
      status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at, \
-     attachment, send_at";
+     attachment, send_at, fallback_for, fallback_message_id";
 
 pub(super) fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Message> {
     let payload = row.opt_text("payload")?;
@@ -184,6 +192,8 @@ pub(super) fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Mes
         read_at: row.opt_int("read_at")?,
         attachment: row.opt_text("attachment")?,
         send_at: row.opt_int("send_at")?,
+        fallback_for: row.opt_text("fallback_for")?,
+        fallback_message_id: row.opt_text("fallback_message_id")?,
     })
 }
 
@@ -204,6 +214,19 @@ pub struct NewMessage {
     pub attachment: Option<String>,
     /// A scheduled send's time (its status is then `scheduled`).
     pub send_at: Option<i64>,
+    /// Whether an SMS is to follow if this iMessage fails, or which iMessage this SMS follows.
+    pub fallback: Fallback,
+}
+
+/// A message's part in SMS fallback.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fallback {
+    /// An iMessage watched for failure: an SMS with its text follows if it fails.
+    pub watch: bool,
+    /// Also fall back if it is not delivered by then.
+    pub at: Option<i64>,
+    /// This SMS stands in for that iMessage.
+    pub for_message: Option<String>,
 }
 
 /// Stores a message, touches its conversation and writes its first event
@@ -240,6 +263,7 @@ pub fn stage_insert_at(
     let queued = (new.status == MessageStatus::Queued || scheduled) && new.direction == Direction::Outbound;
     let claimed_until = claimed_until.filter(|_| queued && !scheduled);
     let available_at = new.send_at.filter(|_| scheduled).unwrap_or(now);
+    let new_fallback = new.fallback.clone();
     let outbox_state = if claimed_until.is_some() { super::outbox::CLAIMED } else { super::outbox::PENDING };
     let message = Message {
         id: ids::new_id("msg"),
@@ -264,12 +288,15 @@ pub fn stage_insert_at(
         read_at: None,
         attachment: new.attachment,
         send_at: new.send_at,
+        fallback_for: new.fallback.for_message.clone(),
+        fallback_message_id: None,
     };
     batch.push(
         format!(
             "INSERT INTO messages ({COLUMNS}, outbox_state, available_at, idem_key, idem_fingerprint, idem_extra, \
-             idem_expires_at, outbox_attempts, claimed_until) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, \
-             0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)"
+             idem_expires_at, outbox_attempts, claimed_until, fallback, fallback_at) VALUES ($1, $2, $3, $4, $5, $6, $7, \
+             $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16, NULL, $17, $18, $19, $20, \
+             $21, $22, $23, $24, $25, $26)"
         ),
         vec![
             (&message.id).into(),
@@ -287,6 +314,7 @@ pub fn stage_insert_at(
             now.into(),
             message.attachment.clone().into(),
             message.send_at.into(),
+            message.fallback_for.clone().into(),
             queued.then_some(outbox_state).into(),
             queued.then_some(available_at).into(),
             key.map(|k| k.key.clone()).into(),
@@ -296,6 +324,8 @@ pub fn stage_insert_at(
             key.map(|k| k.expires_at).into(),
             i64::from(claimed_until.is_some()).into(),
             claimed_until.into(),
+            new_fallback.watch.then_some("sms").into(),
+            new_fallback.at.filter(|_| new_fallback.watch).into(),
         ],
     );
     // Conditional: of two messages committed out of order, the later one still shows.

@@ -52,6 +52,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(26, "0026_staff"),
     migration!(27, "0027_typing"),
     migration!(28, "0028_scheduled_sends"),
+    migration!(29, "0029_sms_fallback"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -13,6 +13,7 @@ pub mod contacts;
 pub mod conversations;
 mod engine;
 pub mod events;
+pub mod fallback;
 pub mod group_changes;
 pub mod idempotency;
 pub mod keys;

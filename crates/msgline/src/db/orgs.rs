@@ -36,6 +36,9 @@ pub struct Replies {
     pub opt_out: Option<String>,
     pub opt_in: Option<String>,
     pub help: Option<String>,
+    /// The default SMS fallback of the organisation's sends: `Some("sms")`, or `None`. In a
+    /// change, `Some("none")` turns it off.
+    pub default_fallback: Option<String>,
 }
 
 impl Replies {
@@ -57,12 +60,19 @@ pub async fn replies<'c, E>(executor: E, org_id: &str) -> sqlx::Result<Replies>
 where
     E: sqlx::Executor<'c, Database = sqlx::Any>,
 {
-    let row = sqlx::query("SELECT name, opt_out_reply, opt_in_reply, help_reply FROM orgs WHERE id = $1")
-        .bind(org_id)
-        .fetch_optional(executor)
-        .await?;
+    let row =
+        sqlx::query("SELECT name, opt_out_reply, opt_in_reply, help_reply, default_fallback FROM orgs WHERE id = $1")
+            .bind(org_id)
+            .fetch_optional(executor)
+            .await?;
     let Some(row) = row else { return Ok(Replies::default()) };
-    Ok(Replies { org_name: row.try_get(0)?, opt_out: row.try_get(1)?, opt_in: row.try_get(2)?, help: row.try_get(3)? })
+    Ok(Replies {
+        org_name: row.try_get(0)?,
+        opt_out: row.try_get(1)?,
+        opt_in: row.try_get(2)?,
+        help: row.try_get(3)?,
+        default_fallback: row.try_get(4)?,
+    })
 }
 
 /// Sets the given replies in one statement: `Some("")` goes back to the default, `None` leaves
@@ -73,7 +83,8 @@ pub async fn set_replies(db: &Db, org_id: &str, changes: &Replies) -> sqlx::Resu
     sqlx::query(
         "UPDATE orgs SET opt_out_reply = CASE WHEN $1 = 1 THEN opt_out_reply ELSE $2 END, \
          opt_in_reply = CASE WHEN $3 = 1 THEN opt_in_reply ELSE $4 END, \
-         help_reply = CASE WHEN $5 = 1 THEN help_reply ELSE $6 END WHERE id = $7",
+         help_reply = CASE WHEN $5 = 1 THEN help_reply ELSE $6 END, \
+         default_fallback = CASE WHEN $8 = 1 THEN default_fallback ELSE $9 END WHERE id = $7",
     )
     .bind(keep(&changes.opt_out))
     .bind(text(&changes.opt_out))
@@ -82,6 +93,8 @@ pub async fn set_replies(db: &Db, org_id: &str, changes: &Replies) -> sqlx::Resu
     .bind(keep(&changes.help))
     .bind(text(&changes.help))
     .bind(org_id)
+    .bind(keep(&changes.default_fallback))
+    .bind(changes.default_fallback.clone().filter(|f| f == "sms"))
     .execute(db.writer())
     .await?;
     replies(db.writer(), org_id).await

@@ -10,7 +10,7 @@ use sha2::Sha256;
 use time::{OffsetDateTime, format_description::well_known::Rfc2822};
 
 /// Every event type a webhook can receive.
-pub const EVENT_TYPES: [&str; 17] = [
+pub const EVENT_TYPES: [&str; 18] = [
     "messaging.message.scheduled",
     "messaging.message.canceled",
     "messaging.message.queued",
@@ -21,6 +21,7 @@ pub const EVENT_TYPES: [&str; 17] = [
     "messaging.message.failed",
     "messaging.message.unknown",
     "messaging.message.received",
+    "messaging.message.fallback",
     "messaging.poll.voted",
     "messaging.group.created",
     "messaging.group.failed",

@@ -253,6 +253,7 @@ async fn inbound(
     }
     let channel = if channel == "sms" { Channel::Sms } else { Channel::Imessage };
     let text = |direction, status, body: String| NewMessage {
+        fallback: Default::default(),
         send_at: None,
         org_id: org_id.clone(),
         conversation_id: conversation_id.clone(),
@@ -271,6 +272,7 @@ async fn inbound(
     if !files.is_empty() {
         let listed = files.iter().map(|f| f.summary()).collect();
         let new = NewMessage {
+            fallback: Default::default(),
             send_at: None,
             kind: MessageKind::Media,
             payload: Some(Payload::Media(listed)),
@@ -313,6 +315,7 @@ async fn inbound(
     if let Some(words) = reaction::from_text(body) {
         let target = db::reactions::quoted(conn, &org_id, &conversation_id, &words).await?;
         let reacted = NewMessage {
+            fallback: Default::default(),
             send_at: None,
             kind: MessageKind::Reaction,
             ..text(Direction::Inbound, MessageStatus::Received, body.to_string())
@@ -423,6 +426,7 @@ async fn record_vote(
     let message = db::messages::insert(
         conn,
         NewMessage {
+            fallback: Default::default(),
             send_at: None,
             org_id: poll.org_id.clone(),
             conversation_id: poll.conversation_id.clone(),

@@ -31,6 +31,8 @@ pub struct Parts {
     pub asking: super::availability::Asking,
     /// Where attachments' bytes are kept.
     pub media: MediaStore,
+    /// Organisations' defaults for their sends.
+    pub org_defaults: super::org_defaults::OrgDefaults,
 }
 
 impl Deref for Sender {
@@ -49,6 +51,9 @@ impl Sender {
             egress: Egress::new(config.allow_private_targets),
             threads: Default::default(),
             asking: Default::default(),
+            org_defaults: super::org_defaults::OrgDefaults::new(std::time::Duration::from_secs(
+                config.key_cache_seconds,
+            )),
             media,
             db,
             config,

@@ -205,6 +205,7 @@ pub async fn create(
             let message = db::messages::stage_insert_at(
                 &mut batch,
                 NewMessage {
+                    fallback: Default::default(),
                     send_at: None,
                     org_id: principal.org_id.clone(),
                     conversation_id: group.id.clone(),

@@ -8,6 +8,7 @@ pub mod card;
 mod context;
 pub mod groups;
 pub mod media;
+mod org_defaults;
 pub mod poll;
 pub mod reaction;
 pub mod request;
@@ -60,6 +61,13 @@ pub struct SendInput {
     pub attachments: Vec<crate::db::attachments::Attachment>,
     /// A scheduled send's time: the message is `scheduled` until then.
     pub send_at: Option<i64>,
+    /// SMS fallback asked for (`Some(true)`), refused (`Some(false)`), or the organisation's
+    /// default (`None`); only `POST /messages` asks.
+    pub fallback: Option<bool>,
+    /// With fallback: also when not delivered after this long.
+    pub fallback_after_ms: Option<i64>,
+    /// What the stored message is to carry of it, once the channel is known.
+    pub fallback_plan: db::messages::Fallback,
 }
 
 /// The poll of a poll message.
@@ -122,6 +130,7 @@ fn outbound(
     contact_id: Option<String>,
 ) -> NewMessage {
     NewMessage {
+        fallback: input.fallback_plan.clone(),
         send_at: input.send_at,
         org_id: principal.org_id.clone(),
         conversation_id,
@@ -154,6 +163,34 @@ pub async fn prior(
         }
         Some(_) => Err(unanswered(&Prior::Mismatch)),
     }
+}
+
+/// Whether an accepted message is watched for SMS fallback: a text going over iMessage whose
+/// request asked for it, or did not say and the organisation's default is SMS. The line's SMS
+/// is checked when the fallback is due, not here. The clock of `fallback_after_seconds` starts
+/// at the message's time (`send_at` for a scheduled one).
+async fn fallback_plan(
+    state: &Sender,
+    principal: &Principal,
+    input: &SendInput,
+    target: &Target,
+    now: i64,
+) -> ApiResult<db::messages::Fallback> {
+    let direct = matches!(target.destination, resolve::Destination::Direct { .. });
+    if input.kind != MessageKind::Text || target.channel != crate::domain::lifecycle::Channel::Imessage || !direct {
+        return Ok(db::messages::Fallback::default());
+    }
+    let watch = match input.fallback {
+        Some(wanted) => wanted,
+        None if input.fallback_after_ms.is_some() => true,
+        None => state.org_defaults.fallback_sms(&state.db, &principal.org_id).await?,
+    };
+    let start = input.send_at.unwrap_or(now);
+    Ok(db::messages::Fallback {
+        watch,
+        at: input.fallback_after_ms.filter(|_| watch).map(|after| start + after),
+        for_message: None,
+    })
 }
 
 /// Cancels a scheduled message of the caller's organisation (and line, for a line-bound key).
@@ -223,6 +260,8 @@ pub async fn submit(
         }
     };
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
+    let mut input = input;
+    input.fallback_plan = fallback_plan(state, principal, &input, &target, now).await?;
 
     // One unit of work that reads nothing back, shared with other sends in one commit. Its
     // contact and conversation were found while resolving (from the cache or one read) and, if

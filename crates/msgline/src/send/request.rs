@@ -144,8 +144,46 @@ pub struct SendMessage {
     /// default); the message is then `kind: media`.
     #[schema(max_items = 10)]
     media_urls: Option<Vec<String>>,
+    /// `sms`: if the message goes over iMessage and fails, send its text as SMS from the same
+    /// line; `none`: never, whatever the organisation's default (`GET /settings`).
+    #[schema(value_type = Option<String>, example = "sms")]
+    fallback: Option<Value>,
+    /// With SMS fallback: also fall back if the iMessage is still not delivered after this
+    /// many seconds (1 to 86,400). It may then still arrive too.
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400)]
+    fallback_after_seconds: Option<Value>,
     #[serde(flatten)]
     fields: SendFields,
+}
+
+/// The longest `fallback_after_seconds`: a day.
+const FALLBACK_AFTER_MAX: i64 = 86_400;
+
+/// What a send asked of SMS fallback: `fallback` (`Some(true)`: `sms`, `Some(false)`: `none`,
+/// `None`: the organisation's default) and `fallback_after_seconds` in milliseconds.
+fn fallback_request(fallback: Option<Value>, after: Option<Value>) -> ApiResult<(Option<bool>, Option<i64>)> {
+    let wanted = match fallback {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if text == "sms" => Some(true),
+        Some(Value::String(text)) if text == "none" => Some(false),
+        Some(_) => return Err(ApiError::invalid("fallback", "fallback is \"sms\" or \"none\"")),
+    };
+    let after_ms = match after {
+        None | Some(Value::Null) => None,
+        Some(value) => match value.as_i64() {
+            Some(seconds) if (1..=FALLBACK_AFTER_MAX).contains(&seconds) => Some(seconds * 1_000),
+            _ => {
+                return Err(ApiError::invalid(
+                    "fallback_after_seconds",
+                    format!("fallback_after_seconds is a whole number from 1 to {FALLBACK_AFTER_MAX}"),
+                ));
+            }
+        },
+    };
+    if after_ms.is_some() && wanted == Some(false) {
+        return Err(ApiError::invalid("fallback_after_seconds", "fallback_after_seconds needs SMS fallback"));
+    }
+    Ok((wanted, after_ms))
 }
 
 /// `POST /messages` after the HTTP layer; hosted agents send through it too.
@@ -165,7 +203,13 @@ pub async fn send_text(
     };
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &raw)?;
     let kind = if media_urls.is_empty() { MessageKind::Text } else { MessageKind::Media };
+    let (fallback, fallback_after_ms) = fallback_request(request.fallback, request.fallback_after_seconds)?;
+    if fallback == Some(true) && kind == MessageKind::Media {
+        return Err(ApiError::invalid("fallback", "SMS fallback is for text messages, not files"));
+    }
     let mut input = request.fields.into_input(body, kind)?;
+    input.fallback = fallback;
+    input.fallback_after_ms = fallback_after_ms;
     input.agent_id = agent_id.map(str::to_string);
     if !media_urls.is_empty() {
         // A replay answers what the first request got, without fetching anything again.

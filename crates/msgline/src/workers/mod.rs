@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod dispatcher;
+pub mod fallback;
 pub mod instances;
 pub mod janitor;
 pub mod line_checker;
@@ -28,6 +29,7 @@ pub fn spawn_all(
     vec![
         tokio::spawn(dispatcher::run(sender.clone(), shutdown.clone())),
         tokio::spawn(reconciler::run(sender.clone(), shutdown.clone())),
+        tokio::spawn(fallback::run(sender.clone(), shutdown.clone())),
         tokio::spawn(line_checker::run(sender.clone(), shutdown.clone())),
         tokio::spawn(agents::run(agents.clone(), shutdown.clone())),
         tokio::spawn(webhooks::run(sender.clone(), shutdown.clone())),

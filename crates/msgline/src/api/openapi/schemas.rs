@@ -286,6 +286,8 @@ pub struct Settings {
     opt_in_reply: String,
     /// Sent when a number texts HELP or INFO.
     help_reply: String,
+    /// The SMS fallback of sends that do not say: `sms` or `none`.
+    fallback: String,
     defaults: ReplyDefaults,
 }
 
