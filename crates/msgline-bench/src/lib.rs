@@ -25,6 +25,7 @@ use msgline::{Backend, Db, admin, ids};
 mod console;
 mod peer;
 mod report;
+mod scheduled;
 mod soak;
 
 use report::{LoadCpu, print_table};
@@ -485,8 +486,8 @@ async fn scenario_read(h: &Harness, args: &BenchArgs, seeded: &str) -> anyhow::R
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     for scenario in &args.scenarios {
         anyhow::ensure!(
-            SCENARIOS.contains(&scenario.as_str()) || scenario == "soak",
-            "unknown scenario {scenario}; scenarios: {}, soak",
+            SCENARIOS.contains(&scenario.as_str()) || scenario == "soak" || scenario == "scheduled",
+            "unknown scenario {scenario}; scenarios: {}, soak, scheduled",
             SCENARIOS.join(", ")
         );
     }
@@ -497,7 +498,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut send_window = None;
     // The read and console scenarios share one seeding.
     let mut seeded: Option<String> = None;
-    for scenario in SCENARIOS.iter().chain(&["soak"]).filter(|s| args.scenarios.iter().any(|a| a == *s)) {
+    for scenario in SCENARIOS.iter().chain(&["soak", "scheduled"]).filter(|s| args.scenarios.iter().any(|a| a == *s)) {
         eprintln!("running {scenario} ...");
         let result = match *scenario {
             "floor" => scenario_floor(&harness, &args).await,
@@ -519,6 +520,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             "webhooks" => scenario_webhooks(&harness, &args).await?,
             "soak" => soak::scenario_soak(&harness, &args).await?,
+            "scheduled" => {
+                results.extend(scheduled::scenario(&harness, &args).await?);
+                continue;
+            }
             _ => {
                 let conversation = match &seeded {
                     Some(conversation) => conversation.clone(),

@@ -81,8 +81,10 @@ struct BenchCli {
     /// sqlite, postgres (127.0.0.1:5432 as postgres), or a postgres:// admin URL.
     #[arg(long, default_value = "sqlite")]
     database: String,
-    /// Comma-separated: floor, kannel, send, e2e, webhooks, read, or all; soak only when named
-    /// (`--seconds` long, paced, with a webhook receiver that refuses half its calls).
+    /// Comma-separated: floor, kannel, send, e2e, webhooks, read, console, or all; soak and
+    /// scheduled only when named (soak: `--seconds` long, paced, with a webhook receiver that
+    /// refuses half its calls; scheduled: `send` before and beside `--read-rows` scheduled
+    /// messages, and a tenth as many coming due at once).
     #[arg(long, default_value = "all")]
     scenarios: String,
     /// Concurrent connections.
@@ -94,7 +96,8 @@ struct BenchCli {
     /// API keys the load is spread over.
     #[arg(long, default_value_t = 16)]
     keys: usize,
-    /// Messages in the table the read scenario reads from.
+    /// Messages in the table the read and console scenarios read from (and the scheduled
+    /// messages of `scheduled`).
     #[arg(long, default_value_t = 1_000_000)]
     read_rows: i64,
     /// Where to write the JSON report.

@@ -58,6 +58,8 @@ pub use db::Db;
 
 /// Fills a database with messages for the bench's read scenario (`api/bench.rs`).
 pub use api::bench::seed_messages as seed_bench_messages;
+/// `msgline bench`'s seeder of scheduled messages (the `scheduled` scenario).
+pub use api::bench::seed_scheduled as seed_bench_scheduled;
 /// `msgline openapi`: the OpenAPI 3.1 document of the HTTP API.
 pub use api::openapi::document as openapi_document;
 /// A Standard Webhooks signature (docs/webhooks.md), as msgline signs its deliveries.

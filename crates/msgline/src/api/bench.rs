@@ -90,3 +90,56 @@ pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
     }
     Ok(conversations[0].0.clone())
 }
+
+/// Fills the database with `rows` scheduled messages (SMS texts of the first line, over 1,000
+/// conversations) due at `send_at`, each its own pending outbox job as a scheduled send writes
+/// it, with `body` as their text; for the `scheduled` benchmark.
+pub async fn seed_scheduled(db: &Db, rows: i64, send_at: i64, body: &str) -> anyhow::Result<()> {
+    let line: String =
+        sqlx::query("SELECT id FROM lines ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
+    let org: String =
+        sqlx::query("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
+    let mut conversations = Vec::new();
+    {
+        let mut tx = db.begin().await?;
+        for i in 0..1000 {
+            let phone = format!("+1201555{:04}", 7000 + (i % 2000));
+            let contact = db::contacts::find_or_create(&mut *tx, &org, &phone).await?;
+            let conversation =
+                db::conversations::find_or_create_direct(&mut tx, &org, &line, &contact.id, &phone).await?;
+            conversations.push((conversation.id, contact.id));
+        }
+        tx.commit().await?;
+    }
+    let now = crate::clock::now_ms();
+    let mut written = 0;
+    while written < rows {
+        let mut tx = db.begin().await?;
+        let n = 1_000.min(rows - written);
+        for i in 0..n {
+            let (conversation, contact) = &conversations[((written + i) % 1000) as usize];
+            sqlx::query(
+                "INSERT INTO messages (id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, \
+                 status, delivery_unknown, created_at, updated_at, send_at, outbox_state, available_at, outbox_attempts) \
+                 VALUES ($1, $2, $3, $4, $5, 'outbound', 'sms', 'text', $6, 'scheduled', 0, $7, $7, $8, 'pending', $8, 0)",
+            )
+            .bind(crate::ids::new_id("msg"))
+            .bind(&org)
+            .bind(conversation)
+            .bind(contact)
+            .bind(&line)
+            .bind(body)
+            .bind(now)
+            .bind(send_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        written += n;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        if db.backend() == Backend::Sqlite && (written % 100_000 == 0 || written == rows) {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(db.writer()).await?;
+        }
+    }
+    Ok(())
+}

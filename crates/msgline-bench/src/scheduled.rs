@@ -1,0 +1,56 @@
+//! The `scheduled` scenario: what scheduled sends cost the rest. `send` runs as usual, then
+//! again beside a table of `--read-rows` (a million) messages scheduled 30 days ahead; then a
+//! tenth as many come due at one moment, and the time until the dispatcher handed each to the
+//! line gives their hand-over rate, to compare with `send`'s.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sqlx::Row;
+
+use crate::{BenchArgs, Harness, Samples, scenario_send, summary};
+
+pub(crate) async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Vec<Value>> {
+    let (before, ..) = scenario_send(h, args).await;
+    let day = 86_400_000;
+    msgline::seed_bench_scheduled(&h.db, args.read_rows, msgline::clock::now_ms() + 30 * day, "far ahead").await?;
+    let (mut beside, ..) = scenario_send(h, args).await;
+    beside["scenario"] = json!("send+sched");
+    beside["scheduled_rows"] = json!(args.read_rows);
+    let rate = |r: &Value| r["per_second"].as_f64().unwrap_or(0.0);
+    beside["of_send_before"] = json!((rate(&beside) / rate(&before).max(1e-9) * 1000.0).round() / 1000.0);
+
+    // A burst: written far ahead, then all made due at one moment.
+    let burst = (args.read_rows / 10).max(1);
+    msgline::seed_bench_scheduled(&h.db, burst, msgline::clock::now_ms() + 60 * day, "burst").await?;
+    let due = msgline::clock::now_ms() + 1_000;
+    sqlx::query("UPDATE messages SET send_at = $1, available_at = $1 WHERE body = 'burst' AND status = 'scheduled'")
+        .bind(due)
+        .execute(h.db.writer())
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let waiting = loop {
+        let waiting: i64 = sqlx::query(
+            "SELECT COUNT(*) FROM messages WHERE body = 'burst' AND status IN ('scheduled', 'queued', 'unknown')",
+        )
+        .fetch_one(h.db.writer())
+        .await?
+        .try_get(0)?;
+        if waiting == 0 || Instant::now() > deadline {
+            break waiting;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let last: Option<i64> = sqlx::query("SELECT MAX(submitted_at) FROM messages WHERE body = 'burst'")
+        .fetch_one(h.db.writer())
+        .await?
+        .try_get(0)?;
+    let span = Duration::from_millis((last.unwrap_or(due) - due).max(1) as u64);
+    let samples = Samples { micros: vec![0; (burst - waiting) as usize], errors: waiting as u64, ..Samples::default() };
+    let mut handed = summary("burst", samples, span, "messages");
+    for field in ["p50_ms", "p99_ms", "p999_ms", "load_cpu_cores", "machine_cpu_ms_per_request"] {
+        handed[field] = Value::Null;
+    }
+    handed["of_send_before"] = json!((rate(&handed) / rate(&before).max(1e-9) * 1000.0).round() / 1000.0);
+    Ok(vec![before, beside, handed])
+}
