@@ -300,3 +300,50 @@ async fn a_thread_open_on_one_instance_shows_what_arrived_through_another() {
     .expect("the thread on the second instance showed the message within 15 s");
     assert!(seen.contains("event: thread"), "{seen}");
 }
+
+#[tokio::test]
+async fn a_scheduled_message_shows_its_time_and_is_canceled_from_its_thread_only() {
+    let app = spawn_app_with(|c| c.schedule_min_seconds = 1).await;
+    let sim = app.default_line().await;
+    let cookie = owner(&app, "schedules@example.com").await;
+    let send_at = msgline::clock::rfc3339(msgline::clock::now_ms() + 60_000);
+    let sent = app
+        .post("/messages", &app.org.key, json!({"to": "+12015550166", "body": "later", "send_at": send_at}))
+        .await
+        .expect(202);
+    let (id, conversation_id) = (
+        sent["message"]["id"].as_str().unwrap().to_string(),
+        sent["message"]["conversation_id"].as_str().unwrap().to_string(),
+    );
+    let html = page(&app, &format!("/console/conversations/{conversation_id}"), &cookie).await.text().await.unwrap();
+    assert!(html.contains(&format!("to go out at {send_at}")), "{html}");
+    let csrf = csrf_of(&html);
+    let cancel = |conversation: String, message: String| {
+        let address = app.address.clone();
+        let cookie = cookie.clone();
+        let csrf = csrf.clone();
+        async move {
+            browser()
+                .post(format!("{address}/console/conversations/{conversation}/cancel"))
+                .header(header::COOKIE, cookie)
+                .header(header::ORIGIN, &address)
+                .form(&[("csrf", csrf.as_str()), ("message_id", message.as_str())])
+                .send()
+                .await
+                .expect("answered")
+        }
+    };
+    // Through another thread of the organisation: not found, and it stays scheduled.
+    let other = conversation_of(&app, json!({"to": "+12015550167", "body": "other"})).await;
+    assert_eq!(cancel(other, id.clone()).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(app.get(&format!("/messages/{id}"), &app.org.key).await.expect(200)["status"], "scheduled");
+    // Through its own thread: canceled.
+    assert_eq!(cancel(conversation_id.clone(), id.clone()).await.status(), StatusCode::SEE_OTHER);
+    assert_eq!(app.get(&format!("/messages/{id}"), &app.org.key).await.expect(200)["status"], "canceled");
+    assert!(sim.sent_with_id(&id).await.is_empty());
+    // A message that went out at once cannot be: the refusal says why.
+    let now = app.post("/messages", &app.org.key, json!({"to": "+12015550166", "body": "now"})).await.expect(202);
+    let answer = cancel(conversation_id, now["message"]["id"].as_str().unwrap().to_string()).await;
+    assert_eq!(answer.status(), StatusCode::CONFLICT);
+    assert!(answer.text().await.unwrap().contains("only a scheduled message can be canceled"));
+}

@@ -138,6 +138,8 @@ struct Shown {
     times: Vec<(&'static str, String)>,
     /// A media message's files.
     files: Vec<File>,
+    /// A scheduled message's time.
+    send_at: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -165,6 +167,7 @@ fn shown(message: &Message) -> Shown {
         status: message.status.as_str(),
         error: message.error.clone(),
         times: steps.into_iter().filter_map(|(name, at)| at.map(|at| (name, clock::rfc3339(at)))).collect(),
+        send_at: clock::rfc3339_opt(message.send_at),
         files: match &message.payload {
             Some(Payload::Media(files)) => files
                 .iter()
@@ -214,8 +217,12 @@ impl Snapshot {
         mark
     }
 
-    fn context(&self) -> minijinja::Value {
-        context! { messages => self.messages.iter().map(shown).collect::<Vec<_>>(), typing => self.typing }
+    /// The fragment's context; `csrf` for the forms it holds (a scheduled message's cancel).
+    fn context(&self, csrf: &str, conversation_id: &str) -> minijinja::Value {
+        context! {
+            messages => self.messages.iter().map(shown).collect::<Vec<_>>(), typing => self.typing, csrf,
+            conversation_id,
+        }
     }
 }
 
@@ -377,8 +384,9 @@ pub struct Extra {
     reaction: String,
 }
 
-/// `POST /console/conversations/{id}/{kind}`: a contact card (`card`), a poll (`poll`) or a
-/// tapback on one of the thread's messages (`react`), through the API's own send functions.
+/// `POST /console/conversations/{id}/{kind}`: a contact card (`card`), a poll (`poll`), a
+/// tapback on one of the thread's messages (`react`) or the cancel of a scheduled one
+/// (`cancel`), through the API's own functions.
 pub async fn send_extra(
     State(state): State<AppState>,
     signed_in: SignedIn,
@@ -398,24 +406,29 @@ pub async fn send_extra(
         if let Err((_, retry_after)) = state.limits().check_all(&[Policy::Send], &caller.caller()).await {
             return Err(ApiError::rate_limited(retry_after));
         }
+        // A tapback or a cancel names a message: only one of this thread.
+        let of_thread = async || match db::messages::get(&state.db, &caller.org_id, &form.message_id).await? {
+            Some(target) if target.conversation_id == conversation.id => Ok(()),
+            _ => Err(ApiError::not_found("message").with("field", "message_id")),
+        };
         match kind.as_str() {
             "card" => {
                 let raw = json!({"conversation_id": conversation.id, "name": form.name, "phone": form.phone});
-                crate::send::card::send_card_request(&state, caller, raw, key, None).await
+                crate::send::card::send_card_request(&state, caller, raw, key, None).await.map(drop)
             }
             "poll" => {
                 let options: Vec<&str> = form.options.lines().map(str::trim).filter(|o| !o.is_empty()).collect();
                 let raw = json!({"conversation_id": conversation.id, "question": form.question, "options": options});
-                crate::send::poll::send_poll_request(&state, caller, raw, key, None).await
+                crate::send::poll::send_poll_request(&state, caller, raw, key, None).await.map(drop)
             }
             "react" => {
-                // Only a message of this thread.
-                match db::messages::get(&state.db, &caller.org_id, &form.message_id).await? {
-                    Some(target) if target.conversation_id == conversation.id => {}
-                    _ => return Err(ApiError::not_found("message").with("field", "message_id")),
-                }
+                of_thread().await?;
                 let raw = json!({"reaction": form.reaction});
-                crate::send::reaction::add(&state, caller, &form.message_id, raw, key).await
+                crate::send::reaction::add(&state, caller, &form.message_id, raw, key).await.map(drop)
+            }
+            "cancel" => {
+                of_thread().await?;
+                crate::send::cancel(&state, caller, &form.message_id).await.map(drop)
             }
             _ => Err(ApiError::not_found("action")),
         }
@@ -495,8 +508,10 @@ pub async fn live(State(state): State<AppState>, signed_in: SignedIn, Path(id): 
         Err(response) => return response,
     };
     let org_id = signed_in.principal.org_id.clone();
+    let csrf = signed_in.csrf.clone();
     let stream = futures_util::stream::unfold((state, String::new()), move |(state, seen)| {
         let org_id = org_id.clone();
+        let csrf = csrf.clone();
         let conversation_id = conversation.id.clone();
         async move {
             loop {
@@ -510,7 +525,7 @@ pub async fn live(State(state): State<AppState>, signed_in: SignedIn, Path(id): 
                 };
                 let mark = current.mark();
                 if mark != seen {
-                    let html = render_fragment("thread_messages.html", current.context());
+                    let html = render_fragment("thread_messages.html", current.context(&csrf, &conversation_id));
                     let event = sse::Event::default().event("thread").data(html);
                     return Some((Ok::<_, Infallible>(event), (state, mark)));
                 }
