@@ -14,6 +14,7 @@ pub(crate) async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Ve
     let (before, ..) = scenario_send(h, args).await;
     let day = 86_400_000;
     msgline::seed_bench_scheduled(&h.db, args.read_rows, msgline::clock::now_ms() + 30 * day, "far ahead").await?;
+    settle(h).await?;
     let (mut beside, ..) = scenario_send(h, args).await;
     beside["scenario"] = json!("send+sched");
     beside["scheduled_rows"] = json!(args.read_rows);
@@ -23,6 +24,7 @@ pub(crate) async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Ve
     // A burst: written far ahead, then all made due at one moment.
     let burst = (args.read_rows / 10).max(1);
     msgline::seed_bench_scheduled(&h.db, burst, msgline::clock::now_ms() + 60 * day, "burst").await?;
+    settle(h).await?;
     let due = msgline::clock::now_ms() + 1_000;
     sqlx::query("UPDATE messages SET send_at = $1, available_at = $1 WHERE body = 'burst' AND status = 'scheduled'")
         .bind(due)
@@ -53,4 +55,26 @@ pub(crate) async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Ve
     }
     handed["of_send_before"] = json!((rate(&handed) / rate(&before).max(1e-9) * 1000.0).round() / 1000.0);
     Ok(vec![before, beside, handed])
+}
+
+/// Lets the database finish with the seeding before anything is measured: on SQLite the
+/// write-ahead log the seeding wrote is copied back and emptied (else the server's checkpoints
+/// of hundreds of megabytes fall inside the measurement); on PostgreSQL the table is vacuumed and
+/// its statistics taken, as autovacuum would do soon after.
+async fn settle(h: &Harness) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    if h.db.backend() == msgline::Backend::Sqlite {
+        loop {
+            let row = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(h.db.writer()).await?;
+            let busy: i64 = row.try_get(0)?;
+            if busy == 0 || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    } else {
+        sqlx::query("VACUUM (ANALYZE) messages").execute(h.db.writer()).await?;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(())
 }
