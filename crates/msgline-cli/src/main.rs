@@ -242,6 +242,8 @@ enum KeyCommand {
 }
 
 #[derive(Subcommand)]
+// Parsed once per run: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum LineCommand {
     /// Register a line and its bridge.
     Create {
@@ -258,13 +260,16 @@ enum LineCommand {
         /// The token msgline presents to a `msgline` bridge.
         #[arg(long)]
         bridge_token: Option<String>,
-        /// msgline (the bridge protocol, default), bluebubbles or android-gateway.
+        /// msgline (the bridge protocol, default), bluebubbles, android-gateway or kannel.
         #[arg(long, default_value = "msgline")]
         bridge_kind: String,
-        /// The Android gateway's username.
+        /// The Android gateway's username, or Kannel's sendsms-user.
         #[arg(long)]
         bridge_username: Option<String>,
-        /// The BlueBubbles Server password, or the Android gateway's password.
+        /// A Kannel line's smsc-id (kannel.conf) that sends its messages; else Kannel routes.
+        #[arg(long)]
+        kannel_smsc: Option<String>,
+        /// The BlueBubbles Server password, the Android gateway's, or Kannel's sendsms-user's.
         #[arg(long, env = "MSGLINE_BRIDGE_PASSWORD", hide_env_values = true)]
         bridge_password: Option<String>,
     },
@@ -395,6 +400,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                             bridge_kind,
                             bridge_username,
                             bridge_password,
+                            kannel_smsc,
                         },
                 } => {
                     let setup = admin::LineSetup {
@@ -406,6 +412,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         bridge_kind: &bridge_kind,
                         bridge_username: bridge_username.as_deref(),
                         bridge_password: bridge_password.as_deref(),
+                        kannel_smsc: kannel_smsc.as_deref(),
                     };
                     let mut answer = admin::create_line(&db, setup).await?;
                     admin::connect_line(&db, &config, &mut answer).await?;

@@ -63,6 +63,8 @@ pub struct LineSetup<'a> {
     pub bridge_kind: &'a str,
     pub bridge_username: Option<&'a str>,
     pub bridge_password: Option<&'a str>,
+    /// A Kannel line's `smsc-id` (`--kannel-smsc`).
+    pub kannel_smsc: Option<&'a str>,
 }
 
 impl<'a> LineSetup<'a> {
@@ -83,18 +85,32 @@ impl<'a> LineSetup<'a> {
             bridge_kind: "msgline",
             bridge_username: None,
             bridge_password: None,
+            kannel_smsc: None,
         }
     }
 }
 
 /// Registers a line and its bridge.
 pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value> {
-    let LineSetup { e164, kind, org_id, bridge_url, bridge_token, bridge_kind, bridge_username, bridge_password } =
-        setup;
+    let LineSetup {
+        e164,
+        kind,
+        org_id,
+        bridge_url,
+        bridge_token,
+        bridge_kind,
+        bridge_username,
+        bridge_password,
+        kannel_smsc,
+    } = setup;
     let e164 = E164::parse(e164, None).map_err(|e| anyhow::anyhow!("--e164: {}", e.describe(e164)))?;
     let kind = LineKind::parse(kind).ok_or_else(|| anyhow::anyhow!("--kind must be dedicated or shared"))?;
     let bridge_kind = BridgeKind::parse(bridge_kind)
-        .ok_or_else(|| anyhow::anyhow!("--bridge-kind must be msgline, bluebubbles or android-gateway"))?;
+        .ok_or_else(|| anyhow::anyhow!("--bridge-kind must be msgline, bluebubbles, android-gateway or kannel"))?;
+    anyhow::ensure!(
+        kannel_smsc.is_none() || bridge_kind == BridgeKind::Kannel,
+        "--kannel-smsc is for --bridge-kind kannel"
+    );
     match (kind, org_id) {
         (LineKind::Dedicated, None) => anyhow::bail!("a dedicated line needs --org"),
         (LineKind::Shared, Some(_)) => anyhow::bail!("a shared line belongs to every organisation: drop --org"),
@@ -110,17 +126,18 @@ pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value>
     match bridge_kind {
         BridgeKind::Msgline => anyhow::ensure!(
             bridge_username.is_none() && bridge_password.is_none(),
-            "--bridge-username and --bridge-password are for --bridge-kind bluebubbles or android-gateway"
+            "--bridge-username and --bridge-password are for --bridge-kind bluebubbles, android-gateway or kannel"
         ),
         BridgeKind::BlueBubbles => {
             anyhow::ensure!(bridge_password.is_some(), "--bridge-kind bluebubbles needs --bridge-password");
             anyhow::ensure!(bridge_username.is_none(), "--bridge-kind bluebubbles takes no --bridge-username");
             anyhow::ensure!(bridge_token.is_none(), "--bridge-token is for --bridge-kind msgline");
         }
-        BridgeKind::AndroidGateway => {
+        BridgeKind::AndroidGateway | BridgeKind::Kannel => {
             anyhow::ensure!(
                 bridge_username.is_some() && bridge_password.is_some(),
-                "--bridge-kind android-gateway needs --bridge-username and --bridge-password"
+                "--bridge-kind {} needs --bridge-username and --bridge-password",
+                bridge_kind.as_str()
             );
             anyhow::ensure!(bridge_token.is_none(), "--bridge-token is for --bridge-kind msgline");
         }
@@ -134,6 +151,7 @@ pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value>
         bridge_kind,
         bridge_username,
         bridge_password,
+        kannel_smsc,
     };
     let (line, secret) = match db::lines::create(db, new).await {
         Err(error) if db::is_unique_violation(&error) => anyhow::bail!("a line with number {e164} exists already"),
@@ -155,6 +173,12 @@ pub async fn connect_line(db: &Db, config: &Config, answer: &mut Value) -> anyho
     let id = answer["line_id"].as_str().unwrap_or_default();
     let Some(line) = db::lines::get(db, id).await? else { return Ok(()) };
     if line.bridge_kind == BridgeKind::Msgline {
+        return Ok(());
+    }
+    if line.bridge_kind == BridgeKind::Kannel {
+        // Kannel takes no registration: its operator pastes this into kannel.conf (shown once).
+        let hooks = format!("{}/api/v1/messaging/bridge/hooks", config.public_base());
+        answer["hook_url"] = json!(crate::bridge::kannel::Kannel::hook_url(&hooks, &line));
         return Ok(());
     }
     let media = crate::media::MediaStore::open(&config.media_store)?;

@@ -36,6 +36,7 @@ mod inbound;
 mod instances;
 mod isolation;
 mod janitor;
+mod kannel;
 mod keys;
 mod lines;
 mod locks;

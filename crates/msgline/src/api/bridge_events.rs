@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use axum::{
     Json,
-    extract::{Path, Query, State},
+    extract::{Path, RawQuery, State},
     http::{HeaderMap, header},
 };
 use serde_json::{Value, json};
@@ -32,7 +32,10 @@ use crate::{
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(receive)).routes(routes!(receive_hook)).routes(routes!(attachment))
+    OpenApiRouter::new()
+        .routes(routes!(receive))
+        .routes(routes!(receive_hook, receive_hook_get))
+        .routes(routes!(attachment))
 }
 
 /// A file of a message on the line, for its bridge to send (`attachments[].url` of a `media` send).
@@ -81,14 +84,51 @@ async fn attachment(
 async fn receive_hook(
     State(state): State<AppState>,
     Path(line_id): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
+    RawQuery(raw_query): RawQuery,
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<Value>> {
+    let raw_query = raw_query.unwrap_or_default();
+    let query = query_values(&raw_query);
+    let hook = Hook { headers: &headers, query: &query, raw_query: &raw_query, body: &body };
+    apply_hook(&state, &line_id, &hook).await
+}
+
+/// A device's call that carries everything in its URL (Kannel's reports and arriving messages).
+///
+/// Authenticated with the secret in the URL (`?secret=`); not for API keys.
+#[utoipa::path(
+    get,
+    path = "/bridge/hooks/{line_id}",
+    tag = "bridge",
+    params(
+        ("line_id" = String, Path, description = "The line the device serves"),
+        ("secret" = Option<String>, Query, description = "The secret msgline printed for the device"),
+    ),
+    responses((status = 200, description = "What was applied", body = schemas::Applied)),
+)]
+async fn receive_hook_get(
+    State(state): State<AppState>,
+    Path(line_id): Path<String>,
+    RawQuery(raw_query): RawQuery,
+    headers: HeaderMap,
+) -> ApiResult<Json<Value>> {
+    let raw_query = raw_query.unwrap_or_default();
+    let query = query_values(&raw_query);
+    let hook = Hook { headers: &headers, query: &query, raw_query: &raw_query, body: &[] };
+    apply_hook(&state, &line_id, &hook).await
+}
+
+/// A hook's query values as text. A value whose bytes are not UTF-8 (Kannel's UCS-2 text) is not
+/// a refusal: its text here is lossy, and the kind reads its bytes from the raw query.
+fn query_values(raw: &str) -> HashMap<String, String> {
+    url::form_urlencoded::parse(raw.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+}
+
+async fn apply_hook(state: &AppState, line_id: &str, hook: &Hook<'_>) -> ApiResult<Json<Value>> {
     // An unknown line answers as a wrong secret does.
-    let line = state.lines.get(&line_id).await?.ok_or_else(ApiError::unauthorized)?;
-    let hook = Hook { headers: &headers, query: &query, body: &body };
-    let mut events = state.lines.client().receive(&line, &hook).await.map_err(|error| match error {
+    let line = state.lines.get(line_id).await?.ok_or_else(ApiError::unauthorized)?;
+    let mut events = state.lines.client().receive(&line, hook).await.map_err(|error| match error {
         HookError::Unauthorized(why) => {
             tracing::info!(line = %line.id, why, "refused a device webhook");
             ApiError::unauthorized()
@@ -101,9 +141,9 @@ async fn receive_hook(
     events = events.into_iter().map(BridgeEvent::without_nul).collect();
     // A device's webhook is not always sent again: a file it cannot give now is left out rather
     // than the message refused.
-    fetch_files(&state, &line, &mut events, false).await?;
+    fetch_files(state, &line, &mut events, false).await?;
     let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
-    wake_for_replies(&state, &events);
+    wake_for_replies(state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     Ok(Json(json!({"applied": applied, "duplicates": handled.len() - applied})))
 }

@@ -67,12 +67,22 @@ pub trait LineAdapter {
 pub struct Hook<'a> {
     pub headers: &'a HeaderMap,
     pub query: &'a HashMap<String, String>,
+    /// The query as it came (a value's bytes may not be UTF-8: Kannel's UCS-2 text).
+    pub raw_query: &'a str,
     pub body: &'a [u8],
 }
 
 impl Hook<'_> {
     pub fn query_value(&self, name: &str) -> Option<&str> {
         self.query.get(name).map(String::as_str)
+    }
+
+    /// A query value's bytes, percent-decoded (`+` is a space), whatever they are.
+    pub fn raw_query_bytes(&self, name: &str) -> Option<Vec<u8>> {
+        self.raw_query.split('&').find_map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (key == name).then(|| percent_encoding::percent_decode(value.replace('+', " ").as_bytes()).collect())
+        })
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {

@@ -9,6 +9,7 @@ use super::{
     adapter::{Hook, HookError, LineAdapter},
     android::AndroidGateway,
     bluebubbles::BlueBubbles,
+    kannel::Kannel,
     protocol::MsglineBridge,
 };
 use crate::{
@@ -27,6 +28,7 @@ pub struct BridgeClient {
     msgline: MsglineBridge,
     bluebubbles: BlueBubbles,
     android: AndroidGateway,
+    kannel: Kannel,
 }
 
 /// Calls `$method` on the adapter of `$line`'s kind.
@@ -36,6 +38,7 @@ macro_rules! on_kind {
             BridgeKind::Msgline => $self.msgline.$method(),
             BridgeKind::BlueBubbles => $self.bluebubbles.$method(),
             BridgeKind::AndroidGateway => $self.android.$method(),
+            BridgeKind::Kannel => $self.kannel.$method(),
         }
     };
     ($self:ident, $line:expr, $method:ident($($arg:expr),*)) => {
@@ -43,6 +46,7 @@ macro_rules! on_kind {
             BridgeKind::Msgline => $self.msgline.$method($line, $($arg),*).await,
             BridgeKind::BlueBubbles => $self.bluebubbles.$method($line, $($arg),*).await,
             BridgeKind::AndroidGateway => $self.android.$method($line, $($arg),*).await,
+            BridgeKind::Kannel => $self.kannel.$method($line, $($arg),*).await,
         }
     };
 }
@@ -61,7 +65,8 @@ impl BridgeClient {
         Self {
             msgline: MsglineBridge::new(http.clone(), timeout),
             bluebubbles: BlueBubbles::new(http.clone(), timeout, db.clone(), hooks.clone(), media),
-            android: AndroidGateway::new(http, timeout, hooks, db),
+            android: AndroidGateway::new(http.clone(), timeout, hooks.clone(), db.clone()),
+            kannel: Kannel::new(http, timeout, hooks, db),
         }
     }
 

@@ -14,6 +14,7 @@ pub mod bluebubbles;
 pub mod call;
 pub mod client;
 pub mod directory;
+pub mod kannel;
 pub mod protocol;
 
 use serde::{Deserialize, Serialize};

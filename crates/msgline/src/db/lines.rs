@@ -41,16 +41,20 @@ pub enum BridgeKind {
     BlueBubbles,
     #[serde(rename = "android-gateway")]
     AndroidGateway,
+    #[serde(rename = "kannel")]
+    Kannel,
 }
 
 impl BridgeKind {
-    pub const ALL: [BridgeKind; 3] = [BridgeKind::Msgline, BridgeKind::BlueBubbles, BridgeKind::AndroidGateway];
+    pub const ALL: [BridgeKind; 4] =
+        [BridgeKind::Msgline, BridgeKind::BlueBubbles, BridgeKind::AndroidGateway, BridgeKind::Kannel];
 
     pub fn as_str(self) -> &'static str {
         match self {
             BridgeKind::Msgline => "msgline",
             BridgeKind::BlueBubbles => "bluebubbles",
             BridgeKind::AndroidGateway => "android-gateway",
+            BridgeKind::Kannel => "kannel",
         }
     }
 
@@ -76,6 +80,9 @@ pub struct BridgeSettings {
     /// them one (`adopt_signing_key`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub signing_key: String,
+    /// A Kannel line's `smsc` (the `smsc-id` of kannel.conf that sends its messages), if named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kannel_smsc: Option<String>,
 }
 
 impl std::fmt::Debug for BridgeSettings {
@@ -141,6 +148,7 @@ pub struct NewLine<'a> {
     pub bridge_kind: BridgeKind,
     pub bridge_username: Option<&'a str>,
     pub bridge_password: Option<&'a str>,
+    pub kannel_smsc: Option<&'a str>,
 }
 
 const COLUMNS: &str = "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at, bridge_kind, bridge_settings";
@@ -184,8 +192,9 @@ pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
             hook_secret: apikey::random_secret("mlh_"),
             signing_key: match new.bridge_kind {
                 BridgeKind::AndroidGateway => apikey::random_secret("mls_"),
-                BridgeKind::Msgline | BridgeKind::BlueBubbles => String::new(),
+                BridgeKind::Msgline | BridgeKind::BlueBubbles | BridgeKind::Kannel => String::new(),
             },
+            kannel_smsc: new.kannel_smsc.map(str::to_string),
         },
         capabilities: None,
         status: "unknown".into(),
