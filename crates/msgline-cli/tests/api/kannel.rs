@@ -369,3 +369,125 @@ async fn a_message_from_the_fake_smsc_arrives_once_and_stop_opts_the_number_out(
     })
     .await;
 }
+
+#[tokio::test]
+async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_kannel() {
+    use crate::helpers::{TestDb, cli_value, serve_process};
+    let db = TestDb::new().await;
+    let url = db.url().to_string();
+    let org = cli_value(&url, &["admin", "org", "create", "--name", "Kannel crash"]).await;
+    let (org_id, key) = (org["org_id"].as_str().unwrap(), org["api_key"].as_str().unwrap().to_string());
+    let (port, sendsms_port) = (free_port(), free_port());
+    let line = cli_value(
+        &url,
+        &[
+            "admin",
+            "line",
+            "create",
+            "--e164",
+            "+12015550100",
+            "--kind",
+            "dedicated",
+            "--org",
+            org_id,
+            "--bridge-kind",
+            "kannel",
+            "--bridge-url",
+            &format!("http://127.0.0.1:{sendsms_port}"),
+            "--bridge-username",
+            "msgline",
+            "--bridge-password",
+            "kannel-password",
+        ],
+    )
+    .await;
+    let printed = line["hook_url"].as_str().expect("hook_url");
+    let path = &printed[printed.find("/api/").unwrap()..];
+    let rig = Rig::start(&format!("http://127.0.0.1:{port}{path}"), sendsms_port).await;
+    let env = [("MSGLINE_BRIDGE_TIMEOUT_MS", "2000")];
+    let mut server = serve_process(&url, port, &env).await;
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let api = format!("http://127.0.0.1:{port}/api/v1/messaging/messages");
+    let total = 80;
+    let send = move |i: usize| {
+        let (client, api, key) = (client.clone(), api.clone(), key.clone());
+        async move {
+            let answer = client
+                .post(&api)
+                .bearer_auth(&key)
+                .header("Idempotency-Key", format!("kannel-crash-{i}"))
+                .json(&json!({"to": format!("+1201555{:04}", 2000 + i), "body": format!("crash message {i}")}))
+                .send()
+                .await
+                .ok()?;
+            answer.status().is_success().then_some(())
+        }
+    };
+    // Half the sends, with the server killed while they are under way.
+    let first = tokio::spawn({
+        let send = send.clone();
+        async move {
+            use futures_util::StreamExt;
+            futures_util::stream::iter(0..total / 2)
+                .for_each_concurrent(8, |i| {
+                    let send = send.clone();
+                    async move {
+                        send(i).await;
+                    }
+                })
+                .await;
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    first.await.unwrap();
+    let _server = serve_process(&url, port, &env).await;
+    // Every send again (a client retries what it did not see answered), then the rest.
+    {
+        use futures_util::StreamExt;
+        futures_util::stream::iter(0..total)
+            .for_each_concurrent(8, |i| {
+                let send = send.clone();
+                async move {
+                    send(i).await;
+                }
+            })
+            .await;
+    }
+    let reader = msgline::Db::connect(&url).await.unwrap();
+    let statuses = eventually(60, "every message to settle", || async {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT body, status FROM messages WHERE direction = 'outbound'")
+                .fetch_all(reader.writer())
+                .await
+                .unwrap();
+        let settled = rows.iter().all(|(_, s)| matches!(s.as_str(), "delivered" | "failed"));
+        (rows.len() == total && settled).then_some(rows)
+    })
+    .await;
+    reader.close().await;
+    let delivered = statuses.iter().filter(|(_, s)| s == "delivered").count();
+    // The fake SMSC logs what it got a moment after Kannel reported it.
+    let at_smsc = eventually(20, "the fake SMSC to log every delivered message", || async {
+        let got = rig.delivered();
+        (got.len() >= delivered).then_some(got)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let at_smsc = if rig.delivered().len() > at_smsc.len() { rig.delivered() } else { at_smsc };
+    let mut seen = std::collections::HashMap::new();
+    for (_, text) in &at_smsc {
+        *seen.entry(text.clone()).or_insert(0) += 1;
+    }
+    assert!(seen.values().all(|n| *n == 1), "nothing reached the SMSC twice: {seen:?}");
+    assert_eq!(statuses.len(), total, "one message per idempotency key");
+    for (body, status) in &statuses {
+        if status == "delivered" {
+            assert_eq!(seen.get(body), Some(&1), "{body} is delivered and reached the SMSC once");
+        }
+    }
+    // A message whose answer was lost in the kill would be failed as never known only after
+    // ten minutes: in this run every call was answered or certainly never made.
+    assert_eq!(delivered, total, "{statuses:?}");
+}
