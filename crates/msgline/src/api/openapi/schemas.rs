@@ -57,6 +57,10 @@ pub struct Message {
     /// A scheduled send's time (`null` for a message sent at once).
     #[schema(format = DateTime)]
     send_at: Option<String>,
+    /// On an SMS sent in a failed iMessage's place: that iMessage (`msg_…`).
+    fallback_for: Option<String>,
+    /// On an iMessage that fell back to SMS: the SMS (`msg_…`).
+    fallback_message_id: Option<String>,
     /// On `kind: contact_card`: the card's name and phone.
     #[schema(required = false, value_type = Object)]
     contact_card: Value,
