@@ -28,6 +28,17 @@ async fn reject_imessage(line: &SimLine) {
     assert_eq!(mode["imessage"], "reject");
 }
 
+/// The simulator of a process line refuses every iMessage from now on.
+async fn reject_imessage_at(client: &reqwest::Client, sim_port: u16) {
+    let answer = client
+        .post(format!("http://127.0.0.1:{sim_port}/control/mode"))
+        .json(&json!({"imessage": "reject"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success());
+}
+
 /// Waits until the message's fallback is decided and returns it with its SMS.
 async fn fell_back(app: &TestApp, id: &str) -> (Value, Value) {
     let message =
@@ -236,12 +247,7 @@ async fn kill_9_between_failures_and_their_fallbacks_still_gives_each_message_on
     let url = db.url().to_string();
     let ProcessLine { key, port, sim_port, sim: _sim, .. } = process_line(&url, "Fallback crash").await;
     let client = reqwest::Client::new();
-    client
-        .post(format!("http://127.0.0.1:{sim_port}/control/mode"))
-        .json(&json!({"imessage": "reject"}))
-        .send()
-        .await
-        .unwrap();
+    reject_imessage_at(&client, sim_port).await;
     let mut server = serve_process(&url, port, &[]).await;
     let api = format!("http://127.0.0.1:{port}/api/v1/messaging");
     let ids = send_with_fallback(&client, &api, &key, 60, "crash").await;
@@ -261,12 +267,7 @@ async fn three_instances_fall_back_once_per_message() {
     let url = db.url().to_string();
     let ProcessLine { key, port, sim_port, sim: _sim, .. } = process_line(&url, "Fallback three").await;
     let client = reqwest::Client::new();
-    client
-        .post(format!("http://127.0.0.1:{sim_port}/control/mode"))
-        .json(&json!({"imessage": "reject"}))
-        .send()
-        .await
-        .unwrap();
+    reject_imessage_at(&client, sim_port).await;
     let ports = [port, crate::simline::free_port(), crate::simline::free_port()];
     let mut servers = Vec::new();
     for port in ports {

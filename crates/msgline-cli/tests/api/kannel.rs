@@ -254,33 +254,22 @@ pub fn ucs2_url(text: &str) -> String {
         .collect()
 }
 
+/// `msgline admin line create`'s arguments for a Kannel line of `org` on smsbox's `sendsms_port`.
+fn line_args(org: &str, sendsms_port: u16) -> Vec<String> {
+    let url = format!("http://127.0.0.1:{sendsms_port}");
+    ["admin", "line", "create", "--e164", "+12015550100", "--kind", "dedicated", "--org", org, "--bridge-kind"]
+        .into_iter()
+        .chain(["kannel", "--bridge-url", &url, "--bridge-username", "msgline", "--bridge-password", "kannel-password"])
+        .map(str::to_string)
+        .collect()
+}
+
 /// The app with a Kannel line of its organisation, and Kannel pointed at it.
 async fn kannel_line(app: &TestApp) -> (Rig, Value) {
     let sendsms_port = free_port();
-    let answer: Value = serde_json::from_slice(
-        &app.cli(&[
-            "admin",
-            "line",
-            "create",
-            "--e164",
-            "+12015550100",
-            "--kind",
-            "dedicated",
-            "--org",
-            &app.org.id,
-            "--bridge-kind",
-            "kannel",
-            "--bridge-url",
-            &format!("http://127.0.0.1:{sendsms_port}"),
-            "--bridge-username",
-            "msgline",
-            "--bridge-password",
-            "kannel-password",
-        ])
-        .await
-        .stdout,
-    )
-    .expect("admin line create prints JSON");
+    let args = line_args(&app.org.id, sendsms_port);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let answer: Value = serde_json::from_slice(&app.cli(&args).await.stdout).expect("admin line create prints JSON");
     // The command prints the URL with MSGLINE_PUBLIC_URL's base; the test's server is elsewhere.
     let printed = answer["hook_url"].as_str().expect("hook_url");
     let path = &printed[printed.find("/api/").expect("a path")..];
@@ -378,29 +367,8 @@ async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_k
     let org = cli_value(&url, &["admin", "org", "create", "--name", "Kannel crash"]).await;
     let (org_id, key) = (org["org_id"].as_str().unwrap(), org["api_key"].as_str().unwrap().to_string());
     let (port, sendsms_port) = (free_port(), free_port());
-    let line = cli_value(
-        &url,
-        &[
-            "admin",
-            "line",
-            "create",
-            "--e164",
-            "+12015550100",
-            "--kind",
-            "dedicated",
-            "--org",
-            org_id,
-            "--bridge-kind",
-            "kannel",
-            "--bridge-url",
-            &format!("http://127.0.0.1:{sendsms_port}"),
-            "--bridge-username",
-            "msgline",
-            "--bridge-password",
-            "kannel-password",
-        ],
-    )
-    .await;
+    let args = line_args(org_id, sendsms_port);
+    let line = cli_value(&url, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
     let printed = line["hook_url"].as_str().expect("hook_url");
     let path = &printed[printed.find("/api/").unwrap()..];
     let rig = Rig::start(&format!("http://127.0.0.1:{port}{path}"), sendsms_port).await;

@@ -35,25 +35,29 @@ async fn floor(State(state): State<AppState>) -> Result<StatusCode, ApiError> {
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Fills the database with `rows` inbound messages spread over 1,000 conversations (for the read
-/// benchmark); returns the id of one conversation to read.
-pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
+/// The first organisation and line, and 1,000 direct conversations of theirs (found or made):
+/// what the seeders spread their messages over, as `(conversation, contact)`.
+async fn seed_conversations(db: &Db) -> anyhow::Result<(String, String, Vec<(String, String)>)> {
     let line: String =
         sqlx::query("SELECT id FROM lines ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
     let org: String =
         sqlx::query("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
     let mut conversations = Vec::new();
-    {
-        let mut tx = db.begin().await?;
-        for i in 0..1000 {
-            let phone = format!("+1201555{:04}", 7000 + (i % 2000));
-            let contact = db::contacts::find_or_create(&mut *tx, &org, &phone).await?;
-            let conversation =
-                db::conversations::find_or_create_direct(&mut tx, &org, &line, &contact.id, &phone).await?;
-            conversations.push((conversation.id, contact.id));
-        }
-        tx.commit().await?;
+    let mut tx = db.begin().await?;
+    for i in 0..1000 {
+        let phone = format!("+1201555{:04}", 7000 + (i % 2000));
+        let contact = db::contacts::find_or_create(&mut *tx, &org, &phone).await?;
+        let conversation = db::conversations::find_or_create_direct(&mut tx, &org, &line, &contact.id, &phone).await?;
+        conversations.push((conversation.id, contact.id));
     }
+    tx.commit().await?;
+    Ok((org, line, conversations))
+}
+
+/// Fills the database with `rows` inbound messages spread over 1,000 conversations (for the read
+/// benchmark); returns the id of one conversation to read.
+pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
+    let (org, line, conversations) = seed_conversations(db).await?;
     let now = crate::clock::now_ms();
     // Small transactions with a pause between them: the server, writing to the same file
     // from another process, gets the write lock between two of them.
@@ -95,22 +99,7 @@ pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
 /// conversations) due at `send_at`, each its own pending outbox job as a scheduled send writes
 /// it, with `body` as their text; for the `scheduled` benchmark.
 pub async fn seed_scheduled(db: &Db, rows: i64, send_at: i64, body: &str) -> anyhow::Result<()> {
-    let line: String =
-        sqlx::query("SELECT id FROM lines ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
-    let org: String =
-        sqlx::query("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(db.writer()).await?.try_get(0)?;
-    let mut conversations = Vec::new();
-    {
-        let mut tx = db.begin().await?;
-        for i in 0..1000 {
-            let phone = format!("+1201555{:04}", 7000 + (i % 2000));
-            let contact = db::contacts::find_or_create(&mut *tx, &org, &phone).await?;
-            let conversation =
-                db::conversations::find_or_create_direct(&mut tx, &org, &line, &contact.id, &phone).await?;
-            conversations.push((conversation.id, contact.id));
-        }
-        tx.commit().await?;
-    }
+    let (org, line, conversations) = seed_conversations(db).await?;
     let now = crate::clock::now_ms();
     let mut written = 0;
     while written < rows {
