@@ -54,13 +54,24 @@ async fn seed_conversations(db: &Db) -> anyhow::Result<(String, String, Vec<(Str
     Ok((org, line, conversations))
 }
 
+/// What a seeder does after each batch of `written` rows out of `rows`: a pause, so that the
+/// server, writing to the same file from another process, gets the write lock between two; and
+/// on SQLite, every 100,000 rows and at the end, what was written copied into the database file
+/// and the log emptied (otherwise the log grows by gigabytes while the server's readers hold it
+/// open, and every server connection maps its index for the rest of the run).
+async fn between_batches(db: &Db, written: i64, rows: i64) -> anyhow::Result<()> {
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    if db.backend() == Backend::Sqlite && (written % 100_000 == 0 || written == rows) {
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(db.writer()).await?;
+    }
+    Ok(())
+}
+
 /// Fills the database with `rows` inbound messages spread over 1,000 conversations (for the read
 /// benchmark); returns the id of one conversation to read.
 pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
     let (org, line, conversations) = seed_conversations(db).await?;
     let now = crate::clock::now_ms();
-    // Small transactions with a pause between them: the server, writing to the same file
-    // from another process, gets the write lock between two of them.
     let batch = 1_000;
     let mut written = 0;
     while written < rows {
@@ -84,13 +95,7 @@ pub async fn seed_messages(db: &Db, rows: i64) -> anyhow::Result<String> {
         }
         tx.commit().await?;
         written += n;
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        // Copy what was written into the database file and empty the log: otherwise the log
-        // grows by gigabytes while the server's readers hold it open, and every server
-        // connection maps its index (megabytes of resident memory) for the rest of the run.
-        if db.backend() == Backend::Sqlite && (written % 100_000 == 0 || written == rows) {
-            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(db.writer()).await?;
-        }
+        between_batches(db, written, rows).await?;
     }
     Ok(conversations[0].0.clone())
 }
@@ -125,10 +130,7 @@ pub async fn seed_scheduled(db: &Db, rows: i64, send_at: i64, body: &str) -> any
         }
         tx.commit().await?;
         written += n;
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        if db.backend() == Backend::Sqlite && (written % 100_000 == 0 || written == rows) {
-            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(db.writer()).await?;
-        }
+        between_batches(db, written, rows).await?;
     }
     Ok(())
 }

@@ -11,7 +11,8 @@ use super::{
 use crate::domain::lifecycle::{Channel, Direction, MessageKind, MessageStatus};
 
 /// The watched messages whose fallback is to be decided at `now`: they failed, got through (or
-/// were canceled), or their `fallback_at` passed. Oldest first.
+/// were canceled), or their `fallback_at` passed. Oldest first. A read, on a reader: it runs
+/// four times a second on every instance and must not take SQLite's one writer from the sends.
 pub async fn due(db: &Db, now: i64, limit: i64) -> sqlx::Result<Vec<String>> {
     let rows: Vec<(String,)> = sqlx::query_as(
         "SELECT id FROM messages WHERE fallback = 'sms' AND (status IN ('failed', 'delivered', 'read', 'canceled') \
@@ -19,7 +20,7 @@ pub async fn due(db: &Db, now: i64, limit: i64) -> sqlx::Result<Vec<String>> {
     )
     .bind(now)
     .bind(limit)
-    .fetch_all(db.writer())
+    .fetch_all(db.reader())
     .await?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
