@@ -39,6 +39,31 @@ fn kannel_port() -> anyhow::Result<u16> {
     anyhow::bail!("no five free ports in a row between 20000 and 32000")
 }
 
+/// Starts Kannel in a new directory on free ports: its directory and sendsms URL. A start that
+/// fails (a port taken between the check and bearerbox's bind, say) is tried again, up to three
+/// times, each with new ports; the script prints why on stderr.
+async fn start(script: &std::path::Path) -> anyhow::Result<(super::tempfile_dir::Dir, String)> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let path = std::env::temp_dir().join(msgline::ids::new_id("kannel"));
+        std::fs::create_dir_all(&path)?;
+        let dir = super::tempfile_dir::Dir(path);
+        let port = kannel_port()?;
+        let started = Command::new("bash")
+            .arg(script)
+            .args(["start", "--dir", &dir.0.display().to_string(), "--port", &port.to_string()])
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .await?;
+        if started.status.success() {
+            return Ok((dir, String::from_utf8(started.stdout)?.trim().to_string()));
+        }
+        anyhow::ensure!(attempt < 3, "scripts/kannel start failed three times (last: {})", started.status);
+        eprintln!("scripts/kannel start failed ({}); trying again on other ports", started.status);
+    }
+}
+
 pub async fn scenario(args: &BenchArgs) -> anyhow::Result<Value> {
     let script = script();
     if !installed() || !script.exists() {
@@ -48,18 +73,7 @@ pub async fn scenario(args: &BenchArgs) -> anyhow::Result<Value> {
         );
         return Ok(json!({"scenario": "kannel", "skipped": why}));
     }
-    let path = std::env::temp_dir().join(msgline::ids::new_id("kannel"));
-    std::fs::create_dir_all(&path)?;
-    let dir = super::tempfile_dir::Dir(path);
-    let port = kannel_port()?;
-    let started = Command::new("bash")
-        .arg(&script)
-        .args(["start", "--dir", &dir.0.display().to_string(), "--port", &port.to_string()])
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .await?;
-    anyhow::ensure!(started.status.success(), "scripts/kannel start failed ({})", started.status);
-    let url = String::from_utf8(started.stdout)?.trim().to_string();
+    let (dir, url) = start(&script).await?;
     // Kannel's own start-up settles before the load begins, as msgline's does.
     tokio::time::sleep(Duration::from_millis(300)).await;
 

@@ -82,3 +82,7 @@ pub mod workers {
         pub use crate::workers::janitor::{orphaned_files, step};
     }
 }
+
+/// How long a Kannel line's `unknown` message waits for a report before it is failed as never
+/// known.
+pub use crate::bridge::kannel::UNKNOWN_WINDOW_MS as KANNEL_UNKNOWN_WINDOW_MS;

@@ -37,6 +37,7 @@ mod instances;
 mod isolation;
 mod janitor;
 mod kannel;
+mod kannel_rig;
 mod keys;
 mod lines;
 mod locks;

@@ -32,6 +32,7 @@ use crate::{
         self, Db,
         lines::{Capabilities, Line},
     },
+    domain::lifecycle::MessageStatus,
 };
 
 /// SMS only.
@@ -51,8 +52,8 @@ const CAPABILITIES: Capabilities = Capabilities {
 /// taken by the SMSC (8), refused by the SMSC (16).
 const DLR_MASK: u32 = 31;
 
-/// How long a message whose `sendsms` answer was lost may wait for a report naming it before it
-/// is `failed` as never known.
+/// How long a message whose `sendsms` answer was lost (`unknown`) may wait for a report naming
+/// it, from when it became unknown, before it is `failed` as never known.
 pub const UNKNOWN_WINDOW_MS: i64 = 10 * 60_000;
 
 #[derive(Clone)]
@@ -206,15 +207,20 @@ impl LineAdapter for Kannel {
         Self::rejected("a Kannel line cannot create group chats")
     }
 
-    /// No lookup: a message whose report has not come is asked about again, until the window
-    /// ends; then it is `failed` as never known.
+    /// No lookup. A message left `unknown` (its `sendsms` answer was lost) is asked about again
+    /// until the window since it became unknown ends; then it is `failed` as never known. Any
+    /// other message waits for its report as long as it takes: Kannel keeps what it accepted in
+    /// its store until the SMSC takes it, and an SMSC may never send a final report.
     async fn message_status(&self, _line: &Line, id: &str) -> StatusLookup {
         let message = match self.db.reader().acquire().await {
             Ok(mut conn) => db::messages::get_any(&mut conn, id).await,
             Err(error) => Err(error),
         };
         match message {
-            Ok(Some(message)) if clock::now_ms() - message.created_at > UNKNOWN_WINDOW_MS => {
+            Ok(Some(message))
+                if message.status == MessageStatus::Unknown
+                    && clock::now_ms() - message.updated_at > UNKNOWN_WINDOW_MS =>
+            {
                 StatusLookup::Known(StatusAnswer {
                     id: id.to_string(),
                     status: "failed".into(),
