@@ -23,6 +23,7 @@ use tokio::{
 use msgline::{Backend, Db, admin, ids};
 
 mod console;
+mod kannel_line;
 mod peer;
 mod report;
 mod scheduled;
@@ -49,7 +50,7 @@ pub struct BenchArgs {
 }
 
 /// The scenarios `all` runs; `soak` runs only when named (it is long: see [`soak`]).
-pub const SCENARIOS: [&str; 7] = ["floor", "kannel", "send", "e2e", "webhooks", "read", "console"];
+pub const SCENARIOS: [&str; 8] = ["floor", "kannel", "send", "e2e", "kannel-line", "webhooks", "read", "console"];
 
 /// Latency samples in microseconds, and how many requests failed.
 #[derive(Default)]
@@ -518,6 +519,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 };
                 scenario_e2e(&harness, from, to).await?
             }
+            "kannel-line" => kannel_line::scenario(&harness, &args).await?,
             "webhooks" => scenario_webhooks(&harness, &args).await?,
             "soak" => soak::scenario_soak(&harness, &args).await?,
             "scheduled" => {
@@ -545,8 +547,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             .find(|r| r["scenario"] == name && r.get("skipped").is_none())
             .and_then(|r| r["per_second"].as_f64())
     };
-    let send_to_kannel = match (rate("send"), rate("kannel")) {
-        (Some(send), Some(kannel)) if kannel > 0.0 => json!((send / kannel * 100.0).round() / 100.0),
+    let to_kannel = |name: &str| match (rate(name), rate("kannel")) {
+        (Some(rate), Some(kannel)) if kannel > 0.0 => json!((rate / kannel * 100.0).round() / 100.0),
         _ => Value::Null,
     };
     let report = json!({
@@ -560,7 +562,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "server_rss_mib": {"idle": idle_rss, "after": rss_now, "peak": peak_rss},
         "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)},
         "send_request": "POST /messages with an Idempotency-Key, from, no channel, to 5,000 recipients",
-        "send_to_kannel": send_to_kannel,
+        "send_to_kannel": to_kannel("send"),
+        "kannel_line_to_kannel": to_kannel("kannel-line"),
         "results": results,
     });
     print_table(&report);

@@ -13,11 +13,11 @@ use super::{BenchArgs, client, drive, recipient, summary};
 
 /// Where `scripts/kannel` is: `MSGLINE_KANNEL_SCRIPT`, else `scripts/kannel` under the working
 /// directory (the repository, as BENCHMARKS.md runs the bench).
-fn script() -> PathBuf {
+pub(crate) fn script() -> PathBuf {
     std::env::var_os("MSGLINE_KANNEL_SCRIPT").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("scripts/kannel"))
 }
 
-fn installed() -> bool {
+pub(crate) fn installed() -> bool {
     ["/usr/sbin/bearerbox", "/usr/bin/bearerbox"].iter().any(|p| std::path::Path::new(p).exists())
 }
 
@@ -42,7 +42,7 @@ fn kannel_port() -> anyhow::Result<u16> {
 /// Starts Kannel in a new directory on free ports: its directory and sendsms URL. A start that
 /// fails (a port taken between the check and bearerbox's bind, say) is tried again, up to three
 /// times, each with new ports; the script prints why on stderr.
-async fn start(script: &std::path::Path) -> anyhow::Result<(super::tempfile_dir::Dir, String)> {
+pub(crate) async fn start(script: &std::path::Path) -> anyhow::Result<(super::tempfile_dir::Dir, String)> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -87,10 +87,16 @@ pub async fn scenario(args: &BenchArgs) -> anyhow::Result<Value> {
     })
     .await;
     let result = summary("kannel", samples, elapsed, "messages");
+    stop(&script, &dir).await?;
+    Ok(result)
+}
+
+/// Stops the Kannel that [`start`] started.
+pub(crate) async fn stop(script: &std::path::Path, dir: &super::tempfile_dir::Dir) -> anyhow::Result<()> {
     let stopped =
-        Command::new("bash").arg(&script).args(["stop", "--dir", &dir.0.display().to_string()]).status().await?;
+        Command::new("bash").arg(script).args(["stop", "--dir", &dir.0.display().to_string()]).status().await?;
     if !stopped.success() {
         eprintln!("scripts/kannel stop failed; processes may be left in {}", dir.0.display());
     }
-    Ok(result)
+    Ok(())
 }

@@ -83,6 +83,9 @@ pub(super) fn print_table(report: &Value) {
     if let Some(ratio) = report["send_to_kannel"].as_f64() {
         println!("send / kannel: {ratio:.2}x   (send: {})", report["send_request"].as_str().unwrap_or_default());
     }
+    if let Some(ratio) = report["kannel_line_to_kannel"].as_f64() {
+        println!("kannel-line / kannel: {ratio:.2}x   (msgline's sends through Kannel to its fake SMSC)");
+    }
     let rss = &report["server_rss_mib"];
     println!(
         "server RSS: idle {:.1} MiB, peak {:.1} MiB",

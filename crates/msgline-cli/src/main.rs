@@ -81,7 +81,7 @@ struct BenchCli {
     /// sqlite, postgres (127.0.0.1:5432 as postgres), or a postgres:// admin URL.
     #[arg(long, default_value = "sqlite")]
     database: String,
-    /// Comma-separated: floor, kannel, send, e2e, webhooks, read, console, or all; soak and
+    /// Comma-separated: floor, kannel, send, e2e, kannel-line, webhooks, read, console, or all; soak and
     /// scheduled only when named (soak: `--seconds` long, paced, with a webhook receiver that
     /// refuses half its calls; scheduled: `send` before and beside `--read-rows` scheduled
     /// messages, and a tenth as many coming due at once).

@@ -1,0 +1,125 @@
+//! `kannel-line`: msgline's sends through a `kannel` line to Kannel's fake SMSC, beside the
+//! `kannel` scenario's rate of Kannel's own `sendsms` in the same run. The load is the `send`
+//! scenario's request from the Kannel line's number; the figure is how fast the messages went
+//! all the way (accepted by msgline, handed to smsbox, taken by the fake SMSC and reported back
+//! as `sent`), counted as `e2e` counts: from the first acceptance to the last report.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sqlx::Row;
+
+use super::{BenchArgs, Harness, Samples, client, drive, peer, recipient, summary};
+use msgline::{admin, clock, ids};
+
+/// The Kannel line's number (the simulated line has +12015550100).
+const E164: &str = "+12015550150";
+
+pub async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
+    let script = peer::script();
+    if !peer::installed() || !script.exists() {
+        return Ok(json!({"scenario": "kannel-line", "skipped": "Kannel is not installed (scripts/kannel install)"}));
+    }
+    let (dir, url) = peer::start(&script).await?;
+    let result = through_kannel(h, args, &url).await;
+    peer::stop(&script, &dir).await?;
+    result
+}
+
+async fn through_kannel(h: &Harness, args: &BenchArgs, sendsms: &str) -> anyhow::Result<Value> {
+    let smsbox = sendsms.split("/cgi-bin/").next().unwrap_or_default();
+    let org_id: String = sqlx::query("SELECT org_id FROM lines WHERE e164 = $1")
+        .bind(&h.line_e164)
+        .fetch_one(h.db.writer())
+        .await?
+        .try_get(0)?;
+    let line_id =
+        match sqlx::query("SELECT id FROM lines WHERE e164 = $1").bind(E164).fetch_optional(h.db.writer()).await? {
+            Some(row) => row.try_get::<String, _>(0)?,
+            None => {
+                // scripts/kannel's sendsms user: bench/bench.
+                let setup = admin::LineSetup {
+                    e164: E164,
+                    kind: "dedicated",
+                    org_id: Some(&org_id),
+                    bridge_url: smsbox,
+                    bridge_token: None,
+                    bridge_kind: "kannel",
+                    bridge_username: Some("bench"),
+                    bridge_password: Some("bench"),
+                    kannel_smsc: None,
+                };
+                admin::create_line(&h.db, setup).await?["line_id"].as_str().unwrap_or_default().to_string()
+            }
+        };
+    // Each Kannel start has new ports: the line follows.
+    sqlx::query("UPDATE lines SET bridge_url = $1 WHERE id = $2")
+        .bind(smsbox)
+        .bind(&line_id)
+        .execute(h.db.writer())
+        .await?;
+
+    let http = client(args.connections);
+    let url = format!("{}/api/v1/messaging/messages", h.base);
+    let keys = h.keys.clone();
+    let run = ids::new_id("run");
+    let started = clock::now_ms();
+    let (accepted, elapsed) = drive(args.connections, args.seconds, move |worker, n| {
+        http.post(&url)
+            .bearer_auth(&keys[worker % keys.len()])
+            .header("Idempotency-Key", format!("{run}-{n}"))
+            .json(&json!({"to": recipient(n), "from": E164, "body": format!("bench message {n}")}))
+    })
+    .await;
+    let ended = clock::now_ms();
+    let accepted = summary("kannel-line accepted", accepted, elapsed, "messages");
+
+    // Then every accepted message's way to the fake SMSC and its report back.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let count = |sql: &'static str| {
+        let db = h.db.clone();
+        let line_id = line_id.clone();
+        async move {
+            sqlx::query(sql).bind(&line_id).bind(started).bind(ended).fetch_one(db.writer()).await?.try_get::<i64, _>(0)
+        }
+    };
+    while count(
+        "SELECT COUNT(*) FROM messages WHERE line_id = $1 AND created_at >= $2 AND created_at <= $3 \
+         AND sent_at IS NULL AND status NOT IN ('failed', 'unknown')",
+    )
+    .await?
+        > 0
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rows = sqlx::query(
+        "SELECT created_at, sent_at FROM messages WHERE line_id = $1 AND created_at >= $2 AND created_at <= $3",
+    )
+    .bind(&line_id)
+    .bind(started)
+    .bind(ended)
+    .fetch_all(h.db.writer())
+    .await?;
+    let mut samples = Samples::default();
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    for row in rows {
+        let created: i64 = row.try_get(0)?;
+        // Not taken by the fake SMSC by the deadline, failed or unknown: an error.
+        let Some(sent) = row.try_get::<Option<i64>, _>(1)? else {
+            samples.errors += 1;
+            continue;
+        };
+        first = first.min(created);
+        last = last.max(sent);
+        samples.micros.push(((sent - created).max(0) * 1000) as u64);
+    }
+    let span = Duration::from_millis((last - first).max(1) as u64);
+    let mut result = summary("kannel-line", samples, span, "messages");
+    result["accepted"] = accepted;
+    result["measures"] = json!(
+        "messages per second from msgline's first acceptance to the fake SMSC's last report of them \
+         (sent_at), through smsbox's sendsms; latencies are sent_at - created_at"
+    );
+    Ok(result)
+}
