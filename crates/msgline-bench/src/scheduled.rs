@@ -1,7 +1,9 @@
 //! The `scheduled` scenario: what scheduled sends cost the rest. `send` runs as usual, then
 //! again beside a table of `--read-rows` (a million) messages scheduled 30 days ahead; then a
 //! tenth as many come due at one moment, and the time until the dispatcher handed each to the
-//! line gives their hand-over rate, to compare with `send`'s.
+//! line gives their hand-over rate, to compare with `send`'s. Between the two, a control of the
+//! same size alternates with the scheduled table: the same rows canceled (out of the outbox),
+//! then scheduled again, twice (`send+same-size`, `send+sched`).
 
 use std::time::{Duration, Instant};
 
@@ -19,7 +21,30 @@ pub(crate) async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Ve
     beside["scenario"] = json!("send+sched");
     beside["scheduled_rows"] = json!(args.read_rows);
     let rate = |r: &Value| r["per_second"].as_f64().unwrap_or(0.0);
-    beside["of_send_before"] = json!((rate(&beside) / rate(&before).max(1e-9) * 1000.0).round() / 1000.0);
+    let ratio = |a: &Value, b: &Value| json!((rate(a) / rate(b).max(1e-9) * 1000.0).round() / 1000.0);
+    beside["of_send_before"] = ratio(&beside, &before);
+    let mut results = vec![before.clone(), beside];
+
+    // A control of the same size, alternating with the scheduled table: the same million rows
+    // taken out of the outbox (canceled), then scheduled again, twice.
+    for _ in 0..2 {
+        let mut pair = Vec::new();
+        for scheduled in [false, true] {
+            let (status, outbox) = if scheduled { ("scheduled", "'pending'") } else { ("canceled", "NULL") };
+            sqlx::query(&format!(
+                "UPDATE messages SET status = '{status}', outbox_state = {outbox} WHERE body = 'far ahead'"
+            ))
+            .execute(h.db.writer())
+            .await?;
+            settle(h).await?;
+            let (mut send, ..) = scenario_send(h, args).await;
+            send["scenario"] = json!(if scheduled { "send+sched" } else { "send+same-size" });
+            send["of_send_before"] = ratio(&send, &before);
+            pair.push(send);
+        }
+        pair[1]["of_same_size"] = ratio(&pair[1], &pair[0]);
+        results.extend(pair);
+    }
 
     // A burst: written far ahead, then all made due at one moment.
     let burst = (args.read_rows / 10).max(1);
@@ -53,8 +78,9 @@ pub(crate) async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Ve
     for field in ["p50_ms", "p99_ms", "p999_ms", "load_cpu_cores", "machine_cpu_ms_per_request"] {
         handed[field] = Value::Null;
     }
-    handed["of_send_before"] = json!((rate(&handed) / rate(&before).max(1e-9) * 1000.0).round() / 1000.0);
-    Ok(vec![before, beside, handed])
+    handed["of_send_before"] = ratio(&handed, &before);
+    results.push(handed);
+    Ok(results)
 }
 
 /// Lets the database finish with the seeding before anything is measured: on SQLite the
