@@ -27,6 +27,7 @@ mod kannel_line;
 mod peer;
 mod report;
 mod scheduled;
+pub mod series;
 mod soak;
 
 use report::{LoadCpu, print_table};

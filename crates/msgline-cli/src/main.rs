@@ -112,6 +112,14 @@ struct BenchCli {
     /// The soak's sends per second (default: 80 % of the closed-loop send rate it measures first).
     #[arg(long)]
     rate: Option<f64>,
+    /// Run the whole bench this many times, each in its own process, and print every run's
+    /// figures in one table at the end (`--out` then holds every report).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Another msgline binary (an earlier build) to alternate with, run for run: this, BIN,
+    /// this, BIN, ... (`--repeat` times each).
+    #[arg(long, value_name = "BIN")]
+    alternate: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -356,6 +364,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             msgline_sim::run(sim).await
         }
+        Command::Bench(args) if args.repeat > 1 || args.alternate.is_some() => {
+            msgline_bench::series::run(series_args(), args.repeat, args.alternate, args.out).await
+        }
         Command::Bench(args) => {
             let scenarios = if args.scenarios == "all" {
                 msgline_bench::SCENARIOS.iter().map(|s| s.to_string()).collect()
@@ -441,4 +452,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
+}
+
+/// `bench`'s own arguments as given, without the series' `--repeat`, `--alternate` and `--out`
+/// (each run of the series gets its own `--out`).
+fn series_args() -> Vec<String> {
+    let mut args = std::env::args().skip_while(|a| a != "bench").skip(1);
+    let mut kept = Vec::new();
+    while let Some(arg) = args.next() {
+        let name = arg.split('=').next().unwrap_or_default();
+        if matches!(name, "--repeat" | "--alternate" | "--out") {
+            if !arg.contains('=') {
+                args.next();
+            }
+            continue;
+        }
+        kept.push(arg);
+    }
+    kept
 }
