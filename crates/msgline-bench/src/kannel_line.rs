@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use super::{BenchArgs, Harness, Samples, client, drive, peer, recipient, summary};
+use super::{BenchArgs, Harness, client, drive, peer, recipient, reported_samples, summary};
 use msgline::{admin, clock, ids};
 
 /// The Kannel line's number (the simulated line has +12015550100).
@@ -102,22 +102,10 @@ async fn through_kannel(h: &Harness, args: &BenchArgs, sendsms: &str) -> anyhow:
     .bind(ended)
     .fetch_all(h.db.writer())
     .await?;
-    let mut samples = Samples::default();
-    let (mut first, mut last) = (i64::MAX, i64::MIN);
-    for row in rows {
-        let created: i64 = row.try_get(0)?;
-        // Not taken by the fake SMSC by the deadline, failed or unknown: an error. smsbox calls
-        // back its two reports at once: a message whose `delivered` came before its `sent` has
-        // no sent_at, and its delivered_at is when it was known to be taken.
-        let Some(sent) = row.try_get::<Option<i64>, _>(1)? else {
-            samples.errors += 1;
-            continue;
-        };
-        first = first.min(created);
-        last = last.max(sent);
-        samples.micros.push(((sent - created).max(0) * 1000) as u64);
-    }
-    let span = Duration::from_millis((last - first).max(1) as u64);
+    // Not taken by the fake SMSC by the deadline, failed or unknown: an error. smsbox calls back
+    // its two reports at once: a message whose `delivered` came before its `sent` has no
+    // sent_at, and its delivered_at is when it was known to be taken.
+    let (samples, span) = reported_samples(&rows)?;
     let mut result = summary("kannel-line", samples, span, "messages");
     // What the errors are: the accepted messages never reported taken, by status.
     let mut not_sent = serde_json::Map::new();

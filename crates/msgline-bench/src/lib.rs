@@ -348,22 +348,28 @@ async fn scenario_e2e(h: &Harness, from: i64, to: i64) -> anyhow::Result<Value> 
         .bind(to)
         .fetch_all(h.db.writer())
         .await?;
+    // Accepted but not sent by the deadline (or failed, which the simulated line never does):
+    // an error, not a message left out of the count.
+    let (samples, span) = reported_samples(&rows)?;
+    Ok(summary("e2e", samples, span, "messages"))
+}
+
+/// Rows of `(created_at, the report's time or NULL)`: each report's latency, a row without one
+/// as an error, and the span from the first acceptance to the last report.
+fn reported_samples(rows: &[sqlx::any::AnyRow]) -> anyhow::Result<(Samples, Duration)> {
     let mut samples = Samples::default();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for row in rows {
         let created: i64 = row.try_get(0)?;
-        // Accepted but not sent by the deadline (or failed, which the simulated line never
-        // does): an error, not a message left out of the count.
-        let Some(sent) = row.try_get::<Option<i64>, _>(1)? else {
+        let Some(reported) = row.try_get::<Option<i64>, _>(1)? else {
             samples.errors += 1;
             continue;
         };
         first = first.min(created);
-        last = last.max(sent);
-        samples.micros.push(((sent - created).max(0) * 1000) as u64);
+        last = last.max(reported);
+        samples.micros.push(((reported - created).max(0) * 1000) as u64);
     }
-    let span = Duration::from_millis((last - first).max(1) as u64);
-    Ok(summary("e2e", samples, span, "messages"))
+    Ok((samples, Duration::from_millis((last - first).max(1) as u64)))
 }
 
 /// Deliveries the bench receiver got: with a valid signature, and without.
