@@ -86,3 +86,5 @@ pub mod workers {
 /// How long a Kannel line's `unknown` message waits for a report before it is failed as never
 /// known.
 pub use crate::bridge::kannel::UNKNOWN_WINDOW_MS as KANNEL_UNKNOWN_WINDOW_MS;
+/// How a Kannel line decodes an arriving message's bytes by their charset.
+pub use crate::bridge::kannel::decode_text as kannel_decode_text;

@@ -305,9 +305,9 @@ fn url_decode(text: &str) -> Vec<u8> {
     out
 }
 
+/// UTF-16BE bytes as text, as msgline decodes a UCS-2 message from Kannel.
 fn decode_ucs2(bytes: &[u8]) -> String {
-    let units: Vec<u16> = bytes.chunks(2).map(|p| u16::from_be_bytes([p[0], *p.get(1).unwrap_or(&0)])).collect();
-    String::from_utf16_lossy(&units)
+    msgline::testing::kannel_decode_text(bytes, "UTF-16BE")
 }
 
 pub fn ucs2_url(text: &str) -> String {
