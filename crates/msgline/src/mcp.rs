@@ -42,6 +42,10 @@ pub struct Route {
     /// Makes a retried call send once: the same key answers what the first call got.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Send later: an RFC 3339 time from a minute to 90 days ahead. The message is `scheduled`
+    /// until then, and `cancel_message` can stop it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -50,6 +54,14 @@ pub struct SendMessage {
     pub route: Route,
     /// The text, 1 to 10,000 characters.
     pub body: String,
+    /// `sms`: if the iMessage fails, send the same text as SMS from the same line; `none`: never.
+    /// Omitted, the organisation's setting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// With `fallback: "sms"`, also fall back when the iMessage is not delivered after this many
+    /// seconds (1 to 86,400); the iMessage may still arrive later.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_after_seconds: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -204,6 +216,13 @@ impl Tools {
     async fn get_message(&self, Parameters(input): Parameters<MessageId>) -> Result<CallToolResult, McpError> {
         let path = format!("/messages/{}", urlencode(&input.id));
         self.get(&path, &Page::default()).await
+    }
+
+    #[tool(description = "Cancel a scheduled message before it is handed to the line. Answers the message, canceled; \
+                       a message already handed over cannot be canceled (message_not_cancelable).")]
+    async fn cancel_message(&self, Parameters(input): Parameters<MessageId>) -> Result<CallToolResult, McpError> {
+        let path = format!("/messages/{}/cancel", urlencode(&input.id));
+        self.post(&path, None, &serde_json::json!({})).await
     }
 
     #[tool(description = "List the phone lines this key can send from, with their capabilities.")]

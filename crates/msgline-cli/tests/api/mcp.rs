@@ -90,6 +90,7 @@ async fn an_mcp_client_lists_the_tools_sends_a_message_and_reads_it_back() {
     assert_eq!(
         names,
         [
+            "cancel_message",
             "create_group",
             "get_conversation_messages",
             "get_message",
@@ -104,7 +105,7 @@ async fn an_mcp_client_lists_the_tools_sends_a_message_and_reads_it_back() {
     let send = tools.iter().find(|t| t["name"] == "send_message").unwrap();
     let schema = &send["inputSchema"];
     assert!(schema["required"].as_array().unwrap().contains(&json!("body")), "{schema}");
-    for field in ["to", "conversation_id", "line_id", "channel", "idempotency_key"] {
+    for field in ["to", "conversation_id", "line_id", "channel", "idempotency_key", "send_at", "fallback"] {
         assert!(schema["properties"][field].is_object(), "send_message takes {field}: {schema}");
     }
 
@@ -129,6 +130,21 @@ async fn an_mcp_client_lists_the_tools_sends_a_message_and_reads_it_back() {
     assert_eq!(messages["data"][0]["id"], json!(id));
     let (_, lines) = session.call("list_lines", json!({})).await;
     assert_eq!(lines["data"][0]["id"], json!(line.line_id));
+
+    // A message scheduled through the tool waits, and the tool cancels it; one sent cannot be.
+    let at = msgline::clock::rfc3339(msgline::clock::now_ms() + 2 * 3_600_000);
+    let arguments = json!({"to": "+12015550124", "body": "Later", "send_at": at});
+    let (error, scheduled) = session.call("send_message", arguments).await;
+    assert!(!error, "{scheduled}");
+    assert_eq!(scheduled["message"]["status"], "scheduled", "{scheduled}");
+    let later = scheduled["message"]["id"].as_str().unwrap().to_string();
+    let (error, canceled) = session.call("cancel_message", json!({"id": later})).await;
+    assert!(!error, "{canceled}");
+    assert_eq!(canceled["status"], "canceled", "{canceled}");
+    assert!(line.sent_with_id(&later).await.is_empty(), "a canceled message never reaches the line");
+    let (error, refused) = session.call("cancel_message", json!({"id": id})).await;
+    assert!(error);
+    assert_eq!(refused["error"], "message_not_cancelable", "{refused}");
 
     // The API's refusals come back as tool errors with its code.
     let (error, refused) = session.call("send_message", json!({"to": "+12015550123", "body": ""})).await;
