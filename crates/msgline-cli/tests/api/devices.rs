@@ -292,9 +292,14 @@ impl DeviceLine {
         self.setting("hook_secret").await.as_str().expect("hook secret").to_string()
     }
 
-    /// The key the device signs its webhooks with (Android gateway), as msgline holds it.
+    /// The key the device signs its webhooks with (Android gateway), as msgline holds it: waited
+    /// for, since a server that has just started gives a line from before the keys one as it
+    /// connects to the device, in the background.
     pub async fn signing_key(&self) -> String {
-        self.setting("signing_key").await.as_str().expect("signing key").to_string()
+        crate::helpers::eventually(20, "the line's signing key", || async {
+            self.setting("signing_key").await.as_str().filter(|key| !key.is_empty()).map(str::to_string)
+        })
+        .await
     }
 
     /// The line's `bridge_settings`, as stored.
