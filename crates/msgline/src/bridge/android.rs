@@ -26,7 +26,7 @@ use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    call::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
+    call::{CallResult, SendOutcome, StatusLookup, answers, classify_error, describe, nobody_on_imessage},
 };
 use crate::{
     clock,
@@ -196,22 +196,14 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
 impl LineAdapter for AndroidGateway {
     /// `/health` answers without credentials; a phone that answers is online.
     async fn capabilities(&self, line: &Line) -> Result<CapabilitiesAnswer, String> {
-        let response = self
-            .http
-            .get(format!("{}/health", line.bridge_url))
-            .timeout(self.timeout)
-            .send()
-            .await
-            .map_err(|e| describe(&e))?;
-        if response.status().is_server_error() {
-            return Err(format!("the gateway reports itself unhealthy ({})", response.status()));
-        }
+        let request = self.http.get(format!("{}/health", line.bridge_url)).timeout(self.timeout);
+        answers(request, |status| format!("the gateway reports itself unhealthy ({status})")).await?;
         Ok(CapabilitiesAnswer { e164: line.e164.clone(), capabilities: CAPABILITIES })
     }
 
     /// SMS only: nobody is reachable over iMessage from this line.
     async fn reachability(&self, _line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String> {
-        Ok(ReachabilityAnswer { imessage: handles.iter().map(|h| (h.clone(), false)).collect() })
+        Ok(nobody_on_imessage(handles))
     }
 
     async fn send(&self, line: &Line, message: &SendRequest) -> CallResult<SendOutcome> {

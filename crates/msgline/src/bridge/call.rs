@@ -88,6 +88,25 @@ pub fn describe(error: &reqwest::Error) -> String {
     }
 }
 
+/// A line whose device answers `request` at all is up; one that answers a server error is not,
+/// in the words `unhealthy` gives its status. For kinds whose only health check is that a URL
+/// answers (the Android gateway's `/health`, smsbox's `sendsms`).
+pub async fn answers(
+    request: reqwest::RequestBuilder,
+    unhealthy: impl FnOnce(reqwest::StatusCode) -> String,
+) -> Result<(), String> {
+    let response = request.send().await.map_err(|e| describe(&e))?;
+    if response.status().is_server_error() {
+        return Err(unhealthy(response.status()));
+    }
+    Ok(())
+}
+
+/// An SMS-only line's reachability: nobody is reachable over iMessage from it.
+pub fn nobody_on_imessage(handles: &[String]) -> super::ReachabilityAnswer {
+    super::ReachabilityAnswer { imessage: handles.iter().map(|h| (h.clone(), false)).collect() }
+}
+
 /// A file from a line's device: the answer to `request`, read up to `max_bytes` (`TooLarge`
 /// past that, by its announced length or as it streams). A call that fails is `Unavailable`, and
 /// so is an answer that is not a success, in the words `refused` gives its status.

@@ -24,7 +24,7 @@ use super::{
     BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    call::{CallResult, SendOutcome, StatusLookup, classify_error, describe},
+    call::{CallResult, SendOutcome, StatusLookup, answers, classify_error, nobody_on_imessage},
 };
 use crate::{
     clock,
@@ -130,21 +130,13 @@ fn answer_text(body: &str) -> String {
 impl LineAdapter for Kannel {
     /// smsbox answers `sendsms` without credentials with 403: any answer means it is up.
     async fn capabilities(&self, line: &Line) -> Result<CapabilitiesAnswer, String> {
-        let response = self
-            .http
-            .get(format!("{}/cgi-bin/sendsms", line.bridge_url))
-            .timeout(self.timeout)
-            .send()
-            .await
-            .map_err(|e| describe(&e))?;
-        if response.status().is_server_error() {
-            return Err(format!("smsbox answered {}", response.status()));
-        }
+        let request = self.http.get(format!("{}/cgi-bin/sendsms", line.bridge_url)).timeout(self.timeout);
+        answers(request, |status| format!("smsbox answered {status}")).await?;
         Ok(CapabilitiesAnswer { e164: line.e164.clone(), capabilities: CAPABILITIES })
     }
 
     async fn reachability(&self, _line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String> {
-        Ok(ReachabilityAnswer { imessage: handles.iter().map(|h| (h.clone(), false)).collect() })
+        Ok(nobody_on_imessage(handles))
     }
 
     async fn send(&self, line: &Line, message: &SendRequest) -> CallResult<SendOutcome> {
