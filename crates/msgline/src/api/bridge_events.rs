@@ -88,10 +88,7 @@ async fn receive_hook(
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<Value>> {
-    let raw_query = raw_query.unwrap_or_default();
-    let query = query_values(&raw_query);
-    let hook = Hook { headers: &headers, query: &query, raw_query: &raw_query, body: &body };
-    apply_hook(&state, &line_id, &hook).await
+    hook_call(&state, &line_id, raw_query, &headers, &body).await
 }
 
 /// A device's call that carries everything in its URL (Kannel's reports and arriving messages).
@@ -113,10 +110,21 @@ async fn receive_hook_get(
     RawQuery(raw_query): RawQuery,
     headers: HeaderMap,
 ) -> ApiResult<Json<Value>> {
+    hook_call(&state, &line_id, raw_query, &headers, &[]).await
+}
+
+/// A device's call, by either method, as the line's kind reads it.
+async fn hook_call(
+    state: &AppState,
+    line_id: &str,
+    raw_query: Option<String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<Json<Value>> {
     let raw_query = raw_query.unwrap_or_default();
     let query = query_values(&raw_query);
-    let hook = Hook { headers: &headers, query: &query, raw_query: &raw_query, body: &[] };
-    apply_hook(&state, &line_id, &hook).await
+    let hook = Hook { headers, query: &query, raw_query: &raw_query, body };
+    apply_hook(state, line_id, &hook).await
 }
 
 /// A hook's query values as text. A value whose bytes are not UTF-8 (Kannel's UCS-2 text) is not
