@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use super::{BenchArgs, Harness, client, drive, peer, recipient, reported_samples, summary};
-use msgline::{admin, clock, ids};
+use super::{BenchArgs, Harness, peer, reported_samples, sends_from, summary};
+use msgline::admin;
 
 /// The Kannel line's number (the simulated line has +12015550100).
 const E164: &str = "+12015550150";
@@ -59,20 +59,8 @@ async fn through_kannel(h: &Harness, args: &BenchArgs, sendsms: &str) -> anyhow:
         .execute(h.db.writer())
         .await?;
 
-    let http = client(args.connections);
-    let url = format!("{}/api/v1/messaging/messages", h.base);
-    let keys = h.keys.clone();
-    let run = ids::new_id("run");
-    let started = clock::now_ms();
-    let (accepted, elapsed) = drive(args.connections, args.seconds, move |worker, n| {
-        http.post(&url)
-            .bearer_auth(&keys[worker % keys.len()])
-            .header("Idempotency-Key", format!("{run}-{n}"))
-            .json(&json!({"to": recipient(n), "from": E164, "body": format!("bench message {n}")}))
-    })
-    .await;
-    let ended = clock::now_ms();
-    let accepted = summary("kannel-line accepted", accepted, elapsed, "messages");
+    let (mut accepted, started, ended) = sends_from(h, args, E164).await;
+    accepted["scenario"] = json!("kannel-line accepted");
 
     // Then every accepted message's way to the fake SMSC and its report back.
     let deadline = Instant::now() + Duration::from_secs(120);

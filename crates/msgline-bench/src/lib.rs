@@ -27,10 +27,12 @@ mod kannel_line;
 mod peer;
 mod report;
 mod scheduled;
+mod send;
 pub mod series;
 mod soak;
 
 use report::{LoadCpu, print_table};
+use send::{reported_samples, scenario_e2e, scenario_send, sends_from};
 
 #[derive(Debug, Clone)]
 pub struct BenchArgs {
@@ -304,72 +306,6 @@ async fn scenario_floor(h: &Harness, args: &BenchArgs) -> Value {
     let url = format!("{}/bench/floor", h.base);
     let (samples, elapsed) = drive(args.connections, args.seconds, move |_, _| http.post(&url)).await;
     summary("floor", samples, elapsed, "inserts")
-}
-
-/// The request a real client sends: an `Idempotency-Key` on every request, `from`, no
-/// `channel` (msgline chooses), to 5,000 recipients.
-async fn scenario_send(h: &Harness, args: &BenchArgs) -> (Value, i64, i64) {
-    let http = client(args.connections);
-    let url = format!("{}/api/v1/messaging/messages", h.base);
-    let keys = h.keys.clone();
-    let from = h.line_e164.clone();
-    let started = msgline::clock::now_ms();
-    let run = ids::new_id("run");
-    let (samples, elapsed) = drive(args.connections, args.seconds, move |worker, n| {
-        http.post(&url)
-            .bearer_auth(&keys[worker % keys.len()])
-            .header("Idempotency-Key", format!("{run}-{n}"))
-            .json(&json!({"to": recipient(n), "from": from, "body": format!("bench message {n}")}))
-    })
-    .await;
-    (summary("send", samples, elapsed, "messages"), started, msgline::clock::now_ms())
-}
-
-/// From the 202 to the line reporting the send: `sent_at - created_at` of the messages a send
-/// run accepted, once they have all been sent.
-async fn scenario_e2e(h: &Harness, from: i64, to: i64) -> anyhow::Result<Value> {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let pending: i64 = sqlx::query(
-            "SELECT COUNT(*) FROM messages WHERE created_at >= $1 AND created_at <= $2 AND sent_at IS NULL AND status <> 'failed'",
-        )
-        .bind(from)
-        .bind(to)
-        .fetch_one(h.db.writer())
-        .await?
-        .try_get(0)?;
-        if pending == 0 || Instant::now() > deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let rows = sqlx::query("SELECT created_at, sent_at FROM messages WHERE created_at >= $1 AND created_at <= $2")
-        .bind(from)
-        .bind(to)
-        .fetch_all(h.db.writer())
-        .await?;
-    // Accepted but not sent by the deadline (or failed, which the simulated line never does):
-    // an error, not a message left out of the count.
-    let (samples, span) = reported_samples(&rows)?;
-    Ok(summary("e2e", samples, span, "messages"))
-}
-
-/// Rows of `(created_at, the report's time or NULL)`: each report's latency, a row without one
-/// as an error, and the span from the first acceptance to the last report.
-fn reported_samples(rows: &[sqlx::any::AnyRow]) -> anyhow::Result<(Samples, Duration)> {
-    let mut samples = Samples::default();
-    let (mut first, mut last) = (i64::MAX, i64::MIN);
-    for row in rows {
-        let created: i64 = row.try_get(0)?;
-        let Some(reported) = row.try_get::<Option<i64>, _>(1)? else {
-            samples.errors += 1;
-            continue;
-        };
-        first = first.min(created);
-        last = last.max(reported);
-        samples.micros.push(((reported - created).max(0) * 1000) as u64);
-    }
-    Ok((samples, Duration::from_millis((last - first).max(1) as u64)))
 }
 
 /// Deliveries the bench receiver got: with a valid signature, and without.
