@@ -170,6 +170,10 @@ struct SimArgs {
     /// Milliseconds the line takes to answer a send or a group change, after it has taken it.
     #[arg(long, default_value_t = 0)]
     answer_ms: u64,
+    /// Most sends one `POST /v1/messages/batch` call may carry; 0: the line takes one message
+    /// a call, as a bridge that predates batches does.
+    #[arg(long, default_value_t = 100)]
+    batch: u16,
 }
 
 #[derive(Subcommand)]
@@ -361,6 +365,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 journal: args.journal,
                 answer_delay: Duration::from_millis(args.answer_ms),
                 mms: !args.no_mms,
+                batch: args.batch,
             };
             msgline_sim::run(sim).await
         }

@@ -185,6 +185,8 @@ async fn control_stats(State(sim): State<Shared>) -> Json<Value> {
         "callback_retries": sim.callback_retries.load(Ordering::Relaxed),
         "lookups": sim.lookups.load(Ordering::Relaxed),
         "reachability_asks": sim.reachability_asks.load(Ordering::Relaxed),
+        "batches": sim.batches.load(Ordering::Relaxed),
+        "batched": sim.batched.load(Ordering::Relaxed),
     }))
 }
 
@@ -200,6 +202,10 @@ struct ModeControl {
     /// `"reject"`: every iMessage send is refused (SMS still works); `""` takes it back.
     #[serde(default)]
     imessage: Option<String>,
+    /// The most sends a batch call may carry from now on (0: the batch route answers 404, as a
+    /// bridge that does not speak batches would, whatever its capabilities said before).
+    #[serde(default)]
+    batch: Option<u16>,
 }
 
 async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl>) -> Json<Value> {
@@ -215,7 +221,11 @@ async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl
     if let Some(imessage) = request.imessage {
         sim.imessage_rejected.store(imessage == "reject", Ordering::Relaxed);
     }
+    if let Some(batch) = request.batch {
+        sim.batch.store(batch, Ordering::Relaxed);
+    }
     Json(json!({
+        "batch": sim.batch.load(Ordering::Relaxed),
         "mode": *sim.mode.lock().expect("mode lock"),
         "groups": *sim.groups.lock().expect("groups lock"),
         "lookup_status": *sim.lookup_answer.lock().expect("lookup lock"),

@@ -40,10 +40,12 @@ mod control;
 mod groups;
 mod journal;
 mod media;
+mod sends;
 mod signals;
 use groups::{change_group, change_lookup, create_group};
 use journal::{Journal, JournalEntry};
-use media::{fetch_attachments, serve_file};
+use media::serve_file;
+use sends::{send, send_batch};
 use signals::{conversation_key, read, typing};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -82,6 +84,9 @@ pub struct SimConfig {
     pub answer_delay: Duration,
     /// Sends files over SMS (MMS).
     pub mms: bool,
+    /// Most sends one `POST /v1/messages/batch` call may carry (the `batch` capability); 0: the
+    /// line speaks only one call per message.
+    pub batch: u16,
 }
 
 impl Default for SimConfig {
@@ -102,6 +107,7 @@ impl Default for SimConfig {
             journal: None,
             answer_delay: Duration::ZERO,
             mms: true,
+            batch: 100,
         }
     }
 }
@@ -174,6 +180,11 @@ struct Sim {
     lookups: AtomicU64,
     /// Handles asked about in reachability calls.
     reachability_asks: AtomicU64,
+    /// `POST /v1/messages/batch` calls answered, and the sends they carried.
+    batches: AtomicU64,
+    batched: AtomicU64,
+    /// The most sends a batch may carry now (`--batch`, changed by `/control/mode`).
+    batch: std::sync::atomic::AtomicU16,
     /// The ids the line gave inbound messages (what a reaction to one names).
     inbound_ids: Mutex<HashSet<String>>,
     /// Files of inbound messages, served to msgline by id.
@@ -224,6 +235,9 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         callback_retries: AtomicU64::new(0),
         lookups: AtomicU64::new(0),
         reachability_asks: AtomicU64::new(0),
+        batches: AtomicU64::new(0),
+        batched: AtomicU64::new(0),
+        batch: std::sync::atomic::AtomicU16::new(config.batch),
         inbound_ids: Mutex::new(HashSet::new()),
         files: Mutex::new(HashMap::new()),
         typing: Mutex::new(HashMap::new()),
@@ -236,6 +250,7 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         .route("/v1/capabilities", get(capabilities))
         .route("/v1/reachability", post(reachability))
         .route("/v1/messages", post(send))
+        .route("/v1/messages/batch", post(send_batch))
         .route("/v1/messages/{id}", get(lookup))
         .route("/v1/groups", post(create_group))
         .route("/v1/groups/{id}", get(lookup))
@@ -434,6 +449,7 @@ async fn capabilities(State(sim): State<Shared>, headers: HeaderMap) -> Response
             read_receipts: true,
             media: true,
             mms: sim.config.mms,
+            batch: sim.batch.load(Ordering::Relaxed),
         },
     })
     .into_response()
@@ -456,54 +472,6 @@ async fn reachability(
 async fn never_answer() -> Response {
     tokio::time::sleep(Duration::from_secs(3600)).await;
     StatusCode::GATEWAY_TIMEOUT.into_response()
-}
-
-async fn send(State(sim): State<Shared>, headers: HeaderMap, Json(request): Json<SendRequest>) -> Response {
-    if !sim.authorized(&headers) {
-        return unauthorized();
-    }
-    let unreachable = request.channel == "imessage" && request.to.iter().any(|to| sim.sms_only.contains(to));
-    let refusal = if request.channel == "imessage" && sim.imessage_rejected.load(Ordering::Relaxed) {
-        Some("iMessage is refusing every send (control mode)")
-    } else if unreachable {
-        Some("the recipient is not reachable over iMessage")
-    } else if let Some(reaction) = &request.reaction
-        && !sim.knows_message(&reaction.target)
-    {
-        Some("the line has no such message to react to")
-    } else {
-        None
-    };
-    // The files of a media send, fetched from msgline as a phone would download them.
-    let (attachments, fetch_failed) = fetch_attachments(&sim, &request).await;
-    let refusal = refusal.or(fetch_failed.then_some("the line could not fetch a file of the message"));
-    let refusal = refusal.or((request.channel == "sms" && !request.attachments.is_empty() && !sim.config.mms)
-        .then_some("this line cannot send files over SMS"));
-    // A message sent into a conversation ends the typing indicator there.
-    sim.typing.lock().expect("typing lock").remove(&conversation_key(&request.to, request.chat.as_deref()));
-    let record = Sent {
-        id: request.id.clone(),
-        to: request.to.clone(),
-        chat: request.chat.clone(),
-        channel: request.channel.clone(),
-        kind: request.kind.clone(),
-        body: request.body.clone(),
-        poll: request.poll.as_ref().and_then(|poll| serde_json::to_value(poll).ok()),
-        vcard: request.vcard.clone(),
-        name: None,
-        remove: Vec::new(),
-        leave: false,
-        reaction: request.reaction.clone(),
-        attachments,
-        at: clock::rfc3339(clock::now_ms()),
-    };
-    match sim.accept_or_refuse(&request.id, refusal, record) {
-        Some((status, answer)) => {
-            tokio::time::sleep(sim.config.answer_delay).await;
-            (status, Json(answer)).into_response()
-        }
-        None => never_answer().await,
-    }
 }
 
 async fn lookup(State(sim): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {

@@ -71,9 +71,9 @@ pub use mcp::run as run_mcp;
 /// a bridge and what it answers, and the events a bridge reports back.
 pub mod bridge_protocol {
     pub use crate::bridge::{
-        AttachmentRef, BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest,
-        GroupRequest, InboundFile, ReachabilityAnswer, ReachabilityRequest, ReactionRequest, SendAnswer, SendRequest,
-        StatusAnswer,
+        AttachmentRef, BatchAnswer, BatchResult, BridgeEvent, BridgeEventPayload, CapabilitiesAnswer,
+        ConversationSignal, GroupChangeRequest, GroupRequest, InboundFile, ReachabilityAnswer, ReachabilityRequest,
+        ReactionRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     };
     pub use crate::db::lines::Capabilities;
 }

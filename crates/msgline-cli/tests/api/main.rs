@@ -12,6 +12,7 @@ mod agents;
 mod android;
 mod architecture;
 mod availability;
+mod batches;
 mod bluebubbles;
 mod bridge_files;
 mod cards;

@@ -49,6 +49,7 @@ const CAPABILITIES: Capabilities = Capabilities {
     // The gateway's API sends text and data SMS only, no MMS.
     media: false,
     mms: false,
+    batch: 0,
 };
 /// The events msgline registers a webhook for.
 const EVENTS: [&str; 5] = ["sms:received", "sms:sent", "sms:delivered", "sms:failed", "mms:downloaded"];

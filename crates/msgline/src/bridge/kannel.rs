@@ -46,6 +46,7 @@ const CAPABILITIES: Capabilities = Capabilities {
     read_receipts: false,
     media: false,
     mms: false,
+    batch: 0,
 };
 
 /// The reports msgline asks Kannel for: delivered (1), not delivered (2), queued on the SMSC (4),

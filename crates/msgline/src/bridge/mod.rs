@@ -10,6 +10,7 @@
 
 pub mod adapter;
 pub mod android;
+pub mod batch;
 pub mod bluebubbles;
 pub mod call;
 pub mod client;
@@ -143,6 +144,31 @@ pub struct GroupChangeRequest {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SendAnswer {
     /// `accepted` or `rejected`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `POST /v1/messages/batch` body: several sends in one call, to a bridge whose capabilities
+/// say `batch` (at most that many). Each message means what it means in `POST /v1/messages`, and
+/// the bridge deduplicates each on its `id` as it does there.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SendBatch {
+    pub messages: Vec<SendRequest>,
+}
+
+/// The answer to a batch: one result per message it carried, by id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchAnswer {
+    pub results: Vec<BatchResult>,
+}
+
+/// What the bridge did with one message of a batch.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchResult {
+    pub id: String,
+    /// `accepted`, `rejected` (with `reason`), or `retry` (not taken now: ask again later, as
+    /// a `503` to a single send asks).
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -1,15 +1,19 @@
 //! The `msgline` kind: msgline's own HTTP bridge protocol (docs/bridge-protocol.md), spoken to
 //! `msgline sim` and to bridges others write.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use reqwest::StatusCode;
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
-    ReachabilityRequest, SendAnswer, SendRequest, StatusAnswer,
+    BatchAnswer, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
+    ReachabilityRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
+    batch::{Lanes, Waiting},
     call::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
 };
 use crate::db::lines::Line;
@@ -18,15 +22,21 @@ use crate::db::lines::Line;
 pub struct MsglineBridge {
     http: reqwest::Client,
     timeout: Duration,
+    /// Sends waiting for a call to their line, for lines that take batches.
+    lanes: Arc<Lanes>,
 }
 
 impl MsglineBridge {
     pub fn new(http: reqwest::Client, timeout: Duration) -> Self {
-        Self { http, timeout }
+        Self { http, timeout, lanes: Arc::default() }
     }
 
     fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
-        let mut request = self.http.request(method, format!("{}{path}", line.bridge_url)).timeout(self.timeout);
+        self.request_within(method, line, path, self.timeout)
+    }
+
+    fn request_within(&self, method: reqwest::Method, line: &Line, path: &str, timeout: Duration) -> reqwest::RequestBuilder {
+        let mut request = self.http.request(method, format!("{}{path}", line.bridge_url)).timeout(timeout);
         if let Some(token) = &line.bridge_token {
             request = request.bearer_auth(token);
         }
@@ -41,8 +51,18 @@ impl MsglineBridge {
     }
 
     async fn post_send<B: Serialize>(&self, line: &Line, path: &str, body: &B) -> CallResult<SendOutcome> {
+        self.post_send_within(line, path, body, self.timeout).await
+    }
+
+    async fn post_send_within<B: Serialize>(
+        &self,
+        line: &Line,
+        path: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> CallResult<SendOutcome> {
         let started = Instant::now();
-        let result = self.request(reqwest::Method::POST, line, path).json(body).send().await;
+        let result = self.request_within(reqwest::Method::POST, line, path, timeout).json(body).send().await;
         let (outcome, http_status) = match result {
             Err(error) => (classify_error(&error), None),
             Ok(response) => {
@@ -74,6 +94,78 @@ impl MsglineBridge {
             Err(error) => StatusLookup::Failed(error),
         }
     }
+
+    /// A call loop of a line's lane: takes what queued, calls the line with it, hands each send
+    /// its outcome, and goes on until the queue is empty.
+    async fn drain(self, line: Line, most: usize) {
+        while let Some(sends) = self.lanes.take(&line.id, most) {
+            self.call_with(&line, sends).await;
+        }
+    }
+
+    /// One call carrying `sends` (alone, or as a batch), each within its own deadline.
+    async fn call_with(&self, line: &Line, sends: Vec<Waiting>) {
+        let now = Instant::now();
+        let (sends, late): (Vec<Waiting>, Vec<Waiting>) =
+            sends.into_iter().partition(|send| !send.time_left(now).is_zero());
+        for send in late {
+            // Never sent: as safe to try again as a call the line never received.
+            let busy = "the line's calls were busy until the bridge timeout; not sent".to_string();
+            send.answer(CallResult { outcome: SendOutcome::Unreachable(busy), http_status: None, latency_ms: 0 });
+        }
+        let Some(within) = sends.iter().map(|send| send.time_left(now)).min() else { return };
+        if let [send] = &sends[..] {
+            let result = self.post_send_within(line, "/v1/messages", &send.request, within).await;
+            sends.into_iter().for_each(|send| send.answer(result.clone()));
+            return;
+        }
+        match self.post_batch(line, &sends, within).await {
+            Some(result) => {
+                for (send, outcome) in sends.into_iter().zip(result.outcome) {
+                    send.answer(CallResult { outcome, http_status: result.http_status, latency_ms: result.latency_ms });
+                }
+            }
+            None => {
+                // The bridge does not take batches (any more): none was sent; each goes alone.
+                let calls = sends.iter().map(|send| {
+                    self.post_send_within(line, "/v1/messages", &send.request, send.time_left(Instant::now()))
+                });
+                let results = futures_util::future::join_all(calls).await;
+                sends.into_iter().zip(results).for_each(|(send, result)| send.answer(result));
+            }
+        }
+    }
+
+    /// `POST /v1/messages/batch`: one outcome per send, in order. A whole-call answer (no
+    /// answer in time, a 503, a cut connection) is each send's. `None` when the bridge says it
+    /// has no such call (404, 405) or the batch is larger than it takes (413): nothing was sent.
+    async fn post_batch(&self, line: &Line, sends: &[Waiting], within: Duration) -> Option<CallResult<Vec<SendOutcome>>> {
+        let started = Instant::now();
+        let ids: Vec<&str> = sends.iter().map(|send| send.request.id.as_str()).collect();
+        let body = SendBatch { messages: sends.iter().map(|send| send.request.clone()).collect() };
+        let result = self.request_within(reqwest::Method::POST, line, "/v1/messages/batch", within).json(&body).send().await;
+        let each = |outcome: SendOutcome| vec![outcome; ids.len()];
+        let (outcome, http_status) = match result {
+            Err(error) => (each(classify_error(&error)), None),
+            Ok(response) => {
+                let status = response.status();
+                if matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED | StatusCode::PAYLOAD_TOO_LARGE) {
+                    tracing::warn!(line = %line.id, %status, "the bridge says batch but refused one; sending alone");
+                    return None;
+                }
+                let answer = response.json::<BatchAnswer>().await;
+                let outcome = match (status, answer) {
+                    (_, Err(error)) if error.is_timeout() => each(SendOutcome::Timeout),
+                    (status, Ok(answer)) if status.is_success() => super::batch::outcomes(&ids, answer),
+                    (StatusCode::SERVICE_UNAVAILABLE, _) => each(SendOutcome::RetryLater),
+                    (status, _) if status.is_client_error() => each(SendOutcome::Rejected(format!("line answered {status}"))),
+                    (status, _) => each(SendOutcome::Unknown(format!("line answered {status}"))),
+                };
+                (outcome, Some(status.as_u16()))
+            }
+        };
+        Some(CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 })
+    }
 }
 
 impl LineAdapter for MsglineBridge {
@@ -100,9 +192,22 @@ impl LineAdapter for MsglineBridge {
         response.json().await.map_err(|e| describe(&e))
     }
 
-    /// Hands a message to the line.
+    /// Hands a message to the line: in a call of its own, or, to a line that takes batches,
+    /// through the line's lane (see [`super::batch`]).
     async fn send(&self, line: &Line, message: &SendRequest) -> CallResult<SendOutcome> {
-        self.post_send(line, "/v1/messages", message).await
+        let most = line.capabilities.map_or(0, |c| c.batch) as usize;
+        if most < 2 {
+            return self.post_send(line, "/v1/messages", message).await;
+        }
+        let (waiting, outcome) = Waiting::new(message.clone(), self.timeout);
+        if self.lanes.enqueue(&line.id, waiting) {
+            tokio::spawn(self.clone().drain(line.clone(), most));
+        }
+        outcome.await.unwrap_or_else(|_| CallResult {
+            outcome: SendOutcome::Unknown("the call to the line ended without an outcome".into()),
+            http_status: None,
+            latency_ms: 0,
+        })
     }
 
     /// Asks the line to create a group with its opening message.

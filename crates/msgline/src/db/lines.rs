@@ -113,6 +113,14 @@ pub struct Capabilities {
     /// Sends files over SMS too (MMS).
     #[serde(default)]
     pub mms: bool,
+    /// Takes several sends in one call (`POST /v1/messages/batch`), at most this many; absent
+    /// or 0: one call per message. Only the `msgline` kind's protocol has it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batch: u16,
+}
+
+fn is_zero(n: &u16) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone)]

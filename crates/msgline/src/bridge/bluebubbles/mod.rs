@@ -353,6 +353,7 @@ impl LineAdapter for BlueBubbles {
                 // iMessage and, through the Mac's iPhone, SMS.
                 media: true,
                 mms: true,
+                batch: 0,
             },
         })
     }
