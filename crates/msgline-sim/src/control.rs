@@ -185,6 +185,7 @@ async fn control_stats(State(sim): State<Shared>) -> Json<Value> {
         "callback_retries": sim.callback_retries.load(Ordering::Relaxed),
         "lookups": sim.lookups.load(Ordering::Relaxed),
         "reachability_asks": sim.reachability_asks.load(Ordering::Relaxed),
+        "reachability_calls": sim.reachability_calls.load(Ordering::Relaxed),
         "batches": sim.batches.load(Ordering::Relaxed),
         "batched": sim.batched.load(Ordering::Relaxed),
     }))
@@ -206,6 +207,9 @@ struct ModeControl {
     /// bridge that does not speak batches would, whatever its capabilities said before).
     #[serde(default)]
     batch: Option<u16>,
+    /// How long reachability calls take to answer from now on, in ms.
+    #[serde(default)]
+    ask_ms: Option<u64>,
 }
 
 async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl>) -> Json<Value> {
@@ -224,8 +228,12 @@ async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl
     if let Some(batch) = request.batch {
         sim.batch.store(batch, Ordering::Relaxed);
     }
+    if let Some(ms) = request.ask_ms {
+        sim.ask_ms.store(ms, Ordering::Relaxed);
+    }
     Json(json!({
         "batch": sim.batch.load(Ordering::Relaxed),
+        "ask_ms": sim.ask_ms.load(Ordering::Relaxed),
         "mode": *sim.mode.lock().expect("mode lock"),
         "groups": *sim.groups.lock().expect("groups lock"),
         "lookup_status": *sim.lookup_answer.lock().expect("lookup lock"),

@@ -178,8 +178,11 @@ struct Sim {
     callback_retries: AtomicU64,
     /// Status lookups of messages and groups the line knew.
     lookups: AtomicU64,
-    /// Handles asked about in reachability calls.
+    /// Handles asked about in reachability calls, and the calls.
     reachability_asks: AtomicU64,
+    reachability_calls: AtomicU64,
+    /// How long a reachability call takes to answer, in ms (`/control/mode`'s `ask_ms`).
+    ask_ms: AtomicU64,
     /// `POST /v1/messages/batch` calls answered, and the sends they carried.
     batches: AtomicU64,
     batched: AtomicU64,
@@ -235,6 +238,8 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         callback_retries: AtomicU64::new(0),
         lookups: AtomicU64::new(0),
         reachability_asks: AtomicU64::new(0),
+        reachability_calls: AtomicU64::new(0),
+        ask_ms: AtomicU64::new(0),
         batches: AtomicU64::new(0),
         batched: AtomicU64::new(0),
         batch: std::sync::atomic::AtomicU16::new(config.batch),
@@ -464,6 +469,8 @@ async fn reachability(
         return unauthorized();
     }
     sim.reachability_asks.fetch_add(request.handles.len() as u64, Ordering::Relaxed);
+    sim.reachability_calls.fetch_add(1, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(sim.ask_ms.load(Ordering::Relaxed))).await;
     let imessage = request.handles.iter().map(|h| (h.clone(), !sim.sms_only.contains(h.trim()))).collect();
     Json(ReachabilityAnswer { imessage }).into_response()
 }

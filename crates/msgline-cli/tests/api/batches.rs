@@ -163,3 +163,24 @@ async fn a_batch_the_line_never_answers_leaves_each_message_unknown_until_the_li
         assert!(outcomes.iter().any(|o| *o == "timeout"), "{attempts}");
     }
 }
+
+#[tokio::test]
+async fn questions_about_new_numbers_that_arrive_together_are_asked_in_one_call() {
+    let app = app_for_bursts(10_000).await;
+    let line = line(&app, &[]).await;
+    let before = line.get("/control/stats").await;
+    // The line takes a moment to say who is on iMessage: the questions that arrive meanwhile
+    // wait and go together. `burst` sends to 40 numbers never seen.
+    line.control("/control/mode", json!({"ask_ms": 300})).await;
+    let ids = burst(&app, 40, |_| None).await;
+    wait_settled(&app, &ids, "delivered").await;
+    let stats = line.get("/control/stats").await;
+    let asked = |s: &Value, field: &str| s[field].as_u64().unwrap();
+    // Each number asked about once, in fewer calls than numbers.
+    assert_eq!(asked(&stats, "reachability_asks") - asked(&before, "reachability_asks"), 40, "{stats}");
+    let calls = asked(&stats, "reachability_calls") - asked(&before, "reachability_calls");
+    assert!((1..40).contains(&calls), "{stats}");
+    for message in wait_settled(&app, &ids, "delivered").await {
+        assert_eq!(message["channel"], "imessage", "{message}");
+    }
+}

@@ -1,5 +1,6 @@
 //! Sends to one line that arrive together go out together: each line whose bridge says `batch`
-//! has a lane, a queue of sends waiting for a call. At most [`CALLS_PER_LINE`] calls to the line
+//! has a lane (and so does every line for reachability questions, which the protocol always let
+//! carry several numbers), a queue of sends waiting for a call. At most [`CALLS_PER_LINE`] calls to the line
 //! run at once; a send that finds one free is called at once (alone, on `POST /v1/messages`), and
 //! sends that arrive while every call is busy wait and leave together in the next
 //! (`POST /v1/messages/batch`). Nothing waits for a batch to fill: a batch is what queued while
@@ -27,23 +28,26 @@ use super::{
 /// exchanges per message); more means less waiting behind a slow answer.
 pub const CALLS_PER_LINE: usize = 2;
 
-/// A send waiting for a call to its line.
-pub struct Waiting {
-    pub request: SendRequest,
+/// A call's worth of work waiting for its line: a send, or a reachability question.
+pub struct Waiting<Q, A> {
+    pub request: Q,
     /// When its call must have ended.
     pub deadline: Instant,
-    answer: oneshot::Sender<CallResult<SendOutcome>>,
+    answer: oneshot::Sender<A>,
 }
 
-impl Waiting {
-    /// A send handed over now, and where its outcome will arrive.
-    pub fn new(request: SendRequest, timeout: Duration) -> (Self, oneshot::Receiver<CallResult<SendOutcome>>) {
+/// A send waiting for a call.
+pub type WaitingSend = Waiting<SendRequest, CallResult<SendOutcome>>;
+
+impl<Q, A> Waiting<Q, A> {
+    /// Work handed over now, and where its outcome will arrive.
+    pub fn new(request: Q, timeout: Duration) -> (Self, oneshot::Receiver<A>) {
         let (answer, outcome) = oneshot::channel();
         (Self { request, deadline: Instant::now() + timeout, answer }, outcome)
     }
 
-    /// Gives the send its outcome (its waiter may have gone: the instance is stopping).
-    pub fn answer(self, result: CallResult<SendOutcome>) {
+    /// Gives the work its outcome (its waiter may have gone: the instance is stopping).
+    pub fn answer(self, result: A) {
         let _ = self.answer.send(result);
     }
 
@@ -54,21 +58,25 @@ impl Waiting {
 }
 
 /// Every line's queue and calls in flight.
-#[derive(Default)]
-pub struct Lanes(Mutex<HashMap<String, Lane>>);
+pub struct Lanes<Q, A>(Mutex<HashMap<String, Lane<Q, A>>>);
 
-#[derive(Default)]
-struct Lane {
-    queue: VecDeque<Waiting>,
+struct Lane<Q, A> {
+    queue: VecDeque<Waiting<Q, A>>,
     calls: usize,
 }
 
-impl Lanes {
-    /// Queues a send for `line_id`; `true` when the caller is to start a new call loop for the
+impl<Q, A> Default for Lanes<Q, A> {
+    fn default() -> Self {
+        Self(Mutex::default())
+    }
+}
+
+impl<Q, A> Lanes<Q, A> {
+    /// Queues work for `line_id`; `true` when the caller is to start a new call loop for the
     /// line (a call was free), which then drains the queue with [`Lanes::take`].
-    pub fn enqueue(&self, line_id: &str, waiting: Waiting) -> bool {
+    pub fn enqueue(&self, line_id: &str, waiting: Waiting<Q, A>) -> bool {
         let mut lanes = self.0.lock().expect("lanes lock");
-        let lane = lanes.entry(line_id.to_string()).or_default();
+        let lane = lanes.entry(line_id.to_string()).or_insert_with(|| Lane { queue: VecDeque::new(), calls: 0 });
         lane.queue.push_back(waiting);
         if lane.calls < CALLS_PER_LINE {
             lane.calls += 1;
@@ -78,9 +86,9 @@ impl Lanes {
         }
     }
 
-    /// The next sends for a call loop, at most `most`; `None` ends the loop (the queue is empty,
-    /// and the loop's call is given back).
-    pub fn take(&self, line_id: &str, most: usize) -> Option<Vec<Waiting>> {
+    /// The next work for a call loop, at most `most`; `None` ends the loop (the queue is
+    /// empty, and the loop's call is given back).
+    pub fn take(&self, line_id: &str, most: usize) -> Option<Vec<Waiting<Q, A>>> {
         let mut lanes = self.0.lock().expect("lanes lock");
         let lane = lanes.get_mut(line_id)?;
         if lane.queue.is_empty() {
@@ -135,7 +143,7 @@ mod tests {
 
     #[test]
     fn a_lane_starts_at_most_its_calls_and_hands_out_what_queued_behind_them() {
-        let lanes = Lanes::default();
+        let lanes: Lanes<SendRequest, CallResult<SendOutcome>> = Lanes::default();
         let timeout = Duration::from_secs(1);
         let started: Vec<bool> = (0..5).map(|i| lanes.enqueue("line_a", Waiting::new(request(&i.to_string()), timeout).0)).collect();
         assert_eq!(started, [true, true, false, false, false]);

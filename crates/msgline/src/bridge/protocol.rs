@@ -13,7 +13,7 @@ use super::{
     BatchAnswer, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
     ReachabilityRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    batch::{Lanes, Waiting},
+    batch::{Lanes, Waiting, WaitingSend},
     call::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
 };
 use crate::db::lines::Line;
@@ -23,12 +23,17 @@ pub struct MsglineBridge {
     http: reqwest::Client,
     timeout: Duration,
     /// Sends waiting for a call to their line, for lines that take batches.
-    lanes: Arc<Lanes>,
+    lanes: Arc<Lanes<SendRequest, CallResult<SendOutcome>>>,
+    /// Reachability questions waiting for a call to their line.
+    asks: Arc<Lanes<Vec<String>, Result<ReachabilityAnswer, String>>>,
 }
+
+/// Most numbers one reachability call asks about.
+const HANDLES_PER_ASK: usize = 100;
 
 impl MsglineBridge {
     pub fn new(http: reqwest::Client, timeout: Duration) -> Self {
-        Self { http, timeout, lanes: Arc::default() }
+        Self { http, timeout, lanes: Arc::default(), asks: Arc::default() }
     }
 
     fn request(&self, method: reqwest::Method, line: &Line, path: &str) -> reqwest::RequestBuilder {
@@ -104,9 +109,9 @@ impl MsglineBridge {
     }
 
     /// One call carrying `sends` (alone, or as a batch), each within its own deadline.
-    async fn call_with(&self, line: &Line, sends: Vec<Waiting>) {
+    async fn call_with(&self, line: &Line, sends: Vec<WaitingSend>) {
         let now = Instant::now();
-        let (sends, late): (Vec<Waiting>, Vec<Waiting>) =
+        let (sends, late): (Vec<WaitingSend>, Vec<WaitingSend>) =
             sends.into_iter().partition(|send| !send.time_left(now).is_zero());
         for send in late {
             // Never sent: as safe to try again as a call the line never received.
@@ -139,7 +144,7 @@ impl MsglineBridge {
     /// `POST /v1/messages/batch`: one outcome per send, in order. A whole-call answer (no
     /// answer in time, a 503, a cut connection) is each send's. `None` when the bridge says it
     /// has no such call (404, 405) or the batch is larger than it takes (413): nothing was sent.
-    async fn post_batch(&self, line: &Line, sends: &[Waiting], within: Duration) -> Option<CallResult<Vec<SendOutcome>>> {
+    async fn post_batch(&self, line: &Line, sends: &[WaitingSend], within: Duration) -> Option<CallResult<Vec<SendOutcome>>> {
         let started = Instant::now();
         let ids: Vec<&str> = sends.iter().map(|send| send.request.id.as_str()).collect();
         let body = SendBatch { messages: sends.iter().map(|send| send.request.clone()).collect() };
@@ -166,6 +171,36 @@ impl MsglineBridge {
         };
         Some(CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 })
     }
+
+    /// A call loop of a line's reachability questions: each call asks every number that
+    /// queued (up to [`HANDLES_PER_ASK`] questions), and each question gets the whole answer.
+    async fn drain_asks(self, line: Line) {
+        while let Some(asks) = self.asks.take(&line.id, HANDLES_PER_ASK) {
+            let now = Instant::now();
+            let (asks, late): (Vec<_>, Vec<_>) = asks.into_iter().partition(|ask| !ask.time_left(now).is_zero());
+            late.into_iter().for_each(|ask| ask.answer(Err("the line's calls were busy until the bridge timeout".into())));
+            let Some(within) = asks.iter().map(|ask| ask.time_left(now)).min() else { continue };
+            let mut handles: Vec<String> = asks.iter().flat_map(|ask| ask.request.iter().cloned()).collect();
+            handles.sort_unstable();
+            handles.dedup();
+            let answer = self.ask(&line, handles, within).await;
+            asks.into_iter().for_each(|ask| ask.answer(answer.clone()));
+        }
+    }
+
+    async fn ask(&self, line: &Line, handles: Vec<String>, within: Duration) -> Result<ReachabilityAnswer, String> {
+        let body = ReachabilityRequest { handles };
+        let response = self
+            .request_within(reqwest::Method::POST, line, "/v1/reachability", within)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
+        if !response.status().is_success() {
+            return Err(format!("bridge answered {}", response.status()));
+        }
+        response.json().await.map_err(|e| describe(&e))
+    }
 }
 
 impl LineAdapter for MsglineBridge {
@@ -177,19 +212,14 @@ impl LineAdapter for MsglineBridge {
         }
     }
 
-    /// Asks which handles are reachable over iMessage.
+    /// Asks which handles are reachable over iMessage. Questions to one line that arrive while
+    /// its calls are busy are asked together, in one call (see [`super::batch`]).
     async fn reachability(&self, line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String> {
-        let body = ReachabilityRequest { handles: handles.to_vec() };
-        let response = self
-            .request(reqwest::Method::POST, line, "/v1/reachability")
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| describe(&e))?;
-        if !response.status().is_success() {
-            return Err(format!("bridge answered {}", response.status()));
+        let (waiting, answer) = Waiting::new(handles.to_vec(), self.timeout);
+        if self.asks.enqueue(&line.id, waiting) {
+            tokio::spawn(self.clone().drain_asks(line.clone()));
         }
-        response.json().await.map_err(|e| describe(&e))
+        answer.await.unwrap_or_else(|_| Err("the call to the line ended without an answer".into()))
     }
 
     /// Hands a message to the line: in a call of its own, or, to a line that takes batches,
