@@ -30,6 +30,7 @@ mod scheduled;
 mod send;
 pub mod series;
 mod soak;
+mod wrk;
 
 use report::{LoadCpu, print_table};
 use send::{reported_samples, scenario_e2e, scenario_send, sends_from};
@@ -53,7 +54,19 @@ pub struct BenchArgs {
 }
 
 /// The scenarios `all` runs; `soak` runs only when named (it is long: see [`soak`]).
-pub const SCENARIOS: [&str; 8] = ["floor", "kannel", "send", "e2e", "kannel-line", "webhooks", "read", "console"];
+pub const SCENARIOS: [&str; 11] = [
+    "floor",
+    "kannel",
+    "send",
+    "e2e",
+    "wrk-kannel",
+    "wrk-send",
+    "wrk-send-new",
+    "kannel-line",
+    "webhooks",
+    "read",
+    "console",
+];
 
 /// Latency samples in microseconds, and how many requests failed.
 #[derive(Default)]
@@ -462,6 +475,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 };
                 scenario_e2e(&harness, from, to).await?
             }
+            "wrk-kannel" => wrk::scenario_kannel(&args).await?,
+            "wrk-send" => wrk::scenario_send(&harness, &args, false).await?,
+            "wrk-send-new" => wrk::scenario_send(&harness, &args, true).await?,
             "kannel-line" => kannel_line::scenario(&harness, &args).await?,
             "webhooks" => scenario_webhooks(&harness, &args).await?,
             "soak" => soak::scenario_soak(&harness, &args).await?,
@@ -490,10 +506,11 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             .find(|r| r["scenario"] == name && r.get("skipped").is_none())
             .and_then(|r| r["per_second"].as_f64())
     };
-    let to_kannel = |name: &str| match (rate(name), rate("kannel")) {
+    let ratio = |name: &str, peer: &str| match (rate(name), rate(peer)) {
         (Some(rate), Some(kannel)) if kannel > 0.0 => json!((rate / kannel * 100.0).round() / 100.0),
         _ => Value::Null,
     };
+    let to_kannel = |name: &str| ratio(name, "kannel");
     let report = json!({
         "database": harness.db.backend().name(),
         "durability": harness.durability().await,
@@ -507,6 +524,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "send_request": "POST /messages with an Idempotency-Key, from, no channel, to 5,000 recipients",
         "send_to_kannel": to_kannel("send"),
         "kannel_line_to_kannel": to_kannel("kannel-line"),
+        "wrk_send_to_kannel": ratio("wrk-send", "wrk-kannel"),
+        "wrk_send_new_to_kannel": ratio("wrk-send-new", "wrk-kannel"),
         "results": results,
     });
     print_table(&report);

@@ -26,6 +26,15 @@ fn row(run: usize, label: &str, report: &Value) -> Vec<String> {
         p99("send").unwrap_or_else(dash),
         rate("e2e").unwrap_or_else(dash),
         ratio("kannel_line_to_kannel").unwrap_or_else(dash),
+        ratio("wrk_send_to_kannel").unwrap_or_else(dash),
+        ratio("wrk_send_new_to_kannel").unwrap_or_else(dash),
+        match (rate("webhooks"), rate("send")) {
+            (Some(hooks), Some(send)) => {
+                let (hooks, send): (f64, f64) = (hooks.parse().unwrap_or(0.0), send.parse().unwrap_or(0.0));
+                if send > 0.0 { format!("{:.2}x", hooks / send) } else { dash() }
+            }
+            _ => dash(),
+        },
         report["server_rss_mib"]["peak"].as_f64().map(|v| format!("{v:.1}")).unwrap_or_else(dash),
     ]
 }
@@ -67,8 +76,21 @@ pub async fn run(
 }
 
 fn print_series(runs: &[Value]) {
-    let header =
-        ["run", "binary", "db", "kannel/s", "send/s", "send/kannel", "send p99", "e2e/s", "line/kannel", "RSS peak"];
+    let header = [
+        "run",
+        "binary",
+        "db",
+        "kannel/s",
+        "send/s",
+        "send/kannel",
+        "send p99",
+        "e2e/s",
+        "line/kannel",
+        "wrk send/kannel",
+        "wrk new/kannel",
+        "webhooks/send",
+        "RSS peak",
+    ];
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| row(r["run"].as_u64().unwrap_or(0) as usize, r["binary"].as_str().unwrap_or("?"), &r["report"]))
