@@ -124,6 +124,12 @@ fn rss_mib(pid: u32) -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Starts a new high-water mark of the process's RSS (VmHWM), so that the next reading of the peak
+/// is one scenario's (`5` to `/proc/PID/clear_refs`; the bench runs the server as itself).
+fn reset_rss_peak(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+}
+
 struct Harness {
     base: String,
     keys: Vec<String>,
@@ -453,11 +459,14 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let (idle_rss, _) = rss_mib(harness.pid());
     let mut results = Vec::new();
     let mut send_window = None;
+    let mut peaks = Vec::new();
     // The read and console scenarios share one seeding.
     let mut seeded: Option<String> = None;
     for scenario in SCENARIOS.iter().chain(&["soak", "scheduled"]).filter(|s| args.scenarios.iter().any(|a| a == *s)) {
         eprintln!("running {scenario} ...");
-        let result = match *scenario {
+        let (_, peak_before) = rss_mib(harness.pid());
+        reset_rss_peak(harness.pid());
+        let mut result = match *scenario {
             "floor" => scenario_floor(&harness, &args).await,
             "kannel" => peer::scenario(&args).await?,
             "send" => {
@@ -497,9 +506,14 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 scenario_read(&harness, &args, &conversation).await?
             }
         };
+        // The server's own peak during this scenario (its seeding included, for read).
+        let (_, scenario_peak) = rss_mib(harness.pid());
+        result["server_rss_peak_mib"] = json!(scenario_peak);
+        peaks.push(peak_before.max(scenario_peak));
         results.push(result);
     }
-    let (rss_now, peak_rss) = rss_mib(harness.pid());
+    let (rss_now, last_peak) = rss_mib(harness.pid());
+    let peak_rss = peaks.into_iter().fold(last_peak, f64::max);
     let rate = |name: &str| {
         results
             .iter()

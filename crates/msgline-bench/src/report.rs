@@ -56,8 +56,8 @@ pub(super) fn print_table(report: &Value) {
     );
     println!("rate limits: {}", report["rate_limits"].as_str().unwrap_or_default());
     println!(
-        "{:<14} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms", "load CPU", "CPU ms/r"
+        "{:<14} {:>10} {:>8} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "scenario", "count", "errors", "per second", "p50 ms", "p99 ms", "p99.9 ms", "load CPU", "CPU ms/r", "RSS MiB"
     );
     for result in report["results"].as_array().into_iter().flatten() {
         if let Some(skipped) = result["skipped"].as_str() {
@@ -65,7 +65,7 @@ pub(super) fn print_table(report: &Value) {
             continue;
         }
         println!(
-            "{:<14} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "{:<14} {:>10} {:>8} {:>12.0} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             result["scenario"].as_str().unwrap_or_default(),
             result["count"].as_u64().unwrap_or(0),
             result["errors"].as_u64().unwrap_or(0),
@@ -75,6 +75,7 @@ pub(super) fn print_table(report: &Value) {
             ms(&result["p999_ms"]),
             result["load_cpu_cores"].as_f64().map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
             result["machine_cpu_ms_per_request"].as_f64().map(|c| format!("{c:.3}")).unwrap_or_else(|| "-".into()),
+            result["server_rss_peak_mib"].as_f64().map(|m| format!("{m:.1}")).unwrap_or_else(|| "-".into()),
         );
     }
     for soak in report["results"].as_array().into_iter().flatten().filter(|r| r["scenario"] == "soak") {

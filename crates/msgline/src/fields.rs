@@ -54,6 +54,12 @@ pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(describe)
 }
 
+/// [`from_value`] without taking the value: a request whose body is also fingerprinted is read
+/// in place instead of copied.
+pub fn from_ref<T: DeserializeOwned>(value: &Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(describe)
+}
+
 fn describe(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let path = error.path().to_string();
     let inner = error.into_inner();

@@ -14,6 +14,9 @@ use crate::clock;
 /// Latency buckets, in seconds: from a millisecond to the bridge's longest timeouts.
 const LATENCY_BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
 
+/// Sends per batch call: from two to the most a bridge may say it takes.
+const BATCH_BUCKETS: &[f64] = &[2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 1000.0];
+
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// Installs the process's recorder (once; a process that runs several servers, as the tests
@@ -23,6 +26,8 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .expect("the buckets are not empty")
+                .set_buckets_for_metric(Matcher::Full("msgline_bridge_batch_sends".into()), BATCH_BUCKETS)
                 .expect("the buckets are not empty")
                 .build_recorder();
             let handle = recorder.handle();
@@ -69,6 +74,7 @@ fn describe() {
         Unit::Seconds,
         "Time a line's bridge took to answer a send, by line"
     );
+    describe_histogram!("msgline_bridge_batch_sends", "Sends carried by each batch call to a line, by line");
     describe_counter!(
         "msgline_status_moves_total",
         "Status moves recorded (the line's answer to a send, its reports), by the status moved to"
@@ -163,6 +169,11 @@ pub fn bridge_call(line: &str, outcome: &'static str, latency_ms: i64) {
     metrics::counter!("msgline_bridge_calls_total", "line" => line.to_string(), "outcome" => outcome).increment(1);
     metrics::histogram!("msgline_bridge_call_duration_seconds", "line" => line.to_string())
         .record(latency_ms.max(0) as f64 / 1000.0);
+}
+
+/// One batch call to a line (`POST /v1/messages/batch`) and how many sends it carried.
+pub fn bridge_batch(line: &str, sends: usize) {
+    metrics::histogram!("msgline_bridge_batch_sends", "line" => line.to_string()).record(sends as f64);
 }
 
 /// Messages moved to `status`, once committed.

@@ -8,7 +8,7 @@ use crate::{
 };
 
 /// The sum of the samples of `name` whose labels include every one of `labels`.
-fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     let mut found = None;
     for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
         let (series, sample) = line.rsplit_once(' ').expect("a sample has a value");
@@ -32,7 +32,7 @@ async fn scrape(app: &TestApp, token: Option<&str>) -> reqwest::Response {
     request.send().await.expect("the metrics answer")
 }
 
-async fn metrics_text(app: &TestApp) -> String {
+pub(crate) async fn metrics_text(app: &TestApp) -> String {
     let response = scrape(app, Some("scrape-token")).await;
     assert_eq!(response.status(), 200);
     let kind = response.headers()["content-type"].to_str().unwrap().to_string();

@@ -25,7 +25,7 @@ use crate::{
     db::{self, group_changes::ChangeState},
     domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
-    fields::{bounded, from_value, phone_field, required_text},
+    fields::{bounded, from_ref, phone_field, required_text},
     send::{
         groups::{self, CHANGES_PATH, ChangeInput, ChangeSent, GroupInput, GroupSent, MAX_PARTICIPANTS},
         request::{MAX_BODY_CHARS, idempotency},
@@ -113,7 +113,7 @@ async fn create_group(
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require(Scope::Send)?;
-    let request: CreateGroup = from_value(raw.clone())?;
+    let request: CreateGroup = from_ref(&raw)?;
     let raw_participants =
         request.participants.ok_or_else(|| ApiError::invalid("participants", "participants is required"))?;
     let participants = participants(raw_participants, request.default_country.as_deref())?;
@@ -234,7 +234,7 @@ async fn rename_group(
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require(Scope::Send)?;
-    let request: RenameGroup = from_value(raw.clone())?;
+    let request: RenameGroup = from_ref(&raw)?;
     let name = request.name.ok_or_else(|| ApiError::invalid("name", "name is required (\"\" removes it)"))?;
     let name = bounded("name", Some(name), 100)?.unwrap_or_default();
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
@@ -282,7 +282,7 @@ async fn change_participants(
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
     caller.require(Scope::Send)?;
-    let request: ChangeParticipants = from_value(raw.clone())?;
+    let request: ChangeParticipants = from_ref(&raw)?;
     let country = request.default_country.as_deref();
     let add = change_list("add", request.add, country)?;
     let remove = change_list("remove", request.remove, country)?;
@@ -332,7 +332,7 @@ async fn leave_group(
 ) -> ApiResult<Response> {
     caller.require(Scope::Send)?;
     let raw = body.map(|ApiJson(raw)| raw).unwrap_or_else(|| serde_json::json!({}));
-    let request: LeaveGroup = from_value(raw.clone())?;
+    let request: LeaveGroup = from_ref(&raw)?;
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
     let input = ChangeInput { leave: true, ..ChangeInput::default() };
     Ok(respond_change(groups::change(&state, &caller, &id, input, key).await?))

@@ -126,6 +126,7 @@ impl MsglineBridge {
         }
         match self.post_batch(line, &sends, within).await {
             Some(result) => {
+                crate::metrics::bridge_batch(&line.id, sends.len());
                 for (send, outcome) in sends.into_iter().zip(result.outcome) {
                     send.answer(CallResult { outcome, http_status: result.http_status, latency_ms: result.latency_ms });
                 }

@@ -21,7 +21,7 @@ use crate::{
     },
     egress::EgressError,
     error::{ApiError, ApiResult},
-    fields::{bounded, email_field, from_value, required_text},
+    fields::{bounded, email_field, from_ref, required_text},
     send::Sender,
 };
 
@@ -85,7 +85,7 @@ pub async fn send_card_request(
     sending_agent: Option<&str>,
 ) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
-    let mut request: SendCard = from_value(raw.clone())?;
+    let mut request: SendCard = from_ref(&raw)?;
     // A hosted agent's card: its name, its line's number and its photo fill what is omitted.
     let mut agent_photo = None;
     if let Some(agent_id) = &request.agent_id {

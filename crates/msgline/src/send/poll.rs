@@ -18,7 +18,7 @@ use crate::{
         scope::Scope,
     },
     error::{ApiError, ApiResult},
-    fields::from_value,
+    fields::from_ref,
     send::Sender,
 };
 
@@ -45,7 +45,7 @@ pub async fn send_poll_request(
     agent_id: Option<&str>,
 ) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
-    let request: SendPoll = from_value(raw.clone())?;
+    let request: SendPoll = from_ref(&raw)?;
     let question = request.question.ok_or_else(|| ApiError::invalid("question", "question is required"))?;
     let question = poll::parse_question(&question).map_err(|e| ApiError::invalid("question", e))?;
     let options = request.options.ok_or_else(|| ApiError::invalid("options", "options is required"))?;

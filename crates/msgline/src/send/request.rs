@@ -17,7 +17,7 @@ use crate::{
         scope::Scope,
     },
     error::{ApiError, ApiResult},
-    fields::{from_value, phone_field, required_text},
+    fields::{from_ref, phone_field, required_text},
     send::Sender,
 };
 
@@ -126,11 +126,16 @@ pub fn idempotency(
         (Some(key), _) | (None, Some(key)) => key,
         (None, None) => return Ok(None),
     };
-    let mut request = raw.clone();
-    if let Some(object) = request.as_object_mut() {
-        object.remove("idempotency_key");
-    }
-    Ok(Some(Idempotency { key, path, fingerprint: fingerprint(path, &request) }))
+    // The body's key is not part of what the request asks (a copy only when it is there).
+    let fingerprint = match raw.as_object().filter(|object| object.contains_key("idempotency_key")) {
+        Some(object) => {
+            let mut object = object.clone();
+            object.remove("idempotency_key");
+            fingerprint(path, &Value::Object(object))
+        }
+        None => fingerprint(path, raw),
+    };
+    Ok(Some(Idempotency { key, path, fingerprint }))
 }
 
 /// `POST /messages`.
@@ -195,7 +200,7 @@ pub async fn send_text(
     agent_id: Option<&str>,
 ) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
-    let request: SendMessage = from_value(raw.clone())?;
+    let request: SendMessage = from_ref(&raw)?;
     let media_urls = request.media_urls.unwrap_or_default();
     let body = match (&request.body, media_urls.is_empty()) {
         (None, false) => String::new(),
@@ -243,7 +248,7 @@ pub async fn send_uploads(
         return send_text(state, caller, raw, header_key, None).await;
     }
     caller.require(Scope::Send)?;
-    let request: SendMessage = from_value(raw.clone())?;
+    let request: SendMessage = from_ref(&raw)?;
     if request.media_urls.is_some() {
         return Err(ApiError::invalid("media_urls", "send files as uploads or as media_urls, not both"));
     }
