@@ -84,7 +84,9 @@ pub(super) fn print_table(report: &Value) {
     if let Some(ratio) = report["send_to_kannel"].as_f64() {
         println!("send / kannel: {ratio:.2}x   (send: {})", report["send_request"].as_str().unwrap_or_default());
     }
-    for (field, what) in [("wrk_send_to_kannel", "wrk-send / wrk-kannel"), ("wrk_send_new_to_kannel", "wrk-send-new / wrk-kannel")] {
+    for (field, what) in
+        [("wrk_send_to_kannel", "wrk-send / wrk-kannel"), ("wrk_send_new_to_kannel", "wrk-send-new / wrk-kannel")]
+    {
         if let Some(ratio) = report[field].as_f64() {
             println!("{what}: {ratio:.2}x   (wrk driving both)");
         }

@@ -55,7 +55,13 @@ pub async fn scenario_kannel(args: &BenchArgs) -> anyhow::Result<Value> {
 
 /// Runs wrk with `script` for the scenario's seconds and connections; its figures, with the
 /// machine's CPU per request and wrk's own CPU.
-async fn drive(name: &str, base: &str, script: &str, env: &[(&str, String)], args: &BenchArgs) -> anyhow::Result<Value> {
+async fn drive(
+    name: &str,
+    base: &str,
+    script: &str,
+    env: &[(&str, String)],
+    args: &BenchArgs,
+) -> anyhow::Result<Value> {
     let path = std::env::temp_dir().join(format!("{}.lua", msgline::ids::new_id("wrk")));
     std::fs::write(&path, format!("{script}\n{REPORT}"))?;
     let machine = report::machine_busy_ticks();

@@ -86,12 +86,6 @@ async fn a_burst_to_a_line_that_takes_batches_leaves_in_few_calls_and_each_messa
     assert!(batches >= 1 && batched >= 2, "{stats}");
     // Fewer calls than messages: the ones that went alone, and the batches.
     assert!(60 - batched + batches < 60, "{stats}");
-    // The batches are counted, with the sends they carried.
-    let metrics = crate::metrics::metrics_text(&app).await;
-    let line_label = [("line", line.line_id.as_str())];
-    let value = |name: &str| crate::metrics::value(&metrics, name, &line_label).unwrap_or(0.0);
-    assert_eq!(value("msgline_bridge_batch_sends_count"), batches as f64, "{metrics}");
-    assert_eq!(value("msgline_bridge_batch_sends_sum"), batched as f64, "{metrics}");
     // Each message still has its own attempt and its own events. (The line reports before it
     // answers the call, so an attempt may be recorded after its message was delivered.)
     for id in &ids {
@@ -105,6 +99,12 @@ async fn a_burst_to_a_line_that_takes_batches_leaves_in_few_calls_and_each_messa
         let expected = ["queued", "submitted", "sent", "delivered"].map(|s| format!("messaging.message.{s}"));
         assert_eq!(app.event_types(id).await, expected);
     }
+    // Once every outcome is recorded, the batches are counted with the sends they carried.
+    let metrics = crate::metrics::metrics_text(&app).await;
+    let line_label = [("line", line.line_id.as_str())];
+    let value = |name: &str| crate::metrics::value(&metrics, name, &line_label).unwrap_or(0.0);
+    assert_eq!(value("msgline_bridge_batch_sends_count"), batches as f64, "{metrics}");
+    assert_eq!(value("msgline_bridge_batch_sends_sum"), batched as f64, "{metrics}");
 }
 
 #[tokio::test]

@@ -145,7 +145,8 @@ mod tests {
     fn a_lane_starts_at_most_its_calls_and_hands_out_what_queued_behind_them() {
         let lanes: Lanes<SendRequest, CallResult<SendOutcome>> = Lanes::default();
         let timeout = Duration::from_secs(1);
-        let started: Vec<bool> = (0..5).map(|i| lanes.enqueue("line_a", Waiting::new(request(&i.to_string()), timeout).0)).collect();
+        let started: Vec<bool> =
+            (0..5).map(|i| lanes.enqueue("line_a", Waiting::new(request(&i.to_string()), timeout).0)).collect();
         assert_eq!(started, [true, true, false, false, false]);
         // Another line has its own calls.
         assert!(lanes.enqueue("line_b", Waiting::new(request("b"), timeout).0));

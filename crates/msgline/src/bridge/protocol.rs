@@ -10,8 +10,8 @@ use reqwest::StatusCode;
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    BatchAnswer, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
-    ReachabilityRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
+    BatchAnswer, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
+    ReachabilityAnswer, ReachabilityRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
     batch::{Lanes, Waiting, WaitingSend},
     call::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
@@ -40,7 +40,13 @@ impl MsglineBridge {
         self.request_within(method, line, path, self.timeout)
     }
 
-    fn request_within(&self, method: reqwest::Method, line: &Line, path: &str, timeout: Duration) -> reqwest::RequestBuilder {
+    fn request_within(
+        &self,
+        method: reqwest::Method,
+        line: &Line,
+        path: &str,
+        timeout: Duration,
+    ) -> reqwest::RequestBuilder {
         let mut request = self.http.request(method, format!("{}{path}", line.bridge_url)).timeout(timeout);
         if let Some(token) = &line.bridge_token {
             request = request.bearer_auth(token);
@@ -145,17 +151,26 @@ impl MsglineBridge {
     /// `POST /v1/messages/batch`: one outcome per send, in order. A whole-call answer (no
     /// answer in time, a 503, a cut connection) is each send's. `None` when the bridge says it
     /// has no such call (404, 405) or the batch is larger than it takes (413): nothing was sent.
-    async fn post_batch(&self, line: &Line, sends: &[WaitingSend], within: Duration) -> Option<CallResult<Vec<SendOutcome>>> {
+    async fn post_batch(
+        &self,
+        line: &Line,
+        sends: &[WaitingSend],
+        within: Duration,
+    ) -> Option<CallResult<Vec<SendOutcome>>> {
         let started = Instant::now();
         let ids: Vec<&str> = sends.iter().map(|send| send.request.id.as_str()).collect();
         let body = SendBatch { messages: sends.iter().map(|send| send.request.clone()).collect() };
-        let result = self.request_within(reqwest::Method::POST, line, "/v1/messages/batch", within).json(&body).send().await;
+        let result =
+            self.request_within(reqwest::Method::POST, line, "/v1/messages/batch", within).json(&body).send().await;
         let each = |outcome: SendOutcome| vec![outcome; ids.len()];
         let (outcome, http_status) = match result {
             Err(error) => (each(classify_error(&error)), None),
             Ok(response) => {
                 let status = response.status();
-                if matches!(status, StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED | StatusCode::PAYLOAD_TOO_LARGE) {
+                if matches!(
+                    status,
+                    StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED | StatusCode::PAYLOAD_TOO_LARGE
+                ) {
                     tracing::warn!(line = %line.id, %status, "the bridge says batch but refused one; sending alone");
                     return None;
                 }
@@ -164,7 +179,9 @@ impl MsglineBridge {
                     (_, Err(error)) if error.is_timeout() => each(SendOutcome::Timeout),
                     (status, Ok(answer)) if status.is_success() => super::batch::outcomes(&ids, answer),
                     (StatusCode::SERVICE_UNAVAILABLE, _) => each(SendOutcome::RetryLater),
-                    (status, _) if status.is_client_error() => each(SendOutcome::Rejected(format!("line answered {status}"))),
+                    (status, _) if status.is_client_error() => {
+                        each(SendOutcome::Rejected(format!("line answered {status}")))
+                    }
                     (status, _) => each(SendOutcome::Unknown(format!("line answered {status}"))),
                 };
                 (outcome, Some(status.as_u16()))
@@ -179,7 +196,8 @@ impl MsglineBridge {
         while let Some(asks) = self.asks.take(&line.id, HANDLES_PER_ASK) {
             let now = Instant::now();
             let (asks, late): (Vec<_>, Vec<_>) = asks.into_iter().partition(|ask| !ask.time_left(now).is_zero());
-            late.into_iter().for_each(|ask| ask.answer(Err("the line's calls were busy until the bridge timeout".into())));
+            late.into_iter()
+                .for_each(|ask| ask.answer(Err("the line's calls were busy until the bridge timeout".into())));
             let Some(within) = asks.iter().map(|ask| ask.time_left(now)).min() else { continue };
             let mut handles: Vec<String> = asks.iter().flat_map(|ask| ask.request.iter().cloned()).collect();
             handles.sort_unstable();
