@@ -19,10 +19,7 @@ use std::{
 
 use tokio::sync::oneshot;
 
-use super::{
-    SendRequest,
-    call::{CallResult, SendOutcome},
-};
+use super::call::SendOutcome;
 
 /// Calls one line may have in flight at once. Fewer means larger batches under load (fewer
 /// exchanges per message); more means less waiting behind a slow answer.
@@ -35,9 +32,6 @@ pub struct Waiting<Q, A> {
     pub deadline: Instant,
     answer: oneshot::Sender<A>,
 }
-
-/// A send waiting for a call.
-pub type WaitingSend = Waiting<SendRequest, CallResult<SendOutcome>>;
 
 impl<Q, A> Waiting<Q, A> {
     /// Work handed over now, and where its outcome will arrive.
@@ -124,7 +118,7 @@ pub fn outcomes(ids: &[&str], answer: super::BatchAnswer) -> Vec<SendOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::{BatchAnswer, BatchResult};
+    use crate::bridge::{BatchAnswer, BatchResult, SendRequest, call::CallResult};
 
     fn request(id: &str) -> SendRequest {
         SendRequest {

@@ -13,7 +13,7 @@ use super::{
     BatchAnswer, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, ReachabilityRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    batch::{Lanes, Waiting, WaitingSend},
+    batch::{Lanes, Waiting},
     call::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
 };
 use crate::db::lines::Line;
@@ -23,10 +23,15 @@ pub struct MsglineBridge {
     http: reqwest::Client,
     timeout: Duration,
     /// Sends waiting for a call to their line, for lines that take batches.
-    lanes: Arc<Lanes<SendRequest, CallResult<SendOutcome>>>,
+    lanes: Arc<Lanes<(Line, SendRequest), CallResult<SendOutcome>>>,
     /// Reachability questions waiting for a call to their line.
-    asks: Arc<Lanes<Vec<String>, Result<ReachabilityAnswer, String>>>,
+    asks: Arc<Lanes<(Line, Vec<String>), Result<ReachabilityAnswer, String>>>,
 }
+
+/// A send waiting for a call, with the line as its sender last read it: a call goes with the
+/// newest of its sends' readings, so that a changed bridge URL or token is taken up while the
+/// line is kept busy (the line directory reads a line again every 10 s).
+type WaitingSend = Waiting<(Line, SendRequest), CallResult<SendOutcome>>;
 
 /// Most numbers one reachability call asks about.
 const HANDLES_PER_ASK: usize = 100;
@@ -108,9 +113,11 @@ impl MsglineBridge {
 
     /// A call loop of a line's lane: takes what queued, calls the line with it, hands each send
     /// its outcome, and goes on until the queue is empty.
-    async fn drain(self, line: Line, most: usize) {
-        while let Some(sends) = self.lanes.take(&line.id, most) {
+    async fn drain(self, line_id: String, mut most: usize) {
+        while let Some(sends) = self.lanes.take(&line_id, most) {
+            let Some(line) = sends.last().map(|send| send.request.0.clone()) else { continue };
             self.call_with(&line, sends).await;
+            most = line.capabilities.map_or(0, |c| c.batch as usize).max(1);
         }
     }
 
@@ -126,7 +133,7 @@ impl MsglineBridge {
         }
         let Some(within) = sends.iter().map(|send| send.time_left(now)).min() else { return };
         if let [send] = &sends[..] {
-            let result = self.post_send_within(line, "/v1/messages", &send.request, within).await;
+            let result = self.post_send_within(line, "/v1/messages", &send.request.1, within).await;
             sends.into_iter().for_each(|send| send.answer(result.clone()));
             return;
         }
@@ -140,7 +147,7 @@ impl MsglineBridge {
             None => {
                 // The bridge does not take batches (any more): none was sent; each goes alone.
                 let calls = sends.iter().map(|send| {
-                    self.post_send_within(line, "/v1/messages", &send.request, send.time_left(Instant::now()))
+                    self.post_send_within(line, "/v1/messages", &send.request.1, send.time_left(Instant::now()))
                 });
                 let results = futures_util::future::join_all(calls).await;
                 sends.into_iter().zip(results).for_each(|(send, result)| send.answer(result));
@@ -158,8 +165,8 @@ impl MsglineBridge {
         within: Duration,
     ) -> Option<CallResult<Vec<SendOutcome>>> {
         let started = Instant::now();
-        let ids: Vec<&str> = sends.iter().map(|send| send.request.id.as_str()).collect();
-        let body = SendBatch { messages: sends.iter().map(|send| send.request.clone()).collect() };
+        let ids: Vec<&str> = sends.iter().map(|send| send.request.1.id.as_str()).collect();
+        let body = SendBatch { messages: sends.iter().map(|send| send.request.1.clone()).collect() };
         let result =
             self.request_within(reqwest::Method::POST, line, "/v1/messages/batch", within).json(&body).send().await;
         let each = |outcome: SendOutcome| vec![outcome; ids.len()];
@@ -192,14 +199,15 @@ impl MsglineBridge {
 
     /// A call loop of a line's reachability questions: each call asks every number that
     /// queued (up to [`HANDLES_PER_ASK`] questions), and each question gets the whole answer.
-    async fn drain_asks(self, line: Line) {
-        while let Some(asks) = self.asks.take(&line.id, HANDLES_PER_ASK) {
+    async fn drain_asks(self, line_id: String) {
+        while let Some(asks) = self.asks.take(&line_id, HANDLES_PER_ASK) {
+            let Some(line) = asks.last().map(|ask| ask.request.0.clone()) else { continue };
             let now = Instant::now();
             let (asks, late): (Vec<_>, Vec<_>) = asks.into_iter().partition(|ask| !ask.time_left(now).is_zero());
             late.into_iter()
                 .for_each(|ask| ask.answer(Err("the line's calls were busy until the bridge timeout".into())));
             let Some(within) = asks.iter().map(|ask| ask.time_left(now)).min() else { continue };
-            let mut handles: Vec<String> = asks.iter().flat_map(|ask| ask.request.iter().cloned()).collect();
+            let mut handles: Vec<String> = asks.iter().flat_map(|ask| ask.request.1.iter().cloned()).collect();
             handles.sort_unstable();
             handles.dedup();
             let answer = self.ask(&line, handles, within).await;
@@ -234,9 +242,9 @@ impl LineAdapter for MsglineBridge {
     /// Asks which handles are reachable over iMessage. Questions to one line that arrive while
     /// its calls are busy are asked together, in one call (see [`super::batch`]).
     async fn reachability(&self, line: &Line, handles: &[String]) -> Result<ReachabilityAnswer, String> {
-        let (waiting, answer) = Waiting::new(handles.to_vec(), self.timeout);
+        let (waiting, answer) = Waiting::new((line.clone(), handles.to_vec()), self.timeout);
         if self.asks.enqueue(&line.id, waiting) {
-            tokio::spawn(self.clone().drain_asks(line.clone()));
+            tokio::spawn(self.clone().drain_asks(line.id.clone()));
         }
         answer.await.unwrap_or_else(|_| Err("the call to the line ended without an answer".into()))
     }
@@ -248,9 +256,9 @@ impl LineAdapter for MsglineBridge {
         if most < 2 {
             return self.post_send(line, "/v1/messages", message).await;
         }
-        let (waiting, outcome) = Waiting::new(message.clone(), self.timeout);
+        let (waiting, outcome) = Waiting::new((line.clone(), message.clone()), self.timeout);
         if self.lanes.enqueue(&line.id, waiting) {
-            tokio::spawn(self.clone().drain(line.clone(), most));
+            tokio::spawn(self.clone().drain(line.id.clone(), most));
         }
         outcome.await.unwrap_or_else(|_| CallResult {
             outcome: SendOutcome::Unknown("the call to the line ended without an outcome".into()),
