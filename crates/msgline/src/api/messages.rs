@@ -8,7 +8,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -57,16 +57,37 @@ pub fn header_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
 /// `Idempotent-Replayed: true`.
 pub fn respond(sent: Accepted) -> Response {
     let message = &sent.message;
-    let mut body = json!({
-        "message": message.to_json(),
-        "duplicate": sent.replayed,
-        "delivery_unknown": message.delivery_unknown,
-    });
-    if let Some((name, value)) = message.payload.as_ref().and_then(Payload::envelope_extra) {
-        body[name] = value;
-    }
+    let body = Envelope {
+        message: message.view(),
+        duplicate: sent.replayed,
+        delivery_unknown: message.delivery_unknown,
+        extra: message.payload.as_ref().and_then(Payload::envelope_extra),
+    };
     let status = if sent.replayed { StatusCode::OK } else { StatusCode::ACCEPTED };
     replayed((status, Json(body)).into_response(), sent.replayed)
+}
+
+/// A send's answer, written straight to the response (no JSON tree in between: it is built for
+/// every send): the message, whether it was a replay, and the card or poll it carries.
+struct Envelope<'a> {
+    message: db::messages::MessageView<'a>,
+    duplicate: bool,
+    delivery_unknown: bool,
+    extra: Option<(&'static str, Value)>,
+}
+
+impl serde::Serialize for Envelope<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("message", &self.message)?;
+        map.serialize_entry("duplicate", &self.duplicate)?;
+        map.serialize_entry("delivery_unknown", &self.delivery_unknown)?;
+        if let Some((name, value)) = &self.extra {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
 }
 
 /// Send a text.
