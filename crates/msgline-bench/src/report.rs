@@ -18,10 +18,7 @@ impl LoadCpu {
 
     /// User and system time of this process, in clock ticks (100 per second on Linux).
     fn ticks() -> u64 {
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-        // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
-        let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default();
-        after.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum()
+        process_ticks("self").unwrap_or_default()
     }
 
     /// Cores the generator kept busy on average since `start`.
@@ -29,6 +26,14 @@ impl LoadCpu {
         let seconds = (Self::ticks().saturating_sub(self.ticks)) as f64 / 100.0;
         (seconds / self.at.elapsed().as_secs_f64().max(1e-9) * 100.0).round() / 100.0
     }
+}
+
+/// User and system time of a process (`self`, or a pid), in clock ticks; `None` once it is gone.
+pub(super) fn process_ticks(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest)?;
+    Some(after.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum())
 }
 
 /// The whole machine's busy CPU (every process: the load generator, the server or Kannel, the

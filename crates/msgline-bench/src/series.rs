@@ -12,7 +12,8 @@ fn row(run: usize, label: &str, report: &Value) -> Vec<String> {
     let result = |name: &str| {
         report["results"].as_array().into_iter().flatten().find(|r| r["scenario"] == name && r.get("skipped").is_none())
     };
-    let rate = |name: &str| result(name).and_then(|r| r["per_second"].as_f64()).map(|v| format!("{v:.0}"));
+    let per_second = |name: &str| result(name).and_then(|r| r["per_second"].as_f64());
+    let rate = |name: &str| per_second(name).map(|v| format!("{v:.0}"));
     let p99 = |name: &str| result(name).and_then(|r| r["p99_ms"].as_f64()).map(|v| format!("{v:.1}"));
     let ratio = |field: &str| report[field].as_f64().map(|v| format!("{v:.2}x"));
     let dash = || "-".to_string();
@@ -28,11 +29,8 @@ fn row(run: usize, label: &str, report: &Value) -> Vec<String> {
         ratio("kannel_line_to_kannel").unwrap_or_else(dash),
         ratio("wrk_send_to_kannel").unwrap_or_else(dash),
         ratio("wrk_send_new_to_kannel").unwrap_or_else(dash),
-        match (rate("webhooks"), rate("send")) {
-            (Some(hooks), Some(send)) => {
-                let (hooks, send): (f64, f64) = (hooks.parse().unwrap_or(0.0), send.parse().unwrap_or(0.0));
-                if send > 0.0 { format!("{:.2}x", hooks / send) } else { dash() }
-            }
+        match (per_second("webhooks"), per_second("send")) {
+            (Some(hooks), Some(send)) if send > 0.0 => format!("{:.2}x", hooks / send),
             _ => dash(),
         },
         report["server_rss_mib"]["peak"].as_f64().map(|v| format!("{v:.1}")).unwrap_or_else(dash),

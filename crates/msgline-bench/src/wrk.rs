@@ -80,7 +80,7 @@ async fn drive(
     let pid = child.id().unwrap_or(0);
     let mut wrk_ticks = 0;
     let output = loop {
-        if let Some(ticks) = process_ticks(pid) {
+        if let Some(ticks) = report::process_ticks(&pid.to_string()) {
             wrk_ticks = ticks;
         }
         tokio::select! {
@@ -114,11 +114,4 @@ async fn drive(
         "load_cpu_cores": ((wrk_ticks as f64 / 100.0) / elapsed.max(1e-9) * 100.0).round() / 100.0,
         "machine_cpu_ms_per_request": report::cpu_ms_per_request(busy, count as usize),
     }))
-}
-
-/// User and system time of a process, in clock ticks.
-fn process_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.rsplit_once(')').map(|(_, rest)| rest)?;
-    Some(after.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum())
 }
