@@ -51,6 +51,18 @@ impl<Q, A> Waiting<Q, A> {
     }
 }
 
+/// Work taken for a call, split into what can still be called and what ran out of time while it
+/// queued (never sent), with the time the call has: the shortest left among the first; `None`
+/// when none can be called.
+pub fn split_due<Q, A>(
+    work: Vec<Waiting<Q, A>>,
+    now: Instant,
+) -> (Vec<Waiting<Q, A>>, Vec<Waiting<Q, A>>, Option<Duration>) {
+    let (due, late): (Vec<_>, Vec<_>) = work.into_iter().partition(|w| !w.time_left(now).is_zero());
+    let within = due.iter().map(|w| w.time_left(now)).min();
+    (due, late, within)
+}
+
 /// Every line's queue and calls in flight.
 pub struct Lanes<Q, A>(Mutex<HashMap<String, Lane<Q, A>>>);
 

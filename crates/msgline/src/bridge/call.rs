@@ -61,6 +61,19 @@ pub enum FileError {
     Refused(String),
 }
 
+/// What a send call's HTTP status says where its answer says nothing certain: a 503 asks to be
+/// tried later, another 4xx refuses, anything else leaves the outcome unknown. For one message
+/// or for every message of a batch.
+pub fn by_status(status: reqwest::StatusCode) -> SendOutcome {
+    if status == reqwest::StatusCode::SERVICE_UNAVAILABLE {
+        SendOutcome::RetryLater
+    } else if status.is_client_error() {
+        SendOutcome::Rejected(format!("line answered {status}"))
+    } else {
+        SendOutcome::Unknown(format!("line answered {status}"))
+    }
+}
+
 pub fn classify_error(error: &reqwest::Error) -> SendOutcome {
     if error.is_connect() {
         SendOutcome::Unreachable(describe(error))

@@ -13,8 +13,8 @@ use super::{
     BatchAnswer, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, ReachabilityRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    batch::{Lanes, Waiting},
-    call::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
+    batch::{Lanes, Waiting, split_due},
+    call::{CallResult, SendOutcome, StatusLookup, by_status, classify_error, describe, read_file},
 };
 use crate::db::lines::Line;
 
@@ -90,11 +90,7 @@ impl MsglineBridge {
                     (status, Ok(answer)) if status.is_client_error() || answer.status == "rejected" => {
                         SendOutcome::Rejected(answer.reason.unwrap_or_else(|| format!("line answered {status}")))
                     }
-                    (StatusCode::SERVICE_UNAVAILABLE, _) => SendOutcome::RetryLater,
-                    (status, Err(_)) if status.is_client_error() => {
-                        SendOutcome::Rejected(format!("line answered {status}"))
-                    }
-                    (status, _) => SendOutcome::Unknown(format!("line answered {status}")),
+                    (status, _) => by_status(status),
                 };
                 (outcome, Some(status.as_u16()))
             }
@@ -123,15 +119,13 @@ impl MsglineBridge {
 
     /// One call carrying `sends` (alone, or as a batch), each within its own deadline.
     async fn call_with(&self, line: &Line, sends: Vec<WaitingSend>) {
-        let now = Instant::now();
-        let (sends, late): (Vec<WaitingSend>, Vec<WaitingSend>) =
-            sends.into_iter().partition(|send| !send.time_left(now).is_zero());
+        let (sends, late, within) = split_due(sends, Instant::now());
         for send in late {
             // Never sent: as safe to try again as a call the line never received.
             let busy = "the line's calls were busy until the bridge timeout; not sent".to_string();
             send.answer(CallResult { outcome: SendOutcome::Unreachable(busy), http_status: None, latency_ms: 0 });
         }
-        let Some(within) = sends.iter().map(|send| send.time_left(now)).min() else { return };
+        let Some(within) = within else { return };
         if let [send] = &sends[..] {
             let result = self.post_send_within(line, "/v1/messages", &send.request.1, within).await;
             sends.into_iter().for_each(|send| send.answer(result.clone()));
@@ -185,11 +179,7 @@ impl MsglineBridge {
                 let outcome = match (status, answer) {
                     (_, Err(error)) if error.is_timeout() => each(SendOutcome::Timeout),
                     (status, Ok(answer)) if status.is_success() => super::batch::outcomes(&ids, answer),
-                    (StatusCode::SERVICE_UNAVAILABLE, _) => each(SendOutcome::RetryLater),
-                    (status, _) if status.is_client_error() => {
-                        each(SendOutcome::Rejected(format!("line answered {status}")))
-                    }
-                    (status, _) => each(SendOutcome::Unknown(format!("line answered {status}"))),
+                    (status, _) => each(by_status(status)),
                 };
                 (outcome, Some(status.as_u16()))
             }
@@ -202,11 +192,10 @@ impl MsglineBridge {
     async fn drain_asks(self, line_id: String) {
         while let Some(asks) = self.asks.take(&line_id, HANDLES_PER_ASK) {
             let Some(line) = asks.last().map(|ask| ask.request.0.clone()) else { continue };
-            let now = Instant::now();
-            let (asks, late): (Vec<_>, Vec<_>) = asks.into_iter().partition(|ask| !ask.time_left(now).is_zero());
+            let (asks, late, within) = split_due(asks, Instant::now());
             late.into_iter()
                 .for_each(|ask| ask.answer(Err("the line's calls were busy until the bridge timeout".into())));
-            let Some(within) = asks.iter().map(|ask| ask.time_left(now)).min() else { continue };
+            let Some(within) = within else { continue };
             let mut handles: Vec<String> = asks.iter().flat_map(|ask| ask.request.1.iter().cloned()).collect();
             handles.sort_unstable();
             handles.dedup();
