@@ -12,7 +12,7 @@ use std::{
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use serde_json::{Value, json};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::{
     clock,
@@ -32,6 +32,10 @@ pub const TIMEOUT: Duration = Duration::from_secs(15);
 const LEASE_MS: i64 = TIMEOUT.as_millis() as i64 + 10_000;
 /// Most posts in flight at once from one instance.
 const MAX_IN_FLIGHT: usize = 64;
+/// Most deliveries between their claim and their recorded attempt at once: posts in flight, and
+/// those whose answer came back and whose attempt waits for its commit. A post's slot is free
+/// again once its answer is in, so that receivers are never held up by the database.
+const MAX_UNRECORDED: usize = 16 * MAX_IN_FLIGHT;
 const CLAIM_BATCH: usize = 32;
 const FAN_OUT_BATCH: i64 = 500;
 /// How much of a receiver's answer is kept for the deliveries list.
@@ -64,7 +68,7 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
             return;
         }
     };
-    let permits = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let permits = Slots { posts: Arc::new(Semaphore::new(MAX_IN_FLIGHT)), unrecorded: Arc::new(Semaphore::new(MAX_UNRECORDED)) };
     let mut pruned_at: Option<Instant> = None;
     loop {
         if *shutdown.borrow() {
@@ -83,10 +87,10 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
                 tracing::error!(error = %error, "could not prune old webhook attempts");
             }
         }
-        if permits.available_permits() == 0 {
+        if permits.free() == 0 {
             // Every slot is posting: go on as soon as one is free, not after the idle pause.
             tokio::select! {
-                _ = permits.acquire() => {}
+                _ = permits.one_free() => {}
                 _ = shutdown.changed() => {}
             }
         } else if worked == 0 {
@@ -97,14 +101,37 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
         }
     }
     // Let posts in flight finish and record their outcome.
-    let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), permits.acquire_many(MAX_IN_FLIGHT as u32)).await;
+    let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), async {
+        let _posted = permits.posts.acquire_many(MAX_IN_FLIGHT as u32).await;
+        let _recorded = permits.unrecorded.acquire_many(MAX_UNRECORDED as u32).await;
+    })
+    .await;
+}
+
+/// The worker's limits: posts in flight, and deliveries claimed but not yet recorded.
+struct Slots {
+    posts: Arc<Semaphore>,
+    unrecorded: Arc<Semaphore>,
+}
+
+impl Slots {
+    /// How many deliveries may be claimed now.
+    fn free(&self) -> usize {
+        self.posts.available_permits().min(self.unrecorded.available_permits())
+    }
+
+    /// Waits until a delivery may be claimed.
+    async fn one_free(&self) {
+        let _post = self.posts.acquire().await;
+        let _unrecorded = self.unrecorded.acquire().await;
+    }
 }
 
 /// Fans out new events, then claims what is due (as many as there are free slots) and starts
 /// posting each; returns how many events and deliveries it took.
-pub async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Arc<Semaphore>) -> anyhow::Result<usize> {
+async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Slots) -> anyhow::Result<usize> {
     let fanned = db::webhook_deliveries::fan_out(&state.db, FAN_OUT_BATCH).await?;
-    let free = permits.available_permits().min(CLAIM_BATCH);
+    let free = permits.free().min(CLAIM_BATCH);
     let now = clock::now_ms();
     if free == 0 || !db::webhook_deliveries::any_due(&state.db, now).await? {
         return Ok(fanned);
@@ -119,17 +146,18 @@ pub async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Arc<Semaph
             .await?;
     let events = db::webhook_deliveries::events(&state.db, claimed.iter().map(|c| c.event_id.as_str())).await?;
     for delivery in claimed {
-        let permit = permits.clone().acquire_owned().await.expect("semaphore stays open");
+        let post = permits.posts.clone().acquire_owned().await.expect("semaphore stays open");
+        let unrecorded = permits.unrecorded.clone().acquire_owned().await.expect("semaphore stays open");
         let (state, settings) = (state.clone(), settings.clone());
         // Several deliveries may share an endpoint, and an event may go to several endpoints.
         let webhook = webhooks.get(&(delivery.org_id.clone(), delivery.webhook_id.clone())).cloned();
         let event = events.get(&delivery.event_id).cloned();
         tokio::spawn(async move {
-            if let Err(error) = deliver(&state, &settings, &delivery, webhook, read_at, event).await {
+            if let Err(error) = deliver(&state, &settings, &delivery, webhook, read_at, event, post).await {
                 // The claim runs out and the delivery is taken again: nothing is lost.
                 tracing::error!(delivery = %delivery.id, error = %error, "could not record a webhook attempt");
             }
-            drop(permit);
+            drop(unrecorded);
         });
     }
     Ok(fanned + count)
@@ -182,7 +210,8 @@ fn after_failure(settings: &Settings, claimed: &Claimed, retry_after: Option<Dur
 }
 
 /// Posts one claimed delivery and records what came of it. `webhook` is the endpoint as read
-/// at `read_at`.
+/// at `read_at`; `post` is the delivery's slot among the posts in flight, given back once the
+/// receiver has answered.
 async fn deliver(
     state: &Sender,
     settings: &Settings,
@@ -190,6 +219,7 @@ async fn deliver(
     webhook: Option<db::webhooks::Webhook>,
     read_at: i64,
     event: Option<StoredEvent>,
+    post: OwnedSemaphorePermit,
 ) -> anyhow::Result<()> {
     let Some(webhook) = webhook else {
         // The endpoint was deleted, and its deliveries with it; one written by a fan-out that
@@ -216,6 +246,7 @@ async fn deliver(
     let started = Instant::now();
     let result = state.egress.post_keeping_status(&webhook.url, headers, body, KEPT_RESPONSE_BYTES, TIMEOUT).await;
     let latency_ms = started.elapsed().as_millis() as i64;
+    drop(post);
     let now = clock::now_ms();
 
     let (status, response_body, error, outcome) = match result {
