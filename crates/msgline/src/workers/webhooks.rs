@@ -34,8 +34,11 @@ const LEASE_MS: i64 = TIMEOUT.as_millis() as i64 + 10_000;
 const MAX_IN_FLIGHT: usize = 64;
 /// Most deliveries between their claim and their recorded attempt at once: posts in flight, and
 /// those whose answer came back and whose attempt waits for its commit. A post's slot is free
-/// again once its answer is in, so that receivers are never held up by the database.
-const MAX_UNRECORDED: usize = 16 * MAX_IN_FLIGHT;
+/// again once its answer is in, so that receivers are never held up by the database. Bounded
+/// at two windows: on PostgreSQL every attempt to one endpoint commits on one lane (its row is
+/// hot), and with 1,024 allowed that lane's queue grew until a delivery run took twice as long
+/// in two runs of five.
+const MAX_UNRECORDED: usize = 2 * MAX_IN_FLIGHT;
 const CLAIM_BATCH: usize = 32;
 const FAN_OUT_BATCH: i64 = 500;
 /// How much of a receiver's answer is kept for the deliveries list.
