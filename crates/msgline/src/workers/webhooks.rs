@@ -71,7 +71,8 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
             return;
         }
     };
-    let permits = Slots { posts: Arc::new(Semaphore::new(MAX_IN_FLIGHT)), unrecorded: Arc::new(Semaphore::new(MAX_UNRECORDED)) };
+    let permits =
+        Slots { posts: Arc::new(Semaphore::new(MAX_IN_FLIGHT)), unrecorded: Arc::new(Semaphore::new(MAX_UNRECORDED)) };
     let mut pruned_at: Option<Instant> = None;
     loop {
         if *shutdown.borrow() {
