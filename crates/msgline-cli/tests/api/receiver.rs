@@ -121,6 +121,20 @@ impl Receiver {
             .collect()
     }
 
+    /// The most deliveries the receiver was answering at the same time.
+    pub async fn most_at_once(&self) -> u64 {
+        let answer: Value = self
+            .client
+            .get(self.url("/_control/at_once"))
+            .send()
+            .await
+            .expect("receiver answers")
+            .json()
+            .await
+            .expect("JSON");
+        answer["most"].as_u64().expect("most")
+    }
+
     /// The deliveries to one path.
     pub async fn received_on(&self, path: &str) -> Vec<Received> {
         self.received().await.into_iter().filter(|r| r.path == path).collect()

@@ -302,6 +302,39 @@ async fn serve(db_url: &str, port: u16) -> Child {
 }
 
 #[tokio::test]
+async fn a_slow_receiver_gets_at_most_64_posts_at_once_and_every_event_once() {
+    const MESSAGES: usize = 200;
+    let app = spawn_app_with(|config| {
+        config.allow_private_targets = true;
+        config.rate_limit_per_minute = 10_000;
+        config.send_rate_limit_per_minute = 10_000;
+    })
+    .await;
+    let _line = app.default_line().await;
+    let receiver = Receiver::start().await;
+    // Every answer takes a second, and the sends go at once: more events are due than may be
+    // posted together, and they queue behind the posts in flight.
+    receiver.script(json!([]), json!({"status": 200, "delay_ms": 1000})).await;
+    register(&app, &receiver.url("/hook"), json!(["messaging.message.queued"])).await;
+    let sends = (0..MESSAGES).map(|i| {
+        let to = format!("+1201555{:04}", 1000 + i);
+        app.post("/messages", &app.org.key, json!({"to": to, "body": format!("message {i}")}))
+    });
+    for answer in futures_util::future::join_all(sends).await {
+        answer.expect(202);
+    }
+    let received = receiver.wait_for(MESSAGES, None).await;
+    let ids: HashSet<String> = received.iter().map(Received::id).collect();
+    assert_eq!(ids.len(), MESSAGES, "one event per message, each delivered once");
+    // Nothing is still coming: the receiver got each event once, not once more after its answer.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(receiver.received().await.len(), MESSAGES);
+    let most = receiver.most_at_once().await;
+    assert!(most <= 64, "{most} posts at once; the documented bound is 64 per instance");
+    assert!(most >= 32, "posts run side by side, a claim's worth at least (at most {most} at once)");
+}
+
+#[tokio::test]
 async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_once() {
     const MESSAGES: usize = 30;
     let db = TestDb::new().await;

@@ -12,6 +12,7 @@ Control API, under /_control:
                               "default": {"status": 200, "body": "ok", "delay_ms": 0}}
                              answers to give, in order, then the default for every later delivery
     GET  /_control/received  every delivery so far, oldest first
+    GET  /_control/at_once   {"most": N}: the most deliveries it was answering at the same time
     POST /_control/verify    {"index": 0, "secret": "whsec_...", "tamper": false}
                              verifies delivery `index` (with one body byte changed when tampering)
 Every other POST is a delivery.
@@ -36,6 +37,7 @@ TOLERANCE_SECONDS = 300
 lock = threading.Lock()
 received = []
 script = {"responses": [], "default": {"status": 200, "body": "ok"}}
+at_once = {"now": 0, "most": 0}
 
 
 def verify_stdlib(secret, headers, body):
@@ -83,6 +85,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_control/received":
             with lock:
                 self.reply(200, json.dumps(received).encode())
+        elif self.path == "/_control/at_once":
+            with lock:
+                self.reply(200, json.dumps({"most": at_once["most"]}).encode())
         else:
             self.reply(404)
 
@@ -102,11 +107,16 @@ class Handler(BaseHTTPRequestHandler):
                 "at": time.time(),
             })
             answer = script["responses"].pop(0) if script["responses"] else script["default"]
-        time.sleep(answer.get("delay_ms", 0) / 1000)
+            at_once["now"] += 1
+            at_once["most"] = max(at_once["most"], at_once["now"])
         try:
+            time.sleep(answer.get("delay_ms", 0) / 1000)
             self.reply(answer.get("status", 200), answer.get("body", "").encode(), answer.get("headers"), "text/plain")
         except (BrokenPipeError, ConnectionResetError):
             pass  # the sender stopped listening (it was killed, or read all it wanted)
+        finally:
+            with lock:
+                at_once["now"] -= 1
 
     def verify(self, request):
         with lock:
