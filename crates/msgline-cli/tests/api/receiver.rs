@@ -100,16 +100,10 @@ impl Receiver {
 
     /// Every delivery so far, oldest first.
     pub async fn received(&self) -> Vec<Received> {
-        let all: Vec<Value> = self
-            .client
-            .get(self.url("/_control/received"))
-            .send()
-            .await
-            .expect("receiver answers")
-            .json()
-            .await
-            .expect("JSON");
-        all.into_iter()
+        let all = self.control("/_control/received").await;
+        all.as_array()
+            .expect("a list")
+            .iter()
             .enumerate()
             .map(|(index, r)| Received {
                 index,
@@ -123,16 +117,12 @@ impl Receiver {
 
     /// The most deliveries the receiver was answering at the same time.
     pub async fn most_at_once(&self) -> u64 {
-        let answer: Value = self
-            .client
-            .get(self.url("/_control/at_once"))
-            .send()
-            .await
-            .expect("receiver answers")
-            .json()
-            .await
-            .expect("JSON");
-        answer["most"].as_u64().expect("most")
+        self.control("/_control/at_once").await["most"].as_u64().expect("most")
+    }
+
+    /// What one of the receiver's control reads answers.
+    async fn control(&self, path: &str) -> Value {
+        self.client.get(self.url(path)).send().await.expect("receiver answers").json().await.expect("JSON")
     }
 
     /// The deliveries to one path.
