@@ -92,7 +92,8 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
             }
         }
         if permits.free() == 0 {
-            // Every slot is posting: go on as soon as one is free, not after the idle pause.
+            // Every post slot is busy, or every delivery allowed between claim and record is
+            // out: go on as soon as one of each is free, not after the idle pause.
             tokio::select! {
                 _ = permits.one_free() => {}
                 _ = shutdown.changed() => {}
