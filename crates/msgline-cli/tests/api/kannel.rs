@@ -184,16 +184,30 @@ async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_k
             .await;
     }
     let reader = msgline::Db::connect(&url).await.unwrap();
-    let statuses = eventually(60, "every message to settle", || async {
-        let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT body, status FROM messages WHERE direction = 'outbound'")
-                .fetch_all(reader.writer())
-                .await
-                .unwrap();
-        let settled = rows.iter().all(|(_, s)| matches!(s.as_str(), "delivered" | "failed"));
-        (rows.len() == total && settled).then_some(rows)
+    let last = std::sync::Mutex::new(Vec::new());
+    let statuses = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let rows: Vec<(String, String)> =
+                sqlx::query_as("SELECT body, status FROM messages WHERE direction = 'outbound'")
+                    .fetch_all(reader.writer())
+                    .await
+                    .unwrap();
+            let settled = rows.iter().all(|(_, s)| matches!(s.as_str(), "delivered" | "failed"));
+            if rows.len() == total && settled {
+                return rows;
+            }
+            *last.lock().unwrap() = rows;
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
     })
     .await;
+    let unsettled = |rows: &[(String, String)]| -> Vec<(String, String)> {
+        rows.iter().filter(|(_, s)| !matches!(s.as_str(), "delivered" | "failed")).cloned().collect()
+    };
+    let statuses = statuses.unwrap_or_else(|_| {
+        let rows = last.lock().unwrap();
+        panic!("not every message settled in 60 s: {} of {total} stored, unsettled {:?}", rows.len(), unsettled(&rows))
+    });
     reader.close().await;
     let delivered = statuses.iter().filter(|(_, s)| s == "delivered").count();
     // The fake SMSC logs what it got a moment after Kannel reported it.
@@ -218,6 +232,64 @@ async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_k
     // A message whose answer was lost in the kill would be failed as never known only after
     // ten minutes: in this run every call was answered or certainly never made.
     assert_eq!(delivered, total, "{statuses:?}");
+}
+
+#[tokio::test]
+async fn reports_that_find_msgline_stopped_arrive_once_it_is_back() {
+    use crate::helpers::{TestDb, cli_value, serve_process};
+    let db = TestDb::new().await;
+    let url = db.url().to_string();
+    let org = cli_value(&url, &["admin", "org", "create", "--name", "Kannel reports"]).await;
+    let (org_id, key) = (org["org_id"].as_str().unwrap(), org["api_key"].as_str().unwrap().to_string());
+    let (port, sendsms_port) = (free_port(), free_port());
+    let args = line_args(org_id, sendsms_port);
+    let line = cli_value(&url, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let printed = line["hook_url"].as_str().expect("hook_url");
+    let path = &printed[printed.find("/api/").unwrap()..];
+    let mut rig = Rig::start(&format!("http://127.0.0.1:{port}{path}"), sendsms_port).await;
+    let mut server = serve_process(&url, port, &[]).await;
+    let client = reqwest::Client::new();
+    let reader = msgline::Db::connect(&url).await.unwrap();
+    let statuses = || async {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT body, status FROM messages WHERE direction = 'outbound' ORDER BY body")
+                .fetch_all(reader.writer())
+                .await
+                .unwrap();
+        rows
+    };
+    // Kannel takes the messages while its SMSC is away, and keeps them.
+    rig.stop_fakesmsc().await;
+    for i in 0..3 {
+        let answer = client
+            .post(format!("http://127.0.0.1:{port}/api/v1/messaging/messages"))
+            .bearer_auth(&key)
+            .json(&json!({"to": format!("+1201555{:04}", 4000 + i), "body": format!("report message {i}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 202);
+    }
+    eventually(30, "Kannel to take the messages", || async {
+        statuses().await.iter().all(|(_, s)| s == "submitted").then_some(())
+    })
+    .await;
+    // msgline stops; the SMSC comes back and takes them, and Kannel's reports find nobody.
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    rig.start_fakesmsc().await;
+    eventually(30, "the messages at the fake SMSC", || async { (rig.delivered().len() == 3).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(statuses().await.iter().all(|(_, s)| s == "submitted"), "nothing was reported while msgline was down");
+    // smsbox calls the reports again (`http-request-retry`, docs/lines.md) once msgline is back.
+    let _server = serve_process(&url, port, &[]).await;
+    let settled = eventually(30, "the reports to arrive", || async {
+        let rows = statuses().await;
+        rows.iter().all(|(_, s)| s == "delivered").then_some(rows)
+    })
+    .await;
+    assert_eq!(settled.len(), 3);
+    reader.close().await;
 }
 
 #[tokio::test]

@@ -86,6 +86,10 @@ sendsms-port = {sendsms}
 sendsms-interface = 127.0.0.1
 log-file = {d}/smsbox.log
 log-level = 0
+# Reports and arriving messages that find msgline stopped (a restart, a kill) are called again,
+# every second here (docs/lines.md asks for minutes of this).
+http-request-retry = 60
+http-queue-delay = 1
 
 group = sendsms-user
 username = msgline
@@ -193,6 +197,14 @@ field-boxc-id = boxc
     pub async fn start_bearerbox(&mut self) {
         self.bearerbox = Some(self.spawn("bearerbox", bin("bearerbox"), &["-v", "0", self.conf.to_str().unwrap()]));
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    /// The fake SMSC stopped: bearerbox keeps what it is given in its store until it is back.
+    pub async fn stop_fakesmsc(&mut self) {
+        let mut fakesmsc = self.fakesmsc.take().expect("fakesmsc runs");
+        self.phone = None;
+        fakesmsc.start_kill().unwrap();
+        fakesmsc.wait().await.unwrap();
     }
 
     /// The fake SMSC in interactive mode, at debug level so that it logs every message it gets.
