@@ -50,7 +50,10 @@ pub mod db {
         pub use crate::db::unrouted::count;
     }
     pub mod webhook_deliveries {
-        pub use crate::db::webhook_deliveries::{ANY_DUE, ANY_UNFANNED, any_due, outstanding, prune, settled_before};
+        pub use crate::db::webhook_deliveries::{ANY_DUE, any_due, outstanding, prune, settled_before};
+    }
+    pub mod webhook_fan_out {
+        pub use crate::db::webhook_fan_out::ANY_UNFANNED;
     }
     pub mod webhooks {
         pub use crate::db::webhooks::{NewWebhook, create, disable};

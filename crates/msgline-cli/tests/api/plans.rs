@@ -215,14 +215,14 @@ async fn the_webhook_workers_looks_read_their_queues_after_statistics_taken_in_a
         .await
         .unwrap();
 
-    let unfanned = plan_of(&db, false, db::webhook_deliveries::ANY_UNFANNED).await;
+    let unfanned = plan_of(&db, false, db::webhook_fan_out::ANY_UNFANNED).await;
     assert!(unfanned.iter().any(|line| line.contains("events_webhooks_pending")), "{unfanned:#?}");
     let due = plan_of(&db, false, db::webhook_deliveries::ANY_DUE).await;
     for index in ["webhook_deliveries_waiting", "webhook_deliveries_posting"] {
         assert!(due.iter().any(|line| line.contains(index)), "{index}: {due:#?}");
     }
     // And the looks find what is left.
-    let found: String = sqlx::query(db::webhook_deliveries::ANY_UNFANNED).fetch_one(db.reader()).await.unwrap().get(0);
+    let found: String = sqlx::query(db::webhook_fan_out::ANY_UNFANNED).fetch_one(db.reader()).await.unwrap().get(0);
     assert_eq!(found, last);
     assert!(db::webhook_deliveries::any_due(&db, msgline::clock::now_ms()).await.unwrap());
     db.close().await;

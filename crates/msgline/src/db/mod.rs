@@ -34,6 +34,7 @@ pub mod stats;
 pub mod typing;
 pub mod unrouted;
 pub mod webhook_deliveries;
+pub mod webhook_fan_out;
 pub mod webhooks;
 
 pub use engine::{Arg, Batch, planner};

@@ -46,6 +46,15 @@ pub async fn snapshot(db: &Db) -> sqlx::Result<Snapshot> {
         .fetch_one(db.reader())
         .await?
         .try_get(0)?;
+    // Events wait to be fanned out while every post is busy: the oldest of them is older than
+    // any delivery made since.
+    let unfanned = sqlx::query("SELECT created_at FROM events WHERE webhooks_pending = 1 ORDER BY id LIMIT 1")
+        .fetch_optional(db.reader())
+        .await?;
+    if let Some(row) = unfanned {
+        let oldest: i64 = row.try_get(0)?;
+        snapshot.oldest_webhook_at = Some(snapshot.oldest_webhook_at.map_or(oldest, |at: i64| at.min(oldest)));
+    }
     for row in sqlx::query("SELECT id, status FROM lines ORDER BY id").fetch_all(db.reader()).await? {
         let status: String = row.try_get("status")?;
         snapshot.lines.push((row.try_get("id")?, status == "online"));

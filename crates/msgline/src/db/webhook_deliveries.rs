@@ -1,8 +1,9 @@
 //! Webhook deliveries: one row per event and endpoint, made by the fan-out from the `events`
-//! table; claimed (committed) before the endpoint is called, so a crash mid-call leaves a claim
-//! that runs out and is taken again: at-least-once. Every call is kept as an attempt.
+//! table ([`super::webhook_fan_out`]); claimed (committed) before the endpoint is called, so a
+//! crash mid-call leaves a claim that runs out and is taken again: at-least-once. Every call is
+//! kept as an attempt.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
@@ -20,148 +21,9 @@ fn skip_locked(db: &Db) -> &'static str {
     }
 }
 
-/// Rows per multi-row insert (two parameters each, well under every engine's limit).
-const INSERT_CHUNK: usize = 400;
-
-/// New pending deliveries of `event_ids` to one endpoint, due at `now`, staged.
-fn stage_deliveries(batch: &mut super::Batch, org_id: &str, webhook_id: &str, event_ids: &[&str], now: i64) {
-    for chunk in event_ids.chunks(INSERT_CHUNK) {
-        let values = (0..chunk.len())
-            .map(|i| format!("(${}, $1, $2, ${}, 'pending', 0, $3, $3, $3)", 4 + 2 * i, 5 + 2 * i))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut args: Vec<super::Arg> = vec![org_id.into(), webhook_id.into(), now.into()];
-        for event_id in chunk {
-            args.push(ids::new_id("whd").into());
-            args.push((*event_id).into());
-        }
-        batch.push(
-            format!(
-                "INSERT INTO webhook_deliveries (id, org_id, webhook_id, event_id, state, attempts, next_attempt_at, \
-                 created_at, updated_at) VALUES {values}"
-            ),
-            args,
-        );
-    }
-}
-
-/// An event not yet fanned out.
-struct Pending {
-    id: String,
-    org_id: String,
-    kind: String,
-    created_at: i64,
-    line_id: Option<String>,
-}
-
-fn pending_from_row(row: &impl super::Columns) -> sqlx::Result<Pending> {
-    Ok(Pending {
-        id: row.text("id")?,
-        org_id: row.text("org_id")?,
-        kind: row.text("type")?,
-        created_at: row.int("created_at")?,
-        line_id: row.opt_text("line_id")?,
-    })
-}
-
-fn pending_sql(db: &Db) -> String {
-    format!(
-        "SELECT id, org_id, type, created_at, (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) AS line_id \
-         FROM events WHERE webhooks_pending = 1 ORDER BY id LIMIT $1{}",
-        skip_locked(db)
-    )
-}
-
-fn enabled_sql(orgs: usize) -> String {
-    let placeholders = super::engine::batch::placeholders(orgs);
-    format!("SELECT {} FROM webhooks WHERE enabled = 1 AND org_id IN ({placeholders})", webhooks::COLUMNS)
-}
-
-/// The organisations of `events`, each once.
-fn orgs_of(events: &[Pending]) -> Vec<String> {
-    let orgs: BTreeSet<&str> = events.iter().map(|e| e.org_id.as_str()).collect();
-    orgs.into_iter().map(str::to_string).collect()
-}
-
-/// The writes of a fan-out: a delivery for every matching endpoint, and the events marked done.
-fn plan_fan_out(events: &[Pending], endpoints: &[Webhook], now: i64) -> super::Batch {
-    let mut per_endpoint: BTreeMap<&str, (&Webhook, Vec<&str>)> = BTreeMap::new();
-    for event in events {
-        for endpoint in endpoints.iter().filter(|w| w.org_id == event.org_id) {
-            if endpoint.wants(&event.kind, event.line_id.as_deref(), event.created_at) {
-                per_endpoint.entry(&endpoint.id).or_insert((endpoint, Vec::new())).1.push(&event.id);
-            }
-        }
-    }
-    let mut batch = super::Batch::new();
-    for (endpoint, event_ids) in per_endpoint.values() {
-        stage_deliveries(&mut batch, &endpoint.org_id, &endpoint.id, event_ids, now);
-    }
-    for chunk in events.chunks(INSERT_CHUNK) {
-        let placeholders = super::engine::batch::placeholders(chunk.len());
-        batch.push(
-            format!("UPDATE events SET webhooks_pending = 0 WHERE id IN ({placeholders})"),
-            chunk.iter().map(|e| super::Arg::from(&e.id)).collect(),
-        );
-    }
-    batch
-}
-
-/// Whether any event is waiting to be fanned out. In the order of `events_webhooks_pending`, so
-/// that PostgreSQL reads that index: with no order, and statistics taken when most events were
-/// new (just after a burst), it would rather read the table from its start, past every event
-/// fanned out since, on every look; a drain of 140,000 events ran at under 1,000 a second
-/// instead of over 5,000 (BENCHMARKS.md).
-pub const ANY_UNFANNED: &str = "SELECT id FROM events WHERE webhooks_pending = 1 ORDER BY id LIMIT 1";
-
-/// Fans out up to `limit` events not yet fanned out: a delivery for every enabled endpoint of
-/// the event's organisation whose subscription matches, and the events marked done, in one
-/// transaction (on SQLite, one unit of a shared commit). Returns how many events it took.
-pub async fn fan_out(db: &Db, limit: i64) -> sqlx::Result<usize> {
-    // A cheap look first, so an idle service does not open a write transaction.
-    let any: Option<AnyRow> = sqlx::query(ANY_UNFANNED).fetch_optional(db.reader()).await?;
-    if any.is_none() {
-        return Ok(0);
-    }
-    let sql = pending_sql(db);
-    if let Some(lane) = db.group().and_then(|g| g.native_lane()) {
-        return lane
-            .run(move |conn| {
-                let events = super::engine::native::rows(conn, &sql, &[limit.into()], |row| pending_from_row(row))?;
-                if events.is_empty() {
-                    return Ok(0);
-                }
-                let orgs = orgs_of(&events);
-                let args: Vec<super::Arg> = orgs.iter().map(super::Arg::from).collect();
-                let endpoints =
-                    super::engine::native::rows(conn, &enabled_sql(orgs.len()), &args, |row| webhooks::from_row(row))?;
-                super::engine::native::run_batch(conn, &plan_fan_out(&events, &endpoints, clock::now_ms()))?;
-                Ok(events.len())
-            })
-            .await;
-    }
-    let mut tx = db.begin().await?;
-    let rows = sqlx::query(&sql).bind(limit).fetch_all(&mut *tx).await?;
-    if rows.is_empty() {
-        tx.rollback().await?;
-        return Ok(0);
-    }
-    let events = rows.iter().map(pending_from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    let orgs = orgs_of(&events);
-    let sql = enabled_sql(orgs.len());
-    let mut query = sqlx::query(&sql);
-    for org_id in &orgs {
-        query = query.bind(org_id);
-    }
-    let endpoints =
-        query.fetch_all(&mut *tx).await?.iter().map(webhooks::from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    plan_fan_out(&events, &endpoints, clock::now_ms()).execute(&mut tx).await?;
-    tx.commit().await?;
-    Ok(events.len())
-}
-
 /// Whether any delivery is due (`$1` is now) or has a claim that ran out. Each half reads its
-/// queue's index in the order of its key, for the reason given at [`ANY_UNFANNED`].
+/// queue's index in the order of its key, for the reason given at
+/// [`super::webhook_fan_out::ANY_UNFANNED`].
 pub const ANY_DUE: &str = "SELECT id FROM (SELECT id FROM webhook_deliveries WHERE state = 'pending' \
      AND next_attempt_at <= $1 ORDER BY next_attempt_at LIMIT 1) due UNION ALL SELECT id FROM (SELECT id \
      FROM webhook_deliveries WHERE state = 'claimed' AND claimed_until < $1 ORDER BY claimed_until LIMIT 1) lapsed \
@@ -479,9 +341,9 @@ pub async fn replay(db: &Db, webhook: &Webhook, since: i64, max: usize) -> Resul
     }
     let now = clock::now_ms();
     webhooks::enable(&mut tx, &webhook.id, now).await?;
-    let refs: Vec<&str> = event_ids.iter().map(String::as_str).collect();
+    let deliveries: Vec<(String, &str)> = event_ids.iter().map(|e| (ids::new_id("whd"), e.as_str())).collect();
     let mut batch = super::Batch::new();
-    stage_deliveries(&mut batch, &webhook.org_id, &webhook.id, &refs, now);
+    super::webhook_fan_out::stage_deliveries(&mut batch, &webhook.org_id, &webhook.id, &deliveries, now, None);
     batch.execute(&mut tx).await?;
     tx.commit().await?;
     Ok(event_ids.len())

@@ -1,9 +1,9 @@
-//! The webhook worker: fans new events out to one delivery per matching endpoint, claims the
-//! deliveries that are due (the claim is committed first), signs and posts each through the
-//! egress client, then records the attempt and what comes next in one transaction: done, a
-//! retry by the schedule (or the receiver's `Retry-After`), or given up. An endpoint that
-//! answers 410, or whose every attempt has failed for `MSGLINE_WEBHOOK_DISABLE_AFTER`, is
-//! disabled.
+//! The webhook worker: fans new events out to one delivery per matching endpoint (the first
+//! written already claimed), claims the deliveries that are due again (the claim is committed
+//! first), signs and posts each through the egress client, then records the attempt and what
+//! comes next in one transaction: done, a retry by the schedule (or the receiver's
+//! `Retry-After`), or given up. An endpoint that answers 410, or whose every attempt has failed
+//! for `MSGLINE_WEBHOOK_DISABLE_AFTER`, is disabled.
 
 use std::{
     sync::Arc,
@@ -40,7 +40,6 @@ const MAX_IN_FLIGHT: usize = 64;
 /// in two runs of five.
 const MAX_UNRECORDED: usize = 2 * MAX_IN_FLIGHT;
 const CLAIM_BATCH: usize = 32;
-const FAN_OUT_BATCH: i64 = 500;
 /// How much of a receiver's answer is kept for the deliveries list.
 pub const KEPT_RESPONSE_BYTES: usize = 1024;
 const IDLE: Duration = Duration::from_millis(200);
@@ -132,16 +131,28 @@ impl Slots {
     }
 }
 
-/// Fans out new events, then claims what is due (as many as there are free slots) and starts
+/// Fans out new events, their first deliveries claimed as they are written, and claims
+/// deliveries that are due again (retries, a replay, claims that ran out), as many in all as
+/// there are free slots: half each when both wait, so neither waits behind the other. Starts
 /// posting each; returns how many events and deliveries it took.
 async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Slots) -> anyhow::Result<usize> {
-    let fanned = db::webhook_deliveries::fan_out(&state.db, FAN_OUT_BATCH).await?;
     let free = permits.free().min(CLAIM_BATCH);
-    let now = clock::now_ms();
-    if free == 0 || !db::webhook_deliveries::any_due(&state.db, now).await? {
-        return Ok(fanned);
+    if free == 0 {
+        return Ok(0);
     }
-    let claimed = db::webhook_deliveries::claim_due(&state.db, now, LEASE_MS, free as i64).await?;
+    let now = clock::now_ms();
+    let due = db::webhook_deliveries::any_due(&state.db, now).await?;
+    let share = if due { free.div_ceil(2) } else { free };
+    // The endpoints come with the fan-out, read in its transaction, after `now`.
+    let fanned = db::webhook_fan_out::fan_out(&state.db, share, share, now + LEASE_MS).await?;
+    let rest = free - fanned.ready.len();
+    for ready in fanned.ready {
+        start(state, settings, permits, ready.claimed, Some(ready.webhook), Some(ready.event), now).await;
+    }
+    if !due || rest == 0 {
+        return Ok(fanned.events);
+    }
+    let claimed = db::webhook_deliveries::claim_due(&state.db, now, LEASE_MS, rest as i64).await?;
     let count = claimed.len();
     let read_at = clock::now_ms();
     // One read each for the claim's endpoints and events. If either fails, the claims run out
@@ -151,21 +162,35 @@ async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Slots) -> anyh
             .await?;
     let events = db::webhook_deliveries::events(&state.db, claimed.iter().map(|c| c.event_id.as_str())).await?;
     for delivery in claimed {
-        let post = permits.posts.clone().acquire_owned().await.expect("semaphore stays open");
-        let unrecorded = permits.unrecorded.clone().acquire_owned().await.expect("semaphore stays open");
-        let (state, settings) = (state.clone(), settings.clone());
         // Several deliveries may share an endpoint, and an event may go to several endpoints.
         let webhook = webhooks.get(&(delivery.org_id.clone(), delivery.webhook_id.clone())).cloned();
         let event = events.get(&delivery.event_id).cloned();
-        tokio::spawn(async move {
-            if let Err(error) = deliver(&state, &settings, &delivery, webhook, read_at, event, post).await {
-                // The claim runs out and the delivery is taken again: nothing is lost.
-                tracing::error!(delivery = %delivery.id, error = %error, "could not record a webhook attempt");
-            }
-            drop(unrecorded);
-        });
+        start(state, settings, permits, delivery, webhook, event, read_at).await;
     }
-    Ok(fanned + count)
+    Ok(fanned.events + count)
+}
+
+/// Takes a post slot and an unrecorded slot for a claimed delivery and posts it in a task of its
+/// own; `webhook` is its endpoint as read at `read_at`.
+async fn start(
+    state: &Sender,
+    settings: &Arc<Settings>,
+    permits: &Slots,
+    delivery: Claimed,
+    webhook: Option<db::webhooks::Webhook>,
+    event: Option<StoredEvent>,
+    read_at: i64,
+) {
+    let post = permits.posts.clone().acquire_owned().await.expect("semaphore stays open");
+    let unrecorded = permits.unrecorded.clone().acquire_owned().await.expect("semaphore stays open");
+    let (state, settings) = (state.clone(), settings.clone());
+    tokio::spawn(async move {
+        if let Err(error) = deliver(&state, &settings, &delivery, webhook, read_at, event, post).await {
+            // The claim runs out and the delivery is taken again: nothing is lost.
+            tracing::error!(delivery = %delivery.id, error = %error, "could not record a webhook attempt");
+        }
+        drop(unrecorded);
+    });
 }
 
 async fn prune(state: &Sender) -> sqlx::Result<()> {
