@@ -335,6 +335,45 @@ async fn a_slow_receiver_gets_at_most_64_posts_at_once_and_every_event_once() {
 }
 
 #[tokio::test]
+async fn a_new_event_is_not_held_back_behind_a_replay() {
+    const MESSAGES: usize = 300;
+    let app = spawn_app_with(|config| {
+        config.allow_private_targets = true;
+        config.rate_limit_per_minute = 10_000;
+        config.send_rate_limit_per_minute = 10_000;
+    })
+    .await;
+    let _line = app.default_line().await;
+    let receiver = Receiver::start().await;
+    // Each answer takes a fifth of a second: a replay of 300 events is several rounds of posts.
+    receiver.script(json!([]), json!({"status": 200, "delay_ms": 200})).await;
+    let id = id_of(&register(&app, &receiver.url("/hook"), json!(["messaging.message.queued"])).await);
+    let since = msgline::clock::rfc3339(msgline::clock::now_ms() - 1_000);
+    let sends = (0..MESSAGES).map(|i| {
+        let to = format!("+1201555{:04}", 1000 + i);
+        app.post("/messages", &app.org.key, json!({"to": to, "body": format!("message {i}")}))
+    });
+    for answer in futures_util::future::join_all(sends).await {
+        answer.expect(202);
+    }
+    receiver.wait_for(MESSAGES, None).await;
+    settled(&app).await;
+    // Every event again, due at once; then a new message's event.
+    let replay = app.post(&format!("/webhooks/{id}/replay"), &app.org.key, json!({"since": since})).await.expect(202);
+    assert_eq!(replay["queued"], MESSAGES);
+    let new = app.post("/messages", &app.org.key, json!({"to": FRIEND, "body": "new"})).await.expect(202);
+    let received = receiver.wait_for(2 * MESSAGES + 1, None).await;
+    let after_replay = &received[MESSAGES..];
+    let position = after_replay
+        .iter()
+        .position(|r| r.json()["data"]["message"]["id"] == new["message"]["id"])
+        .expect("the new event is delivered");
+    // New events and deliveries due again share the free posts: the new event goes out with the
+    // first rounds of the replay, not after all of it.
+    assert!(position < MESSAGES / 2, "the new event came {position}th of {} after the replay", after_replay.len());
+}
+
+#[tokio::test]
 async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_once() {
     const MESSAGES: usize = 30;
     let db = TestDb::new().await;
