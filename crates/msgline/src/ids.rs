@@ -32,7 +32,7 @@ pub fn new_id(prefix: &str) -> String {
 }
 
 /// `prefix_` and 26 characters of Crockford base32 of `value`.
-fn encode(prefix: &str, value: u128) -> String {
+pub fn encode(prefix: &str, value: u128) -> String {
     let mut out = String::with_capacity(prefix.len() + 27);
     out.push_str(prefix);
     out.push('_');
@@ -40,6 +40,25 @@ fn encode(prefix: &str, value: u128) -> String {
         out.push(CROCKFORD[((value >> (5 * i)) & 31) as usize] as char);
     }
     out
+}
+
+/// The 128 bits of an id of msgline's shape with the given prefix: [`encode`] gives the same
+/// id back. `None` for anything else.
+pub fn decode(id: &str, prefix: &str) -> Option<u128> {
+    let body = id.strip_prefix(prefix)?.strip_prefix('_')?.as_bytes();
+    if body.len() != 26 {
+        return None;
+    }
+    let mut value: u128 = 0;
+    for (i, byte) in body.iter().enumerate() {
+        let digit = CROCKFORD.iter().position(|c| c == byte)? as u128;
+        // 26 digits of 5 bits are 130 bits: the first may hold only 3.
+        if i == 0 && digit > 7 {
+            return None;
+        }
+        value = (value << 5) | digit;
+    }
+    Some(value)
 }
 
 /// The smallest id of a type made at or after `ms`: ids compare with it as their times do, so
@@ -66,6 +85,24 @@ mod tests {
         let floor = floor("msg", crate::clock::now_ms());
         let after = new_id("msg");
         assert!(before < floor && floor <= after, "{before} {floor} {after}");
+    }
+
+    #[test]
+    fn an_id_decodes_to_bits_that_encode_to_it_again_and_nothing_else_decodes() {
+        for _ in 0..100 {
+            let id = new_id("conv");
+            assert_eq!(decode(&id, "conv").map(|bits| encode("conv", bits)), Some(id.clone()));
+            assert_eq!(decode(&id, "ct"), None);
+        }
+        assert_eq!(decode(&encode("ct", u128::MAX), "ct"), Some(u128::MAX));
+        for not in [
+            "conv_demo",
+            "conv_8zzzzzzzzzzzzzzzzzzzzzzzzz",
+            "conv_01J9Z3ABCDEFGHJKMNPQRSTVWX",
+            "conv01j9z3abcdefghjkmnpqrstvwx",
+        ] {
+            assert_eq!(decode(not, "conv"), None, "{not}");
+        }
     }
 
     #[test]

@@ -14,9 +14,11 @@ pub mod reaction;
 pub mod request;
 mod resolve;
 pub mod signals;
+mod threads;
 
 pub use context::Sender;
-pub use resolve::{Recipient, Target, ThreadCache, resolve_line};
+pub use resolve::{Recipient, Target, resolve_line};
+pub use threads::ThreadCache;
 
 use crate::{
     caller::Principal,

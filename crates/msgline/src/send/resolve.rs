@@ -9,7 +9,7 @@ use crate::{
         phone::E164,
     },
     error::{ApiError, ApiResult, ErrorKind},
-    send::Sender,
+    send::{Sender, ThreadCache},
 };
 
 /// Who a send goes to, as the request named them (at least one).
@@ -39,62 +39,13 @@ pub enum Destination {
     Group { conversation: Conversation },
 }
 
-/// Contacts and direct conversations already written, so that a send to a known recipient
-/// skips finding them again: (organisation, line, phone) → (conversation, contact). Neither is
-/// ever deleted, so an entry never goes stale.
-#[derive(Default)]
-pub struct ThreadCache {
-    entries: std::sync::RwLock<std::collections::HashMap<ThreadKey, (String, String)>>,
-    /// (organisation, phone) → whether the recipient was reachable over iMessage, and when that
-    /// was read or learned. Kept [`REACHABILITY_FOR`]: an inbound iMessage (which marks its
-    /// sender reachable) reaches an automatic channel choice within that time.
-    reachability: std::sync::Mutex<std::collections::HashMap<(String, String), (bool, std::time::Instant)>>,
-}
-
-/// How long a recipient's iMessage reachability is used without reading it again.
-const REACHABILITY_FOR: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// (organisation, line, phone).
-type ThreadKey = (String, String, String);
-
-const THREAD_CACHE_MAX: usize = 200_000;
-
 impl ThreadCache {
-    fn reachable(&self, org_id: &str, phone: &str) -> Option<bool> {
-        let known = self.reachability.lock().expect("reachability lock");
-        known
-            .get(&(org_id.to_string(), phone.to_string()))
-            .filter(|(_, at)| at.elapsed() < REACHABILITY_FOR)
-            .map(|(reachable, _)| *reachable)
-    }
-
-    pub(crate) fn note_reachable(&self, org_id: &str, phone: &str, reachable: bool) {
-        let mut known = self.reachability.lock().expect("reachability lock");
-        if known.len() >= THREAD_CACHE_MAX {
-            known.retain(|_, (_, at)| at.elapsed() < REACHABILITY_FOR);
-        }
-        known.insert((org_id.to_string(), phone.to_string()), (reachable, std::time::Instant::now()));
-    }
-
-    /// The direct thread with `phone` on the line, if this server wrote it: (conversation,
-    /// contact).
-    fn thread(&self, org_id: &str, line_id: &str, phone: &str) -> Option<(String, String)> {
-        let key = (org_id.to_string(), line_id.to_string(), phone.to_string());
-        self.entries.read().expect("thread cache lock").get(&key).cloned()
-    }
-
+    /// Remembers the direct thread a send was written to.
     pub fn remember(&self, org_id: &str, target: &Target, message: &crate::db::messages::Message) {
         let (Destination::Direct { phone, .. }, Some(contact)) = (&target.destination, &message.contact_id) else {
             return;
         };
-        let mut entries = self.entries.write().expect("thread cache lock");
-        if entries.len() >= THREAD_CACHE_MAX {
-            entries.clear();
-        }
-        entries.insert(
-            (org_id.to_string(), target.line.id.clone(), phone.to_string()),
-            (message.conversation_id.clone(), contact.clone()),
-        );
+        self.remember_thread(org_id, &target.line.id, phone.as_str(), &message.conversation_id, contact);
     }
 }
 

@@ -1,0 +1,173 @@
+//! What sends remember between requests, in memory: each recipient's direct thread (its
+//! conversation and contact) and its iMessage reachability. Kept compact, since a sender to many
+//! numbers fills it with one entry per number: an organisation and a line are a small number
+//! each, a phone is its digits as an integer, and an id is its 128 bits: 48 bytes a thread,
+//! where five strings took five allocations and about 800 bytes (BENCHMARKS.md).
+
+use std::{
+    collections::HashMap,
+    sync::{Mutex, RwLock},
+    time::{Duration, Instant},
+};
+
+use crate::ids;
+
+/// How long a recipient's iMessage reachability is used without reading it again.
+const REACHABILITY_FOR: Duration = Duration::from_secs(60);
+
+/// Most entries of each map; the thread map is emptied when it is full, the reachability map
+/// loses what is out of date.
+const MAX_ENTRIES: usize = 200_000;
+
+/// A number for each organisation (or organisation and line) seen, so that a key does not hold
+/// their ids.
+#[derive(Default)]
+struct Scopes(HashMap<String, u32>);
+
+impl Scopes {
+    fn get(&self, name: &str) -> Option<u32> {
+        self.0.get(name).copied()
+    }
+
+    fn get_or_add(&mut self, name: &str) -> u32 {
+        let next = self.0.len() as u32;
+        *self.0.entry(name.to_string()).or_insert(next)
+    }
+}
+
+/// An E.164 number (`+` and up to 15 digits, never a leading zero) as the integer of its digits.
+fn phone_key(phone: &str) -> Option<u64> {
+    let digits = phone.strip_prefix('+')?;
+    let shaped = !digits.is_empty() && digits.len() <= 15 && !digits.starts_with('0');
+    (shaped && digits.bytes().all(|b| b.is_ascii_digit())).then(|| digits.parse().ok()).flatten()
+}
+
+/// Contacts and direct conversations already written, so that a send to a known recipient
+/// skips finding them again: (organisation, line, phone) → (conversation, contact). Neither is
+/// ever deleted, so an entry never goes stale.
+#[derive(Default)]
+pub struct ThreadCache {
+    threads: RwLock<Threads>,
+    /// (organisation, phone) → whether the recipient was reachable over iMessage, and when that
+    /// was read or learned. Kept [`REACHABILITY_FOR`]: an inbound iMessage (which marks its
+    /// sender reachable) reaches an automatic channel choice within that time.
+    reachability: Mutex<Reachability>,
+}
+
+#[derive(Default)]
+struct Threads {
+    /// `org_id line_id`.
+    scopes: Scopes,
+    /// (scope, phone) → (conversation, contact), each id's 128 bits.
+    entries: HashMap<(u32, u64), (u128, u128)>,
+}
+
+#[derive(Default)]
+struct Reachability {
+    orgs: Scopes,
+    known: HashMap<(u32, u64), (bool, Instant)>,
+}
+
+fn thread_scope(org_id: &str, line_id: &str) -> String {
+    format!("{org_id} {line_id}")
+}
+
+impl ThreadCache {
+    /// Whether the recipient was reachable over iMessage, if that was learned in the last
+    /// minute.
+    pub(crate) fn reachable(&self, org_id: &str, phone: &str) -> Option<bool> {
+        let phone = phone_key(phone)?;
+        let cache = self.reachability.lock().expect("reachability lock");
+        let org = cache.orgs.get(org_id)?;
+        cache
+            .known
+            .get(&(org, phone))
+            .filter(|(_, at)| at.elapsed() < REACHABILITY_FOR)
+            .map(|(reachable, _)| *reachable)
+    }
+
+    pub(crate) fn note_reachable(&self, org_id: &str, phone: &str, reachable: bool) {
+        let Some(phone) = phone_key(phone) else { return };
+        let mut cache = self.reachability.lock().expect("reachability lock");
+        if cache.known.len() >= MAX_ENTRIES {
+            cache.known.retain(|_, (_, at)| at.elapsed() < REACHABILITY_FOR);
+        }
+        let org = cache.orgs.get_or_add(org_id);
+        cache.known.insert((org, phone), (reachable, Instant::now()));
+    }
+
+    /// The direct thread with `phone` on the line, if this server wrote or found it:
+    /// (conversation, contact).
+    pub(crate) fn thread(&self, org_id: &str, line_id: &str, phone: &str) -> Option<(String, String)> {
+        let phone = phone_key(phone)?;
+        let cache = self.threads.read().expect("thread cache lock");
+        let scope = cache.scopes.get(&thread_scope(org_id, line_id))?;
+        let (conversation, contact) = cache.entries.get(&(scope, phone))?;
+        Some((ids::encode(CONVERSATION, *conversation), ids::encode(CONTACT, *contact)))
+    }
+
+    /// Remembers the direct thread with `phone` on the line. Ids not of msgline's own shape are
+    /// not kept (the send then reads them, as for a recipient not seen before).
+    pub(crate) fn remember_thread(&self, org_id: &str, line_id: &str, phone: &str, conversation: &str, contact: &str) {
+        let (Some(phone), Some(conversation), Some(contact)) =
+            (phone_key(phone), ids::decode(conversation, CONVERSATION), ids::decode(contact, CONTACT))
+        else {
+            return;
+        };
+        let mut cache = self.threads.write().expect("thread cache lock");
+        if cache.entries.len() >= MAX_ENTRIES {
+            cache.entries.clear();
+        }
+        let scope = cache.scopes.get_or_add(&thread_scope(org_id, line_id));
+        cache.entries.insert((scope, phone), (conversation, contact));
+    }
+}
+
+const CONVERSATION: &str = "conv";
+const CONTACT: &str = "ct";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remembered_thread_comes_back_as_it_was_given_for_its_organisation_line_and_phone_only() {
+        let cache = ThreadCache::default();
+        let (conversation, contact) = (ids::new_id("conv"), ids::new_id("ct"));
+        cache.remember_thread("org_a", "line_1", "+12015550123", &conversation, &contact);
+        assert_eq!(cache.thread("org_a", "line_1", "+12015550123"), Some((conversation, contact)));
+        assert_eq!(cache.thread("org_b", "line_1", "+12015550123"), None);
+        assert_eq!(cache.thread("org_a", "line_2", "+12015550123"), None);
+        assert_eq!(cache.thread("org_a", "line_1", "+12015550124"), None);
+        // Two numbers whose digits differ only by a leading country code are two keys.
+        cache.remember_thread("org_a", "line_1", "+4412015550123", &ids::new_id("conv"), &ids::new_id("ct"));
+        assert_ne!(cache.thread("org_a", "line_1", "+4412015550123"), cache.thread("org_a", "line_1", "+12015550123"));
+    }
+
+    #[test]
+    fn ids_of_another_shape_are_not_kept() {
+        let cache = ThreadCache::default();
+        cache.remember_thread("org_a", "line_1", "+12015550123", "conv_demo", &ids::new_id("ct"));
+        assert_eq!(cache.thread("org_a", "line_1", "+12015550123"), None);
+    }
+
+    #[test]
+    fn reachability_is_kept_per_organisation_and_phone() {
+        let cache = ThreadCache::default();
+        assert_eq!(cache.reachable("org_a", "+12015550123"), None);
+        cache.note_reachable("org_a", "+12015550123", true);
+        cache.note_reachable("org_b", "+12015550123", false);
+        assert_eq!(cache.reachable("org_a", "+12015550123"), Some(true));
+        assert_eq!(cache.reachable("org_b", "+12015550123"), Some(false));
+        assert_eq!(cache.reachable("org_a", "+12015550124"), None);
+    }
+
+    #[test]
+    fn only_e164_numbers_have_a_key() {
+        assert_eq!(phone_key("+12015550123"), Some(12015550123));
+        assert_eq!(phone_key("+999999999999999"), Some(999_999_999_999_999));
+        for not in ["12015550123", "+", "+1234567890123456", "+1201a550123", "+012015550123", "group"] {
+            assert_eq!(phone_key(not), None, "{not}");
+        }
+    }
+}
