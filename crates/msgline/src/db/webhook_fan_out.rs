@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    Arg, Batch, Db,
+    Arg, Batch, Columns, Db,
     webhook_deliveries::{Claimed, StoredEvent},
     webhooks::{self, Webhook},
 };
@@ -67,7 +67,9 @@ fn pending_from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Pendin
         event: StoredEvent {
             id: row.text("id")?,
             kind: row.text("type")?,
-            data: row.text("data")?,
+            // Read afterwards for the events whose deliveries are claimed ([`with_data`]): most of
+            // a bulk fan-out's events are posted later, and read again then.
+            data: String::new(),
             created_at: row.int("created_at")?,
         },
         org_id: row.text("org_id")?,
@@ -81,7 +83,7 @@ fn pending_sql(db: &Db) -> String {
         super::Backend::Sqlite => "",
     };
     format!(
-        "SELECT id, org_id, type, data, created_at, (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) \
+        "SELECT id, org_id, type, created_at, (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) \
          AS line_id FROM events WHERE webhooks_pending = 1 ORDER BY id LIMIT $1{lock}"
     )
 }
@@ -156,6 +158,28 @@ fn plan(events: &[Pending], endpoints: &[Webhook], now: i64, claim: usize, claim
     (batch, ready)
 }
 
+/// The read of the claimed deliveries' events' data, and its arguments; `None` when nothing was
+/// claimed.
+fn data_read(ready: &[Ready]) -> Option<(String, Vec<Arg>)> {
+    let ids: BTreeSet<&str> = ready.iter().map(|r| r.event.id.as_str()).collect();
+    if ids.is_empty() {
+        return None;
+    }
+    let sql = format!("SELECT id, data FROM events WHERE id IN ({})", super::engine::batch::placeholders(ids.len()));
+    Some((sql, ids.into_iter().map(Arg::from).collect()))
+}
+
+/// The claimed deliveries with their events' data, read as `(id, data)` pairs.
+fn with_data(mut ready: Vec<Ready>, data: Vec<(String, String)>) -> Vec<Ready> {
+    let data: BTreeMap<String, String> = data.into_iter().collect();
+    for delivery in &mut ready {
+        if let Some(data) = data.get(&delivery.event.id) {
+            delivery.event.data.clone_from(data);
+        }
+    }
+    ready
+}
+
 /// Whether any event is waiting to be fanned out. In the order of `events_webhooks_pending`, so
 /// that PostgreSQL reads that index: with no order, and statistics taken when most events were
 /// new (just after a burst), it would rather read the table from its start, past every event
@@ -187,7 +211,13 @@ pub async fn fan_out(db: &Db, limit: usize, claim: usize, claimed_until: i64) ->
                     super::engine::native::rows(conn, &enabled_sql(orgs.len()), &args, |row| webhooks::from_row(row))?;
                 let (batch, ready) = plan(&events, &endpoints, clock::now_ms(), claim, claimed_until);
                 super::engine::native::run_batch(conn, &batch)?;
-                Ok(FannedOut { events: events.len(), ready })
+                let data = match data_read(&ready) {
+                    Some((sql, args)) => {
+                        super::engine::native::rows(conn, &sql, &args, |row| Ok((row.text("id")?, row.text("data")?)))?
+                    }
+                    None => Vec::new(),
+                };
+                Ok(FannedOut { events: events.len(), ready: with_data(ready, data) })
             })
             .await;
     }
@@ -208,8 +238,14 @@ pub async fn fan_out(db: &Db, limit: usize, claim: usize, claimed_until: i64) ->
         query.fetch_all(&mut *tx).await?.iter().map(webhooks::from_row).collect::<sqlx::Result<Vec<_>>>()?;
     let (batch, ready) = plan(&events, &endpoints, clock::now_ms(), claim, claimed_until);
     batch.execute(&mut tx).await?;
+    let mut data = Vec::new();
+    if let Some((sql, args)) = data_read(&ready) {
+        for row in super::engine::batch::bind(sqlx::query(&sql), args).fetch_all(&mut *tx).await? {
+            data.push((row.text("id")?, row.text("data")?));
+        }
+    }
     tx.commit().await?;
-    Ok(FannedOut { events: events.len(), ready })
+    Ok(FannedOut { events: events.len(), ready: with_data(ready, data) })
 }
 
 #[cfg(test)]
@@ -254,7 +290,10 @@ mod tests {
             ready.iter().map(|r| (r.claimed.event_id.as_str(), r.claimed.webhook_id.as_str())).collect();
         assert_eq!(claimed, [("evt_1", "wh_a"), ("evt_1", "wh_b"), ("evt_2", "wh_c")]);
         assert!(ready.iter().all(|r| r.claimed.attempt == 1 && r.webhook.id == r.claimed.webhook_id));
-        assert!(ready.iter().all(|r| r.event.id == r.claimed.event_id && r.event.data == "{}"));
+        assert!(ready.iter().all(|r| r.event.id == r.claimed.event_id));
+        let ready = with_data(ready, vec![("evt_1".into(), "{\"a\":1}".into()), ("evt_2".into(), "{}".into())]);
+        let data: Vec<&str> = ready.iter().map(|r| r.event.data.as_str()).collect();
+        assert_eq!(data, ["{\"a\":1}", "{\"a\":1}", "{}"]);
         let statements: Vec<&str> = batch.statements().iter().map(|s| s.sql.as_str()).collect();
         // Claimed rows for wh_a, wh_b and wh_c; pending rows for evt_3 to wh_a and wh_b; the
         // events marked done.
