@@ -301,28 +301,39 @@ async fn serve(db_url: &str, port: u16) -> Child {
     serve_process(db_url, port, &env).await
 }
 
-#[tokio::test]
-async fn a_slow_receiver_gets_at_most_64_posts_at_once_and_every_event_once() {
-    const MESSAGES: usize = 200;
+/// An app whose endpoint (subscribed to `messaging.message.queued`) answers every post after
+/// `delay_ms`, and that has just accepted `messages` sends at once: (app, its line, receiver,
+/// endpoint id).
+async fn sends_to_a_slow_receiver(
+    delay_ms: u64,
+    messages: usize,
+) -> (crate::helpers::TestApp, crate::simline::SimLine, Receiver, String) {
     let app = spawn_app_with(|config| {
         config.allow_private_targets = true;
         config.rate_limit_per_minute = 10_000;
         config.send_rate_limit_per_minute = 10_000;
     })
     .await;
-    let _line = app.default_line().await;
+    let line = app.default_line().await;
     let receiver = Receiver::start().await;
-    // Every answer takes a second, and the sends go at once: more events are due than may be
-    // posted together, and they queue behind the posts in flight.
-    receiver.script(json!([]), json!({"status": 200, "delay_ms": 1000})).await;
-    register(&app, &receiver.url("/hook"), json!(["messaging.message.queued"])).await;
-    let sends = (0..MESSAGES).map(|i| {
+    receiver.script(json!([]), json!({"status": 200, "delay_ms": delay_ms})).await;
+    let id = id_of(&register(&app, &receiver.url("/hook"), json!(["messaging.message.queued"])).await);
+    let sends = (0..messages).map(|i| {
         let to = format!("+1201555{:04}", 1000 + i);
         app.post("/messages", &app.org.key, json!({"to": to, "body": format!("message {i}")}))
     });
     for answer in futures_util::future::join_all(sends).await {
         answer.expect(202);
     }
+    (app, line, receiver, id)
+}
+
+#[tokio::test]
+async fn a_slow_receiver_gets_at_most_64_posts_at_once_and_every_event_once() {
+    const MESSAGES: usize = 200;
+    // Every answer takes a second, and the sends go at once: more events are due than may be
+    // posted together, and they queue behind the posts in flight.
+    let (_app, _line, receiver, _) = sends_to_a_slow_receiver(1000, MESSAGES).await;
     let received = receiver.wait_for(MESSAGES, None).await;
     let ids: HashSet<String> = received.iter().map(Received::id).collect();
     assert_eq!(ids.len(), MESSAGES, "one event per message, each delivered once");
@@ -337,25 +348,9 @@ async fn a_slow_receiver_gets_at_most_64_posts_at_once_and_every_event_once() {
 #[tokio::test]
 async fn a_new_event_is_not_held_back_behind_a_replay() {
     const MESSAGES: usize = 300;
-    let app = spawn_app_with(|config| {
-        config.allow_private_targets = true;
-        config.rate_limit_per_minute = 10_000;
-        config.send_rate_limit_per_minute = 10_000;
-    })
-    .await;
-    let _line = app.default_line().await;
-    let receiver = Receiver::start().await;
+    let since = msgline::clock::rfc3339(msgline::clock::now_ms());
     // Each answer takes a fifth of a second: a replay of 300 events is several rounds of posts.
-    receiver.script(json!([]), json!({"status": 200, "delay_ms": 200})).await;
-    let id = id_of(&register(&app, &receiver.url("/hook"), json!(["messaging.message.queued"])).await);
-    let since = msgline::clock::rfc3339(msgline::clock::now_ms() - 1_000);
-    let sends = (0..MESSAGES).map(|i| {
-        let to = format!("+1201555{:04}", 1000 + i);
-        app.post("/messages", &app.org.key, json!({"to": to, "body": format!("message {i}")}))
-    });
-    for answer in futures_util::future::join_all(sends).await {
-        answer.expect(202);
-    }
+    let (app, _line, receiver, id) = sends_to_a_slow_receiver(200, MESSAGES).await;
     receiver.wait_for(MESSAGES, None).await;
     settled(&app).await;
     // Every event again, due at once; then a new message's event.

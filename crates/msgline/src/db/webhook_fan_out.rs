@@ -254,23 +254,14 @@ mod tests {
     use crate::domain::webhook::Subscriptions;
 
     fn endpoint(id: &str, org: &str) -> Webhook {
-        Webhook {
-            id: id.into(),
-            org_id: org.into(),
-            line_id: None,
-            url: "https://example.com/hook".into(),
-            description: None,
-            events: Subscriptions::from_stored("*"),
-            secret: "whsec_x".into(),
-            previous_secret: None,
-            previous_secret_expires_at: None,
-            enabled: true,
-            disabled_reason: None,
-            disabled_at: None,
-            failing_since: None,
-            created_at: 0,
-            updated_at: 0,
-        }
+        Webhook::registered(
+            id.into(),
+            org,
+            "https://example.com/hook",
+            Subscriptions::from_stored("*"),
+            "whsec_x".into(),
+            0,
+        )
     }
 
     fn event(id: &str, org: &str) -> Pending {

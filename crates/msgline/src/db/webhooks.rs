@@ -44,6 +44,28 @@ impl std::fmt::Debug for Webhook {
 }
 
 impl Webhook {
+    /// An endpoint as it is registered: enabled, with one secret and no failures yet, bound to no
+    /// line and with no description.
+    pub fn registered(id: String, org_id: &str, url: &str, events: Subscriptions, secret: String, now: i64) -> Webhook {
+        Webhook {
+            id,
+            org_id: org_id.to_string(),
+            line_id: None,
+            url: url.to_string(),
+            description: None,
+            events,
+            secret,
+            previous_secret: None,
+            previous_secret_expires_at: None,
+            enabled: true,
+            disabled_reason: None,
+            disabled_at: None,
+            failing_since: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
     /// The secrets that sign at `now`: the current one, then the previous one during its grace.
     pub fn signing_secrets(&self, now: i64) -> Vec<&str> {
         let mut secrets = vec![self.secret.as_str()];
@@ -99,21 +121,9 @@ pub struct NewWebhook<'a> {
 pub async fn create(db: &Db, new: NewWebhook<'_>) -> sqlx::Result<Webhook> {
     let now = clock::now_ms();
     let webhook = Webhook {
-        id: ids::new_id("wh"),
-        org_id: new.org_id.to_string(),
         line_id: new.line_id.map(str::to_string),
-        url: new.url.to_string(),
         description: new.description.map(str::to_string),
-        events: new.events.clone(),
-        secret: new_secret(),
-        previous_secret: None,
-        previous_secret_expires_at: None,
-        enabled: true,
-        disabled_reason: None,
-        disabled_at: None,
-        failing_since: None,
-        created_at: now,
-        updated_at: now,
+        ..Webhook::registered(ids::new_id("wh"), new.org_id, new.url, new.events.clone(), new_secret(), now)
     };
     sqlx::query(&format!(
         "INSERT INTO webhooks ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, NULL, 1, NULL, NULL, NULL, $8, $8)"
