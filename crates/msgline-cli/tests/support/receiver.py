@@ -134,9 +134,17 @@ class Handler(BaseHTTPRequestHandler):
         return {"results": results}
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: connections beyond it wait for the client's SYN
+    # to be sent again (1 s, 3 s, 7 s, ...), and on a loaded machine a post could then run past
+    # msgline's 15 s timeout after the request had arrived here, and be delivered again. A web
+    # server's backlog is in the hundreds (nginx 511, Linux's default somaxconn 4096).
+    request_queue_size = 512
+
+
 def main():
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = Server(("127.0.0.1", port), Handler)
     print(json.dumps({"listening": f"127.0.0.1:{server.server_address[1]}", "verifiers": sorted(VERIFIERS)}), flush=True)
     server.serve_forever()
 
