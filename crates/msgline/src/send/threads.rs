@@ -19,8 +19,7 @@ const REACHABILITY_FOR: Duration = Duration::from_secs(60);
 /// loses what is out of date.
 const MAX_ENTRIES: usize = 200_000;
 
-/// A number for each organisation (or organisation and line) seen, so that a key does not hold
-/// their ids.
+/// A number for each organisation (or line) seen, so that a key does not hold its id.
 #[derive(Default)]
 struct Scopes(HashMap<String, u32>);
 
@@ -56,20 +55,16 @@ pub struct ThreadCache {
 
 #[derive(Default)]
 struct Threads {
-    /// `org_id line_id`.
-    scopes: Scopes,
-    /// (scope, phone) → (conversation, contact), each id's 128 bits.
-    entries: HashMap<(u32, u64), (u128, u128)>,
+    orgs: Scopes,
+    lines: Scopes,
+    /// (organisation, line, phone) → (conversation, contact), each id's 128 bits.
+    entries: HashMap<(u32, u32, u64), (u128, u128)>,
 }
 
 #[derive(Default)]
 struct Reachability {
     orgs: Scopes,
     known: HashMap<(u32, u64), (bool, Instant)>,
-}
-
-fn thread_scope(org_id: &str, line_id: &str) -> String {
-    format!("{org_id} {line_id}")
 }
 
 impl ThreadCache {
@@ -101,8 +96,8 @@ impl ThreadCache {
     pub(crate) fn thread(&self, org_id: &str, line_id: &str, phone: &str) -> Option<(String, String)> {
         let phone = phone_key(phone)?;
         let cache = self.threads.read().expect("thread cache lock");
-        let scope = cache.scopes.get(&thread_scope(org_id, line_id))?;
-        let (conversation, contact) = cache.entries.get(&(scope, phone))?;
+        let (org, line) = (cache.orgs.get(org_id)?, cache.lines.get(line_id)?);
+        let (conversation, contact) = cache.entries.get(&(org, line, phone))?;
         Some((ids::encode(CONVERSATION, *conversation), ids::encode(CONTACT, *contact)))
     }
 
@@ -118,8 +113,8 @@ impl ThreadCache {
         if cache.entries.len() >= MAX_ENTRIES {
             cache.entries.clear();
         }
-        let scope = cache.scopes.get_or_add(&thread_scope(org_id, line_id));
-        cache.entries.insert((scope, phone), (conversation, contact));
+        let (org, line) = (cache.orgs.get_or_add(org_id), cache.lines.get_or_add(line_id));
+        cache.entries.insert((org, line, phone), (conversation, contact));
     }
 }
 
