@@ -1,15 +1,15 @@
 //! The fan-out: an event waiting for its webhooks (`webhooks_pending = 1`) becomes one delivery
 //! per enabled endpoint of its organisation whose subscription matches. The worker fans out only
 //! as many events as it has free posts, and the first deliveries are written already claimed by
-//! it, with the event and the endpoint at hand: a new event goes from its fan-out to its post
-//! with no claim and no read between. What a fan-out makes beyond that is written pending, due
-//! at once, for the next claims ([`super::webhook_deliveries::claim_due`]).
+//! it, with their endpoints at hand: a new event goes from its fan-out to its post with no claim
+//! between. What a fan-out makes beyond that is written pending, due at once, for the next
+//! claims ([`super::webhook_deliveries::claim_due`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    Arg, Batch, Columns, Db,
-    webhook_deliveries::{Claimed, StoredEvent},
+    Arg, Batch, Db,
+    webhook_deliveries::Claimed,
     webhooks::{self, Webhook},
 };
 use crate::{clock, ids};
@@ -57,22 +57,19 @@ pub(super) fn stage_deliveries(
 
 /// An event not yet fanned out.
 struct Pending {
-    event: StoredEvent,
+    id: String,
     org_id: String,
+    kind: String,
+    created_at: i64,
     line_id: Option<String>,
 }
 
 fn pending_from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Pending> {
     Ok(Pending {
-        event: StoredEvent {
-            id: row.text("id")?,
-            kind: row.text("type")?,
-            // Read afterwards for the events whose deliveries are claimed ([`with_data`]): most of
-            // a bulk fan-out's events are posted later, and read again then.
-            data: String::new(),
-            created_at: row.int("created_at")?,
-        },
+        id: row.text("id")?,
         org_id: row.text("org_id")?,
+        kind: row.text("type")?,
+        created_at: row.int("created_at")?,
         line_id: row.opt_text("line_id")?,
     })
 }
@@ -99,11 +96,10 @@ fn orgs_of(events: &[Pending]) -> Vec<String> {
     orgs.into_iter().map(str::to_string).collect()
 }
 
-/// A delivery written claimed by its fan-out, with what its post needs.
+/// A delivery written claimed by its fan-out, with its endpoint as the fan-out read it.
 pub struct Ready {
     pub claimed: Claimed,
     pub webhook: Webhook,
-    pub event: StoredEvent,
 }
 
 /// What a fan-out did: how many events it took, and the deliveries it claimed.
@@ -122,7 +118,7 @@ fn plan(events: &[Pending], endpoints: &[Webhook], now: i64, claim: usize, claim
     let mut ready = Vec::new();
     for pending in events {
         for endpoint in endpoints.iter().filter(|w| w.org_id == pending.org_id) {
-            if !endpoint.wants(&pending.event.kind, pending.line_id.as_deref(), pending.event.created_at) {
+            if !endpoint.wants(&pending.kind, pending.line_id.as_deref(), pending.created_at) {
                 continue;
             }
             let id = ids::new_id("whd");
@@ -133,14 +129,13 @@ fn plan(events: &[Pending], endpoints: &[Webhook], now: i64, claim: usize, claim
                         id: id.clone(),
                         org_id: endpoint.org_id.clone(),
                         webhook_id: endpoint.id.clone(),
-                        event_id: pending.event.id.clone(),
+                        event_id: pending.id.clone(),
                         attempt: 1,
                     },
                     webhook: endpoint.clone(),
-                    event: pending.event.clone(),
                 });
             }
-            rows.entry((&endpoint.id, !claimed)).or_insert((endpoint, Vec::new())).1.push((id, &pending.event.id));
+            rows.entry((&endpoint.id, !claimed)).or_insert((endpoint, Vec::new())).1.push((id, &pending.id));
         }
     }
     let mut batch = Batch::new();
@@ -152,32 +147,10 @@ fn plan(events: &[Pending], endpoints: &[Webhook], now: i64, claim: usize, claim
         let placeholders = super::engine::batch::placeholders(chunk.len());
         batch.push(
             format!("UPDATE events SET webhooks_pending = 0 WHERE id IN ({placeholders})"),
-            chunk.iter().map(|e| Arg::from(&e.event.id)).collect(),
+            chunk.iter().map(|e| Arg::from(&e.id)).collect(),
         );
     }
     (batch, ready)
-}
-
-/// The read of the claimed deliveries' events' data, and its arguments; `None` when nothing was
-/// claimed.
-fn data_read(ready: &[Ready]) -> Option<(String, Vec<Arg>)> {
-    let ids: BTreeSet<&str> = ready.iter().map(|r| r.event.id.as_str()).collect();
-    if ids.is_empty() {
-        return None;
-    }
-    let sql = format!("SELECT id, data FROM events WHERE id IN ({})", super::engine::batch::placeholders(ids.len()));
-    Some((sql, ids.into_iter().map(Arg::from).collect()))
-}
-
-/// The claimed deliveries with their events' data, read as `(id, data)` pairs.
-fn with_data(mut ready: Vec<Ready>, data: Vec<(String, String)>) -> Vec<Ready> {
-    let data: BTreeMap<String, String> = data.into_iter().collect();
-    for delivery in &mut ready {
-        if let Some(data) = data.get(&delivery.event.id) {
-            delivery.event.data.clone_from(data);
-        }
-    }
-    ready
 }
 
 /// Whether any event is waiting to be fanned out. In the order of `events_webhooks_pending`, so
@@ -211,13 +184,7 @@ pub async fn fan_out(db: &Db, limit: usize, claim: usize, claimed_until: i64) ->
                     super::engine::native::rows(conn, &enabled_sql(orgs.len()), &args, |row| webhooks::from_row(row))?;
                 let (batch, ready) = plan(&events, &endpoints, clock::now_ms(), claim, claimed_until);
                 super::engine::native::run_batch(conn, &batch)?;
-                let data = match data_read(&ready) {
-                    Some((sql, args)) => {
-                        super::engine::native::rows(conn, &sql, &args, |row| Ok((row.text("id")?, row.text("data")?)))?
-                    }
-                    None => Vec::new(),
-                };
-                Ok(FannedOut { events: events.len(), ready: with_data(ready, data) })
+                Ok(FannedOut { events: events.len(), ready })
             })
             .await;
     }
@@ -238,14 +205,8 @@ pub async fn fan_out(db: &Db, limit: usize, claim: usize, claimed_until: i64) ->
         query.fetch_all(&mut *tx).await?.iter().map(webhooks::from_row).collect::<sqlx::Result<Vec<_>>>()?;
     let (batch, ready) = plan(&events, &endpoints, clock::now_ms(), claim, claimed_until);
     batch.execute(&mut tx).await?;
-    let mut data = Vec::new();
-    if let Some((sql, args)) = data_read(&ready) {
-        for row in super::engine::batch::bind(sqlx::query(&sql), args).fetch_all(&mut *tx).await? {
-            data.push((row.text("id")?, row.text("data")?));
-        }
-    }
     tx.commit().await?;
-    Ok(FannedOut { events: events.len(), ready: with_data(ready, data) })
+    Ok(FannedOut { events: events.len(), ready })
 }
 
 #[cfg(test)]
@@ -265,11 +226,7 @@ mod tests {
     }
 
     fn event(id: &str, org: &str) -> Pending {
-        Pending {
-            event: StoredEvent { id: id.into(), kind: "message.sent".into(), data: "{}".into(), created_at: 10 },
-            org_id: org.into(),
-            line_id: None,
-        }
+        Pending { id: id.into(), org_id: org.into(), kind: "message.sent".into(), created_at: 10, line_id: None }
     }
 
     #[test]
@@ -281,10 +238,6 @@ mod tests {
             ready.iter().map(|r| (r.claimed.event_id.as_str(), r.claimed.webhook_id.as_str())).collect();
         assert_eq!(claimed, [("evt_1", "wh_a"), ("evt_1", "wh_b"), ("evt_2", "wh_c")]);
         assert!(ready.iter().all(|r| r.claimed.attempt == 1 && r.webhook.id == r.claimed.webhook_id));
-        assert!(ready.iter().all(|r| r.event.id == r.claimed.event_id));
-        let ready = with_data(ready, vec![("evt_1".into(), "{\"a\":1}".into()), ("evt_2".into(), "{}".into())]);
-        let data: Vec<&str> = ready.iter().map(|r| r.event.data.as_str()).collect();
-        assert_eq!(data, ["{\"a\":1}", "{\"a\":1}", "{}"]);
         let statements: Vec<&str> = batch.statements().iter().map(|s| s.sql.as_str()).collect();
         // Claimed rows for wh_a, wh_b and wh_c; pending rows for evt_3 to wh_a and wh_b; the
         // events marked done.

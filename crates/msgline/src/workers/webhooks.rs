@@ -156,28 +156,31 @@ async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Slots) -> anyh
     // The endpoints come with the fan-out, read in its transaction, after `now`.
     let fanned = db::webhook_fan_out::fan_out(&state.db, events, share, now + LEASE_MS).await?;
     let rest = free - fanned.ready.len();
-    for ready in fanned.ready {
-        start(state, settings, permits, ready.claimed, Some(ready.webhook), Some(ready.event), now).await;
+    let mut claimed: Vec<(Claimed, Option<db::webhooks::Webhook>, i64)> =
+        fanned.ready.into_iter().map(|ready| (ready.claimed, Some(ready.webhook), now)).collect();
+    let mut again = 0;
+    if due && rest > 0 {
+        let due = db::webhook_deliveries::claim_due(&state.db, now, LEASE_MS, rest as i64).await?;
+        again = due.len();
+        let read_at = clock::now_ms();
+        // If a read fails, the claims run out and are taken again: nothing is lost.
+        let webhooks =
+            db::webhooks::for_deliveries(&state.db, due.iter().map(|c| (c.org_id.as_str(), c.webhook_id.as_str())))
+                .await?;
+        // Several deliveries may share an endpoint.
+        claimed.extend(due.into_iter().map(|delivery| {
+            let webhook = webhooks.get(&(delivery.org_id.clone(), delivery.webhook_id.clone())).cloned();
+            (delivery, webhook, read_at)
+        }));
     }
-    if !due || rest == 0 {
-        return Ok(fanned.events);
-    }
-    let claimed = db::webhook_deliveries::claim_due(&state.db, now, LEASE_MS, rest as i64).await?;
-    let count = claimed.len();
-    let read_at = clock::now_ms();
-    // One read each for the claim's endpoints and events. If either fails, the claims run out
-    // and are taken again: nothing is lost.
-    let webhooks =
-        db::webhooks::for_deliveries(&state.db, claimed.iter().map(|c| (c.org_id.as_str(), c.webhook_id.as_str())))
-            .await?;
-    let events = db::webhook_deliveries::events(&state.db, claimed.iter().map(|c| c.event_id.as_str())).await?;
-    for delivery in claimed {
-        // Several deliveries may share an endpoint, and an event may go to several endpoints.
-        let webhook = webhooks.get(&(delivery.org_id.clone(), delivery.webhook_id.clone())).cloned();
+    // One read for the events of every delivery claimed, new or due again (an event may go to
+    // several endpoints).
+    let events = db::webhook_deliveries::events(&state.db, claimed.iter().map(|(c, ..)| c.event_id.as_str())).await?;
+    for (delivery, webhook, read_at) in claimed {
         let event = events.get(&delivery.event_id).cloned();
         start(state, settings, permits, delivery, webhook, event, read_at).await;
     }
-    Ok(fanned.events + count)
+    Ok(fanned.events + again)
 }
 
 /// Takes a post slot and an unrecorded slot for a claimed delivery and posts it in a task of its
