@@ -146,12 +146,60 @@ pub fn render(backlog: &Backlog) -> anyhow::Result<String> {
     Ok(handle.render())
 }
 
-/// An HTTP request answered.
-pub fn http_request(method: &str, route: &str, status: u16, seconds: f64) {
-    let (method, route) = (method.to_string(), route.to_string());
-    metrics::counter!("msgline_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status.to_string())
+/// An HTTP request answered. A method no route has (a client may send any token) is counted as
+/// `other`, so that requests cannot add series without bound.
+pub fn http_request(method: &axum::http::Method, route: &str, status: u16, seconds: f64) {
+    let method = method_label(method);
+    if let Some((requests, duration)) = http_handles(method, route, status) {
+        requests.increment(1);
+        duration.record(seconds);
+        return;
+    }
+    metrics::counter!("msgline_http_requests_total", "method" => method, "route" => route.to_string(), "status" => status.to_string())
         .increment(1);
-    metrics::histogram!("msgline_http_request_duration_seconds", "method" => method, "route" => route).record(seconds);
+    metrics::histogram!("msgline_http_request_duration_seconds", "method" => method, "route" => route.to_string())
+        .record(seconds);
+}
+
+fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    const KNOWN: [(Method, &str); 7] = [
+        (Method::GET, "GET"),
+        (Method::POST, "POST"),
+        (Method::PUT, "PUT"),
+        (Method::PATCH, "PATCH"),
+        (Method::DELETE, "DELETE"),
+        (Method::HEAD, "HEAD"),
+        (Method::OPTIONS, "OPTIONS"),
+    ];
+    KNOWN.iter().find(|(known, _)| known == method).map_or("other", |(_, label)| label)
+}
+
+/// Per route template, the request counter and duration histogram of each method and status
+/// seen, registered once: building the labels and finding them in the recorder on every
+/// request hashed and compared each label every time. Only once the recorder is installed (a
+/// handle made before would record nowhere).
+type RouteHandles = Vec<(&'static str, u16, metrics::Counter, metrics::Histogram)>;
+
+fn http_handles(method: &'static str, route: &str, status: u16) -> Option<(metrics::Counter, metrics::Histogram)> {
+    static HANDLES: std::sync::LazyLock<std::sync::RwLock<std::collections::HashMap<String, RouteHandles>>> =
+        std::sync::LazyLock::new(Default::default);
+    HANDLE.get()?.as_ref()?;
+    let find = |handles: &RouteHandles| {
+        handles.iter().find(|(m, s, ..)| *m == method && *s == status).map(|(.., c, h)| (c.clone(), h.clone()))
+    };
+    if let Some(found) = HANDLES.read().ok()?.get(route).and_then(find) {
+        return Some(found);
+    }
+    let requests = metrics::counter!("msgline_http_requests_total", "method" => method, "route" => route.to_string(), "status" => status.to_string());
+    let duration =
+        metrics::histogram!("msgline_http_request_duration_seconds", "method" => method, "route" => route.to_string());
+    let mut handles = HANDLES.write().ok()?;
+    let of_route = handles.entry(route.to_string()).or_default();
+    if find(of_route).is_none() {
+        of_route.push((method, status, requests.clone(), duration.clone()));
+    }
+    Some((requests, duration))
 }
 
 /// A message accepted for delivery.

@@ -102,3 +102,23 @@ async fn metrics_move_with_sends_deliveries_failures_refusals_and_replies_and_ca
         assert!(!after.contains(id.as_str()), "{id} appears in the metrics");
     }
 }
+
+/// A method no route has is counted as `other`: made-up methods cannot add series without bound.
+#[tokio::test]
+async fn requests_with_made_up_methods_are_counted_under_one_label() {
+    let app = spawn_app_with(|c| c.metrics_token = Some("scrape-token".into())).await;
+    let before = metrics_text(&app).await;
+    for method in ["BREW", "WHEN1", "WHEN2"] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let answer = app.client.request(method, app.url("/messages")).send().await.unwrap();
+        assert!(answer.status().is_client_error(), "{}", answer.status());
+    }
+    let after = metrics_text(&app).await;
+    let other = [("method", "other")];
+    let grew = value(&after, "msgline_http_requests_total", &other).unwrap_or(0.0)
+        - value(&before, "msgline_http_requests_total", &other).unwrap_or(0.0);
+    assert_eq!(grew, 3.0, "{after}");
+    for method in ["BREW", "WHEN1", "WHEN2"] {
+        assert!(!after.contains(method), "{method} appears in the metrics");
+    }
+}

@@ -344,3 +344,36 @@ async fn a_stop_that_arrives_while_a_message_waits_for_the_line_stops_that_messa
     let types = app.event_types(&waiting_id).await;
     assert_eq!(types, ["messaging.message.queued", "messaging.message.failed"], "{types:?}");
 }
+
+/// A send repeated with its `Idempotency-Key` after its recipient texted STOP answers what the
+/// first request got (the check no longer hides the replay); a new key is refused and writes
+/// nothing.
+#[tokio::test]
+async fn a_send_replayed_after_a_stop_answers_the_first_and_a_new_one_is_refused() {
+    let app = spawn_app().await;
+    let line = app.default_line().await;
+    let send = |key: &'static str| {
+        app.client
+            .post(app.url("/messages"))
+            .bearer_auth(&app.org.key)
+            .header("Idempotency-Key", key)
+            .json(&json!({"to": FRIEND, "body": "Your order shipped"}))
+            .send()
+    };
+    let first = send("order-1").await.unwrap();
+    assert_eq!(first.status(), 202);
+    let first: Value = first.json().await.unwrap();
+    line.inbound(FRIEND, "STOP").await;
+    replied(&line, FRIEND, "unsubscribed").await;
+    let messages = count(&app, "messages").await;
+
+    let again = send("order-1").await.unwrap();
+    assert_eq!(again.status(), 200);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!((&again["duplicate"], &again["message"]["id"]), (&json!(true), &first["message"]["id"]));
+    let refused = send("order-2").await.unwrap();
+    assert_eq!(refused.status(), 409);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!((refused["error"].as_str(), refused["phone"].as_str()), (Some("recipient_opted_out"), Some(FRIEND)));
+    assert_eq!(count(&app, "messages").await, messages);
+}

@@ -101,7 +101,8 @@ pub fn router(state: AppState, pages: Router<AppState>) -> Router {
 /// among them, and the line's kind decodes them (a NUL left in the text is then taken out).
 async fn refuse_unreadable_urls(req: Request, next: Next) -> Response {
     let uri = req.uri();
-    let checked = match uri.path().starts_with(&format!("{BASE}/bridge/hooks/")) {
+    let hook = uri.path().strip_prefix(BASE).is_some_and(|rest| rest.starts_with("/bridge/hooks/"));
+    let checked = match hook {
         true => uri.path(),
         false => uri.path_and_query().map_or("", |p| p.as_str()),
     };
@@ -127,7 +128,7 @@ async fn request_id(req: Request, next: Next) -> Response {
         .map(str::to_string)
         .unwrap_or_else(|| ids::new_id("req"));
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.uri().path());
-    let method = req.method().to_string();
+    let method = req.method().clone();
     let started = Instant::now();
     let mut response = next.run(req).instrument(span.clone()).await;
     let status = response.status().as_u16();
@@ -150,10 +151,10 @@ async fn request_id(req: Request, next: Next) -> Response {
 /// The template of the route that served a request (`/api/v1/messaging/messages/{id}`): the
 /// metrics' label, never the path itself, which carries ids.
 #[derive(Debug, Clone)]
-struct RouteTemplate(String);
+struct RouteTemplate(MatchedPath);
 
 async fn route_template(req: Request, next: Next) -> Response {
-    let template = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
+    let template = req.extensions().get::<MatchedPath>().cloned();
     let mut response = next.run(req).await;
     if let Some(template) = template {
         response.extensions_mut().insert(RouteTemplate(template));
@@ -169,7 +170,7 @@ async fn authenticate(State(state): State<AppState>, mut req: Request, next: Nex
         Err(error) => return error.into_response(),
     };
     let is_send = req.method() == Method::POST
-        && req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str() == format!("{BASE}/messages"));
+        && req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str().strip_prefix(BASE) == Some("/messages"));
     let policies: &[Policy] = if is_send { &[Policy::Global, Policy::Send] } else { &[Policy::Global] };
     let allowances = match state.limits().check_all(policies, &principal.caller()).await {
         Ok(allowances) => allowances,

@@ -237,6 +237,27 @@ impl Db {
         }
     }
 
+    /// Commits the batch unless one of its refusals finds a row ([`Batch::refuse_if_found`]):
+    /// `None` when committed, else the first column of the row found, and nothing written.
+    pub async fn commit_or_refuse(&self, batch: Batch) -> sqlx::Result<Option<String>> {
+        if let Some(group) = self.group().filter(|_| self.refuses_in_commit()) {
+            return group.commit_or_refuse_natively(batch).await;
+        }
+        for (sql, args) in batch.refusals() {
+            let found = self.read_rows(sql.to_string(), args.clone(), |row| row.text("refused")).await?;
+            if let Some(first) = found.into_iter().next() {
+                return Ok(Some(first));
+            }
+        }
+        self.commit(batch).await.map(|()| None)
+    }
+
+    /// Whether refusals run inside the commit (SQLite's committer thread), so that a check staged
+    /// as one costs no read of its own.
+    pub fn refuses_in_commit(&self) -> bool {
+        self.group().is_some_and(|group| group.native_lane().is_some())
+    }
+
     async fn commit_alone(&self, batch: Batch) -> sqlx::Result<()> {
         let mut tx = self.begin().await?;
         batch.execute(&mut tx).await?;

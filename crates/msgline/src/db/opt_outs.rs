@@ -68,6 +68,17 @@ pub async fn first_opted_out(db: &Db, org_id: &str, line_id: &str, phones: &[&st
     Ok(rows.into_iter().next())
 }
 
+/// Finds the phone `$3` if it opted out of the organisation `$1`'s messages on the line `$2`.
+const OPTED_OUT: &str =
+    "SELECT phone AS refused FROM opt_outs WHERE org_id = $1 AND line_id = $2 AND phone = $3 LIMIT 1";
+
+/// Refuses the batch if `phone` opted out on the line (see [`super::Batch::refuse_if_found`]):
+/// [`super::Db::commit_or_refuse`] then answers the phone and writes nothing. On SQLite the check
+/// runs inside the commit, so it costs a send no read of its own.
+pub fn stage_refusal(batch: &mut super::Batch, org_id: &str, line_id: &str, phone: &str) {
+    batch.refuse_if_found(OPTED_OUT, vec![org_id.into(), line_id.into(), phone.into()]);
+}
+
 /// The first of `phones` that opted out on the line after `since` (a message's acceptance, when
 /// its recipients were checked): what the dispatcher checks again at hand-over. The reply msgline
 /// itself sends to a STOP is written with the opt-out, so it is not caught.

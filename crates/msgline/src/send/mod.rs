@@ -322,8 +322,16 @@ pub async fn submit(
                 },
             );
         }
-        match state.db.commit(batch).await {
-            Ok(()) => {
+        target.stage_checks(&mut batch, &principal.org_id);
+        match state.db.commit_or_refuse(batch).await {
+            Ok(Some(phone)) => {
+                // The recipient opted out: the answer a replay of an earlier send gets, else 409.
+                return match prior(state, principal, idempotency.as_ref()).await? {
+                    Some(sent) => Ok(sent),
+                    None => Err(resolve::opted_out(&phone)),
+                };
+            }
+            Ok(None) => {
                 state.threads.remember(&principal.org_id, &target, &message);
                 crate::metrics::message_accepted(message.channel.as_str(), message.kind.as_str());
                 match slot {

@@ -28,6 +28,9 @@ pub struct Target {
     pub destination: Destination,
     /// Reachability learned from the bridge during resolution, to store on the contact.
     learned_reachability: Option<bool>,
+    /// Whether the recipient's opt-out is checked inside the commit (see [`Target::stage_checks`])
+    /// rather than read while resolving.
+    opt_out_at_commit: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +58,15 @@ impl Target {
     pub fn read_again(&mut self) {
         if let Destination::Direct { read, .. } = &mut self.destination {
             *read = false;
+        }
+    }
+
+    /// Stages what the commit checks before it writes: on SQLite, where that costs no read of its
+    /// own, the opt-out of a recipient whose thread this server remembers. The commit is then
+    /// refused with the phone ([`db::Db::commit_or_refuse`]), and [`opted_out`] is the answer.
+    pub fn stage_checks(&self, batch: &mut db::Batch, org_id: &str) {
+        if let (true, Destination::Direct { phone, .. }) = (self.opt_out_at_commit, &self.destination) {
+            db::opt_outs::stage_refusal(batch, org_id, &self.line.id, phone.as_str());
         }
     }
 
@@ -175,7 +187,7 @@ pub async fn refuse_opted_out(state: &Sender, org_id: &str, line_id: &str, phone
     }
 }
 
-fn opted_out(phone: &str) -> ApiError {
+pub(super) fn opted_out(phone: &str) -> ApiError {
     ApiError::conflict(
         "recipient_opted_out",
         format!("{phone} opted out of messages from this line (it texted STOP); it must text START first"),
@@ -280,13 +292,18 @@ pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -
 
     // What the tables say of the contact's reachability, when it was read here.
     let mut stored_reachability = None;
+    let mut opt_out_at_commit = false;
     match &mut destination {
         Destination::Direct { phone, contact_id, conversation_id, read } if conversation_id.is_none() => {
             // The contact the request named is the one with its phone.
             match state.threads.thread(org, &line.id, phone.as_str()) {
-                // A thread this server wrote: only the opt-out is read.
+                // A thread this server wrote: only the opt-out is read, by the commit itself
+                // where it can be.
                 Some((conversation, contact)) => {
-                    refuse_opted_out(state, org, &line.id, &[phone.as_str()]).await?;
+                    match state.db.refuses_in_commit() {
+                        true => opt_out_at_commit = true,
+                        false => refuse_opted_out(state, org, &line.id, &[phone.as_str()]).await?,
+                    }
                     *contact_id = Some(contact_id.take().unwrap_or(contact));
                     *conversation_id = Some(conversation);
                 }
@@ -321,7 +338,7 @@ pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -
                 .with_message("this message would go over SMS, and the line cannot send files over SMS (MMS)"));
         }
     }
-    Ok(Target { line, channel, destination, learned_reachability })
+    Ok(Target { line, channel, destination, learned_reachability, opt_out_at_commit })
 }
 
 /// Explicit channels are checked against the line; the automatic choice is iMessage where the

@@ -68,6 +68,9 @@ pub struct Batch {
     /// streak), that row's key: such batches run on one PostgreSQL lane, one commit after
     /// another, instead of waiting on each other's row lock through each other's commits.
     hot_row: Option<u64>,
+    /// Queries that, if one finds a row, refuse the whole batch before it writes anything (see
+    /// [`Batch::refuse_if_found`]).
+    refusals: Vec<(&'static str, Vec<Arg>)>,
 }
 
 /// One statement of a batch, its parameters `$1..$n` in the order of `args`.
@@ -283,6 +286,19 @@ impl Batch {
         self.moves_messages |= other.moves_messages;
         self.hot_row = self.hot_row.or(other.hot_row);
         self
+    }
+
+    /// Refuses the batch, writing nothing of it, if `sql` (parameters `$1..$n` from `args`) finds
+    /// a row: [`super::Db::commit_or_refuse`] then answers that row's first column. On SQLite's
+    /// committer the query runs inside the commit, before the batch's statements, so nothing
+    /// committed before it is missed; elsewhere it is read just before the commit.
+    pub(in crate::db) fn refuse_if_found(&mut self, sql: &'static str, args: Vec<Arg>) -> &mut Self {
+        self.refusals.push((sql, args));
+        self
+    }
+
+    pub(in crate::db) fn refusals(&self) -> &[(&'static str, Vec<Arg>)] {
+        &self.refusals
     }
 
     /// Notes that the batch updates the row `key` names, which many batches update (see

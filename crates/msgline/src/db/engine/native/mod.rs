@@ -383,6 +383,21 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
     Ok(())
 }
 
+/// Runs a batch's statements unless one of its refusals finds a row (see
+/// [`super::Batch::refuse_if_found`]); then nothing is written, and the answer is that row's
+/// first column.
+pub fn run_refusable(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<Option<String>> {
+    for (sql, args) in batch.refusals() {
+        let mut statement = bound(conn, sql, args)?;
+        let mut rows = statement.raw_query();
+        if let Some(row) = rows.next()? {
+            return Ok(Some(row.get(0)?));
+        }
+    }
+    run_batch(conn, batch)?;
+    Ok(None)
+}
+
 /// Reads on connections of their own, each on a thread of its own: one hand-off per query
 /// where sqlx makes one per row, and rows read straight into the caller's type. The threads are
 /// fixed, not tokio's blocking pool: under a steady stream of reads that pool started a new

@@ -237,3 +237,33 @@ fn the_file_is_read_from_the_url() {
     assert_eq!(file_of("sqlite::memory:"), None);
     assert_eq!(file_of("postgres://localhost/x"), None);
 }
+
+#[test]
+fn a_refused_batch_writes_nothing_and_its_group_commits_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("r.db")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE stops (phone TEXT); CREATE TABLE sent (phone TEXT); INSERT INTO stops VALUES ('+1');",
+    )
+    .unwrap();
+    let send = |phone: &'static str| {
+        let mut batch = crate::db::Batch::new();
+        batch.push("INSERT INTO sent (phone) VALUES ($1)", vec![phone.into()]);
+        batch.refuse_if_found("SELECT phone AS refused FROM stops WHERE phone = $1", vec![phone.into()]);
+        unit(move |conn: &rusqlite::Connection| super::run_refusable(conn, &batch))
+    };
+    let (refused, refused_answer) = send("+1");
+    let (sent, sent_answer) = send("+2");
+    commit_group(&conn, vec![refused, sent]);
+
+    assert_eq!(refused_answer.blocking_recv().unwrap().unwrap().as_deref(), Some("+1"));
+    assert_eq!(sent_answer.blocking_recv().unwrap().unwrap(), None);
+    let written: Vec<String> = conn
+        .prepare("SELECT phone FROM sent")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(written, ["+2"]);
+}
