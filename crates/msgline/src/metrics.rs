@@ -149,16 +149,9 @@ pub fn render(backlog: &Backlog) -> anyhow::Result<String> {
 /// An HTTP request answered. A method no route has (a client may send any token) is counted as
 /// `other`, so that requests cannot add series without bound.
 pub fn http_request(method: &axum::http::Method, route: &str, status: u16, seconds: f64) {
-    let method = method_label(method);
-    if let Some((requests, duration)) = http_handles(method, route, status) {
-        requests.increment(1);
-        duration.record(seconds);
-        return;
-    }
-    metrics::counter!("msgline_http_requests_total", "method" => method, "route" => route.to_string(), "status" => status.to_string())
-        .increment(1);
-    metrics::histogram!("msgline_http_request_duration_seconds", "method" => method, "route" => route.to_string())
-        .record(seconds);
+    let (requests, duration) = http_handles(method_label(method), route, status);
+    requests.increment(1);
+    duration.record(seconds);
 }
 
 fn method_label(method: &axum::http::Method) -> &'static str {
@@ -177,29 +170,38 @@ fn method_label(method: &axum::http::Method) -> &'static str {
 
 /// Per route template, the request counter and duration histogram of each method and status
 /// seen, registered once: building the labels and finding them in the recorder on every
-/// request hashed and compared each label every time. Only once the recorder is installed (a
-/// handle made before would record nowhere).
+/// request hashed and compared each label every time.
 type RouteHandles = Vec<(&'static str, u16, metrics::Counter, metrics::Histogram)>;
 
-fn http_handles(method: &'static str, route: &str, status: u16) -> Option<(metrics::Counter, metrics::Histogram)> {
+/// The request counter and duration histogram of a route, method and status: kept once the
+/// recorder is installed (a handle made before records nowhere), registered each time before.
+fn http_handles(method: &'static str, route: &str, status: u16) -> (metrics::Counter, metrics::Histogram) {
     static HANDLES: std::sync::LazyLock<std::sync::RwLock<std::collections::HashMap<String, RouteHandles>>> =
         std::sync::LazyLock::new(Default::default);
-    HANDLE.get()?.as_ref()?;
+    let register = || {
+        let route = route.to_string();
+        (
+            metrics::counter!("msgline_http_requests_total", "method" => method, "route" => route.clone(), "status" => status.to_string()),
+            metrics::histogram!("msgline_http_request_duration_seconds", "method" => method, "route" => route),
+        )
+    };
+    if HANDLE.get().is_none_or(Option::is_none) {
+        return register();
+    }
     let find = |handles: &RouteHandles| {
         handles.iter().find(|(m, s, ..)| *m == method && *s == status).map(|(.., c, h)| (c.clone(), h.clone()))
     };
-    if let Some(found) = HANDLES.read().ok()?.get(route).and_then(find) {
-        return Some(found);
+    if let Some(found) = HANDLES.read().ok().and_then(|handles| handles.get(route).and_then(find)) {
+        return found;
     }
-    let requests = metrics::counter!("msgline_http_requests_total", "method" => method, "route" => route.to_string(), "status" => status.to_string());
-    let duration =
-        metrics::histogram!("msgline_http_request_duration_seconds", "method" => method, "route" => route.to_string());
-    let mut handles = HANDLES.write().ok()?;
-    let of_route = handles.entry(route.to_string()).or_default();
-    if find(of_route).is_none() {
-        of_route.push((method, status, requests.clone(), duration.clone()));
+    let (requests, duration) = register();
+    if let Ok(mut handles) = HANDLES.write() {
+        let of_route = handles.entry(route.to_string()).or_default();
+        if find(of_route).is_none() {
+            of_route.push((method, status, requests.clone(), duration.clone()));
+        }
     }
-    Some((requests, duration))
+    (requests, duration)
 }
 
 /// A message accepted for delivery.

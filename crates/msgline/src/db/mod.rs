@@ -238,10 +238,10 @@ impl Db {
     }
 
     /// Commits the batch unless one of its refusals finds a row ([`Batch::refuse_if_found`]):
-    /// `None` when committed, else the first column of the row found, and nothing written.
+    /// `None` when committed, else the row's `refused`, and nothing written.
     pub async fn commit_or_refuse(&self, batch: Batch) -> sqlx::Result<Option<String>> {
-        if let Some(group) = self.group().filter(|_| self.refuses_in_commit()) {
-            return group.commit_or_refuse_natively(batch).await;
+        if let Some(lane) = self.group().and_then(|group| group.native_lane()) {
+            return lane.run(move |conn| native::run_refusable(conn, &batch)).await;
         }
         for (sql, args) in batch.refusals() {
             let found = self.read_rows(sql.to_string(), args.clone(), |row| row.text("refused")).await?;

@@ -167,6 +167,20 @@ pub async fn prior(
     }
 }
 
+/// The answer of an earlier request with the same key if there is one, else `error`: what a send
+/// that is refused now answers, so that a replay answers what the first request got.
+async fn prior_or(
+    state: &Sender,
+    principal: &Principal,
+    idempotency: Option<&Idempotency>,
+    error: ApiError,
+) -> ApiResult<Accepted> {
+    match prior(state, principal, idempotency).await? {
+        Some(sent) => Ok(sent),
+        None => Err(error),
+    }
+}
+
 /// Whether an accepted message is watched for SMS fallback: a text going over iMessage whose
 /// request asked for it, or did not say and the organisation's default is SMS. The line's SMS
 /// is checked when the fallback is due, not here. The clock of `fallback_after_seconds` starts
@@ -254,12 +268,7 @@ pub async fn submit(
     // so that a replay answers what the first request got whatever has changed since.
     let mut target = match resolve::resolve(state, principal, &input).await {
         Ok(target) => target,
-        Err(error) => {
-            return match prior(state, principal, idempotency.as_ref()).await? {
-                Some(sent) => Ok(sent),
-                None => Err(error),
-            };
-        }
+        Err(error) => return prior_or(state, principal, idempotency.as_ref(), error).await,
     };
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
     let mut input = input;
@@ -324,12 +333,9 @@ pub async fn submit(
         }
         target.stage_checks(&mut batch, &principal.org_id);
         match state.db.commit_or_refuse(batch).await {
+            // The recipient opted out: the answer a replay of an earlier send gets, else 409.
             Ok(Some(phone)) => {
-                // The recipient opted out: the answer a replay of an earlier send gets, else 409.
-                return match prior(state, principal, idempotency.as_ref()).await? {
-                    Some(sent) => Ok(sent),
-                    None => Err(resolve::opted_out(&phone)),
-                };
+                return prior_or(state, principal, idempotency.as_ref(), resolve::opted_out(&phone)).await;
             }
             Ok(None) => {
                 state.threads.remember(&principal.org_id, &target, &message);

@@ -141,13 +141,6 @@ impl GroupWriter {
         self.send(lane, Work::Batch(batch)).await.map(drop)
     }
 
-    /// On SQLite's committer thread, [`super::native::run_refusable`]: the batch committed, or
-    /// refused by what one of its refusals found.
-    pub(in crate::db) async fn commit_or_refuse_natively(&self, batch: Batch) -> sqlx::Result<Option<String>> {
-        let native = self.native_lane().ok_or(sqlx::Error::WorkerCrashed)?;
-        native.run(move |conn| super::native::run_refusable(conn, &batch)).await
-    }
-
     /// Applies a line's status reports on PostgreSQL's lane that moves messages; returns, per
     /// report, whether it was new.
     pub(in crate::db) async fn apply_reports(

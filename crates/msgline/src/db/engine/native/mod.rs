@@ -385,7 +385,7 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
 
 /// Runs a batch's statements unless one of its refusals finds a row (see
 /// [`super::Batch::refuse_if_found`]); then nothing is written, and the answer is that row's
-/// first column.
+/// `refused`, its one column.
 pub fn run_refusable(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<Option<String>> {
     for (sql, args) in batch.refusals() {
         let mut statement = bound(conn, sql, args)?;
