@@ -109,14 +109,16 @@ class Handler(BaseHTTPRequestHandler):
             answer = script["responses"].pop(0) if script["responses"] else script["default"]
             at_once["now"] += 1
             at_once["most"] = max(at_once["most"], at_once["now"])
+        time.sleep(answer.get("delay_ms", 0) / 1000)
+        # A post stops counting before its answer is written: once the sender has read the
+        # answer it may start its next post, and that one can arrive here before this thread
+        # would get the lock back, which would count one post more than the sender has open.
+        with lock:
+            at_once["now"] -= 1
         try:
-            time.sleep(answer.get("delay_ms", 0) / 1000)
             self.reply(answer.get("status", 200), answer.get("body", "").encode(), answer.get("headers"), "text/plain")
         except (BrokenPipeError, ConnectionResetError):
             pass  # the sender stopped listening (it was killed, or read all it wanted)
-        finally:
-            with lock:
-                at_once["now"] -= 1
 
     def verify(self, request):
         with lock:

@@ -233,6 +233,13 @@ async fn settle(state: &Sender, job: &Job) -> anyhow::Result<()> {
                     tracing::info!(message = %message.id, "the line never received a message; queued it again");
                 }
                 StatusLookup::Failed(error) => {
+                    // Still `queued`: its send's claim ran out (the instance stopped between
+                    // writing it and hearing the line's answer), so the line may have it or not.
+                    // It says so until the line settles it (a line that cannot be asked, Kannel,
+                    // counts its window from here).
+                    if message.status == MessageStatus::Queued {
+                        db::moves::advance(tx, &message.id, MessageStatus::Unknown, None).await?;
+                    }
                     db::outbox::mark_unknown(tx, &message.id, now + next_ask(now - message.created_at)).await?;
                     tracing::debug!(message = %message.id, error, "could not ask the line; will ask again");
                 }
