@@ -13,6 +13,17 @@ static LAST: Mutex<(u64, u128)> = Mutex::new((0, 0));
 
 const RANDOM_BITS: u32 = 80;
 
+/// Lowercase hex of `bytes`: how digests are stored, compared and shown.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 0x0f)] as char);
+    }
+    text
+}
+
 /// A new id such as `msg_01j9z3...`.
 pub fn new_id(prefix: &str) -> String {
     let now = crate::clock::now_ms().max(0) as u64 & 0xffff_ffff_ffff;
@@ -77,6 +88,14 @@ pub fn looks_like(id: &str, prefix: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_two_lowercase_digits_per_byte_in_order() {
+        let every: Vec<u8> = (0..=255).collect();
+        let expected: String = every.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex(&every), expected);
+        assert_eq!(hex(&[]), "");
+    }
 
     #[test]
     fn a_floor_sorts_before_every_id_made_at_or_after_its_time_and_after_older_ones() {

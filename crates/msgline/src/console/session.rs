@@ -88,7 +88,7 @@ fn cookie_token(headers: &HeaderMap) -> Option<String> {
 fn csrf_token(session_token: &str) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(session_token.as_bytes()).expect("any key length");
     mac.update(b"msgline console csrf");
-    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    crate::ids::hex(&mac.finalize().into_bytes())
 }
 
 /// Whether a request comes from a page of this console: a cross-site fetch, or an `Origin`

@@ -51,7 +51,7 @@ use sqlx::{
 #[cfg(feature = "testing")]
 pub use migrate::MIGRATIONS;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
     Sqlite,
     Postgres,

@@ -26,7 +26,7 @@ pub fn mint() -> MintedKey {
 /// The stored form of a secret (API keys and bridge secrets alike): lowercase hex SHA-256.
 pub fn hash_secret(secret: &str) -> String {
     let digest = Sha256::digest(secret.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    crate::ids::hex(&digest)
 }
 
 /// Whether `candidate` has the shape and checksum of a key this service minted.

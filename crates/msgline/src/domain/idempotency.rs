@@ -32,12 +32,8 @@ impl IdempotencyKey {
 /// A fingerprint of what a request asks for: the same request in any key order hashes alike.
 pub fn fingerprint(path: &str, request: &Value) -> String {
     // serde_json's map keeps keys sorted, so the text of a Value is canonical.
-    use std::fmt::Write;
     let digest = Sha256::digest(format!("POST {path}\n{request}").as_bytes());
-    digest.iter().fold(String::with_capacity(64), |mut hex, b| {
-        let _ = write!(hex, "{b:02x}");
-        hex
-    })
+    crate::ids::hex(&digest)
 }
 
 #[cfg(test)]

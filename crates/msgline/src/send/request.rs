@@ -261,7 +261,7 @@ pub async fn send_uploads(
         .iter()
         .map(|u| {
             use sha2::Digest;
-            Value::from(sha2::Sha256::digest(&u.bytes).iter().map(|b| format!("{b:02x}")).collect::<String>())
+            Value::from(crate::ids::hex(&sha2::Sha256::digest(&u.bytes)))
         })
         .collect();
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &fingerprinted)?;

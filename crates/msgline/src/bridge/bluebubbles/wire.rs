@@ -94,7 +94,7 @@ pub(super) fn is_group_chat(chat: &str) -> bool {
 /// The prefix of the expectation recorded before a send of `text` into `chat`.
 pub(super) fn expectation(chat: &str, text: &str) -> String {
     let digest = Sha256::digest(format!("{chat}\n{text}").as_bytes());
-    let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let hex = crate::ids::hex(&digest[..16]);
     format!("sent:{hex}:")
 }
 

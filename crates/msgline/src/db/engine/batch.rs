@@ -117,6 +117,101 @@ pub(crate) fn lane_texts_of(param: usize) -> String {
 }
 
 /// `$1`..`$n` in `sql` shifted by `offset`.
+/// What [`Batch::push_rows_if_updated`]'s texts are built from (its functions by address).
+#[derive(PartialEq, Eq, Hash)]
+struct Shape {
+    backend: Backend,
+    update: String,
+    update_args: usize,
+    insert_into: String,
+    count: usize,
+    width: usize,
+    select: usize,
+    only_if: Option<usize>,
+}
+
+/// The texts of `shape`, built by `build` the first time. A status move stages one of a few
+/// shapes for every message, and building its text (a placeholder at a time) cost more than
+/// the rest of staging it.
+fn built(shape: Shape, build: impl FnOnce() -> (String, Option<String>)) -> (String, Option<String>) {
+    use std::{
+        collections::HashMap,
+        sync::{LazyLock, Mutex},
+    };
+    // Bounded by the code's shapes: its callers' statements and row counts (a report carries a
+    // handful of steps at most); kept whole past a cap all the same.
+    const CAP: usize = 1024;
+    static BUILT: LazyLock<Mutex<HashMap<Shape, (String, Option<String>)>>> = LazyLock::new(Default::default);
+    if let Some(texts) = BUILT.lock().unwrap_or_else(|e| e.into_inner()).get(&shape) {
+        return texts.clone();
+    }
+    let texts = build();
+    let mut cache = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() < CAP {
+        cache.insert(shape, texts.clone());
+    }
+    texts
+}
+
+/// The statement(s) of [`Batch::push_rows_if_updated`]: on SQLite the insert, waiting on
+/// `changes()`, with the same insert without that test; on PostgreSQL one statement whose
+/// update feeds the insert (and no second text).
+#[allow(clippy::too_many_arguments)]
+fn if_updated_sql(
+    backend: Backend,
+    update: &str,
+    update_args: usize,
+    insert_into: &str,
+    count: usize,
+    width: usize,
+    select: fn(&[String]) -> String,
+    only_if: Option<fn(&[String]) -> String>,
+) -> (String, Option<String>) {
+    // The placeholders of each row, the first numbered from `from`.
+    let placeholders = |from: usize| {
+        (0..count)
+            .map(|row| (0..width).map(|i| format!("${}", from + row * width + i)).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    };
+    match backend {
+        Backend::Sqlite => {
+            let selects = |waits: bool| {
+                let parts: Vec<String> = placeholders(1)
+                    .iter()
+                    .map(|p| {
+                        let mut conditions: Vec<String> = Vec::new();
+                        if waits {
+                            conditions.push("changes() > 0".into());
+                        }
+                        conditions.extend(only_if.map(|only_if| only_if(p)));
+                        match conditions.is_empty() {
+                            true => format!("SELECT {}", select(p)),
+                            false => format!("SELECT {} WHERE {}", select(p), conditions.join(" AND ")),
+                        }
+                    })
+                    .collect();
+                format!("{insert_into} {}", parts.join(" UNION ALL "))
+            };
+            match (only_if, placeholders(1).as_slice()) {
+                // One row of VALUES, which SQLite writes without a statement journal (an
+                // `INSERT … SELECT` into a table with a foreign key gets one).
+                (None, [p]) => (selects(true), Some(format!("{insert_into} VALUES ({})", select(p)))),
+                _ => (selects(true), Some(selects(false))),
+            }
+        }
+        Backend::Postgres => {
+            let parts: Vec<String> = placeholders(update_args + 1)
+                .iter()
+                .map(|p| {
+                    let condition = only_if.map(|only_if| format!(" WHERE {}", only_if(p))).unwrap_or_default();
+                    format!("SELECT {} FROM moved{condition}", select(p))
+                })
+                .collect();
+            (format!("WITH moved AS ({update} RETURNING 1) {insert_into} {}", parts.join(" UNION ALL ")), None)
+        }
+    }
+}
+
 fn renumber(sql: &str, offset: usize) -> String {
     map_params(sql, |n| format!("${}", n + offset))
 }
@@ -222,38 +317,22 @@ impl Batch {
         only_if: Option<fn(&[String]) -> String>,
     ) -> &mut Self {
         let (count, width) = (rows.len(), rows.first().map_or(0, Vec::len));
-        // The placeholders of each row, the first numbered from `from`.
-        let placeholders = |from: usize| {
-            (0..count)
-                .map(|row| (0..width).map(|i| format!("${}", from + row * width + i)).collect::<Vec<_>>())
-                .collect::<Vec<_>>()
+        let shape = Shape {
+            backend,
+            update: update.to_string(),
+            update_args: update_args.len(),
+            insert_into: insert_into.to_string(),
+            count,
+            width,
+            select: select as usize,
+            only_if: only_if.map(|f| f as usize),
         };
+        let (sql, if_changed) = built(shape, || {
+            if_updated_sql(backend, update, update_args.len(), insert_into, count, width, select, only_if)
+        });
         let insert_args: Vec<Arg> = rows.into_iter().flatten().collect();
-        match backend {
-            Backend::Sqlite => {
-                let selects = |waits: bool| {
-                    let parts: Vec<String> = placeholders(1)
-                        .iter()
-                        .map(|p| {
-                            let mut conditions: Vec<String> = Vec::new();
-                            if waits {
-                                conditions.push("changes() > 0".into());
-                            }
-                            conditions.extend(only_if.map(|only_if| only_if(p)));
-                            match conditions.is_empty() {
-                                true => format!("SELECT {}", select(p)),
-                                false => format!("SELECT {} WHERE {}", select(p), conditions.join(" AND ")),
-                            }
-                        })
-                        .collect();
-                    format!("{insert_into} {}", parts.join(" UNION ALL "))
-                };
-                let (sql, if_changed) = match (only_if, placeholders(1).as_slice()) {
-                    // One row of VALUES, which SQLite writes without a statement journal (an
-                    // `INSERT … SELECT` into a table with a foreign key gets one).
-                    (None, [p]) => (selects(true), format!("{insert_into} VALUES ({})", select(p))),
-                    _ => (selects(true), selects(false)),
-                };
+        match if_changed {
+            Some(if_changed) => {
                 self.push(update, update_args);
                 self.statements.push(Statement {
                     sql,
@@ -264,15 +343,7 @@ impl Batch {
                 });
                 self
             }
-            Backend::Postgres => {
-                let parts: Vec<String> = placeholders(update_args.len() + 1)
-                    .iter()
-                    .map(|p| {
-                        let condition = only_if.map(|only_if| format!(" WHERE {}", only_if(p))).unwrap_or_default();
-                        format!("SELECT {} FROM moved{condition}", select(p))
-                    })
-                    .collect();
-                let sql = format!("WITH moved AS ({update} RETURNING 1) {insert_into} {}", parts.join(" UNION ALL "));
+            None => {
                 let mut args = update_args;
                 args.extend(insert_args);
                 self.push(sql, args)
