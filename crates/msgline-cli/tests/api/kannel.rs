@@ -204,7 +204,7 @@ async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_k
     // between writing it claimed and handing it to smsbox, and Kannel cannot be asked), and so
     // for three seconds on end: a report smsbox is still calling again would move it.
     let reader = msgline::Db::connect(&url).await.unwrap();
-    let settled_at_smsc = |rows: &[(String, String)]| -> Vec<(String, String)> {
+    let unsettled_of = |rows: &[(String, String)]| -> Vec<(String, String)> {
         let at_smsc: std::collections::HashSet<String> = rig.delivered().into_iter().map(|(_, text)| text).collect();
         rows.iter()
             .filter(|(body, s)| !(s == "delivered" || s == "unknown" && !at_smsc.contains(body)))
@@ -220,7 +220,7 @@ async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_k
                 .await
                 .unwrap();
         rows.sort();
-        let unsettled = settled_at_smsc(&rows);
+        let unsettled = unsettled_of(&rows);
         if rows.len() == total && unsettled.is_empty() && rows == last {
             break rows;
         }

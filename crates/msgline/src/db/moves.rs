@@ -15,21 +15,10 @@ use crate::{clock, domain::lifecycle::MessageStatus};
 /// to the first step from, stamping `<status>_at` for each step, and ending its outbox job too
 /// when `settle`. `None` when there is no step or nothing may move to the first.
 fn move_sql(steps: &[MessageStatus], settle: bool) -> Option<String> {
-    use std::{
-        collections::HashMap,
-        sync::{LazyLock, Mutex},
-    };
-    // Built once per shape: a message's every move stages one of a few.
-    static BUILT: LazyLock<Mutex<HashMap<(Vec<MessageStatus>, bool), Option<String>>>> =
-        LazyLock::new(Default::default);
-    let key = (steps.to_vec(), settle);
-    if let Some(sql) = BUILT.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return sql.clone();
-    }
-    let sql = build_move_sql(steps, settle);
     // The keys are runs of forward steps through the statuses: a few dozen at most.
-    BUILT.lock().unwrap_or_else(|e| e.into_inner()).insert(key, sql.clone());
-    sql
+    static BUILT: super::engine::batch::Kept<(Vec<MessageStatus>, bool), Option<String>> =
+        std::sync::LazyLock::new(Default::default);
+    super::engine::batch::kept(&BUILT, (steps.to_vec(), settle), || build_move_sql(steps, settle))
 }
 
 fn build_move_sql(steps: &[MessageStatus], settle: bool) -> Option<String> {

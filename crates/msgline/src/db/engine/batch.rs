@@ -5,6 +5,11 @@
 
 use sqlx::AnyConnection;
 
+use std::{
+    collections::HashMap,
+    sync::{LazyLock, Mutex},
+};
+
 use super::Backend;
 
 /// A parameter of a batched statement. Its order (texts before integers, then by value) is the
@@ -116,7 +121,6 @@ pub(crate) fn lane_texts_of(param: usize) -> String {
     format!("SELECT json_array_elements_text(${param}::json)")
 }
 
-/// `$1`..`$n` in `sql` shifted by `offset`.
 /// What [`Batch::push_rows_if_updated`]'s texts are built from (its functions by address).
 #[derive(PartialEq, Eq, Hash)]
 struct Shape {
@@ -130,27 +134,28 @@ struct Shape {
     only_if: Option<usize>,
 }
 
-/// The texts of `shape`, built by `build` the first time. A status move stages one of a few
-/// shapes for every message, and building its text (a placeholder at a time) cost more than
-/// the rest of staging it.
-fn built(shape: Shape, build: impl FnOnce() -> (String, Option<String>)) -> (String, Option<String>) {
-    use std::{
-        collections::HashMap,
-        sync::{LazyLock, Mutex},
-    };
-    // Bounded by the code's shapes: its callers' statements and row counts (a report carries a
-    // handful of steps at most); kept whole past a cap all the same.
+/// A cache for [`kept`], as a `static`.
+pub(in crate::db) type Kept<K, V> = LazyLock<Mutex<HashMap<K, V>>>;
+
+/// `build()`'s value for `key`, built the first time and kept in `cache`: for SQL texts that
+/// hot paths build from one of a few shapes (a status move's, the insert that waits on it),
+/// where building them a placeholder at a time cost more than the rest of staging. The keys are
+/// bounded by the code's shapes; past 1,024 kept, new ones are built each time all the same.
+pub(in crate::db) fn kept<K: std::hash::Hash + Eq, V: Clone>(
+    cache: &Mutex<HashMap<K, V>>,
+    key: K,
+    build: impl FnOnce() -> V,
+) -> V {
     const CAP: usize = 1024;
-    static BUILT: LazyLock<Mutex<HashMap<Shape, (String, Option<String>)>>> = LazyLock::new(Default::default);
-    if let Some(texts) = BUILT.lock().unwrap_or_else(|e| e.into_inner()).get(&shape) {
-        return texts.clone();
+    if let Some(value) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return value.clone();
     }
-    let texts = build();
-    let mut cache = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let value = build();
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
     if cache.len() < CAP {
-        cache.insert(shape, texts.clone());
+        cache.insert(key, value.clone());
     }
-    texts
+    value
 }
 
 /// The statement(s) of [`Batch::push_rows_if_updated`]: on SQLite the insert, waiting on
@@ -212,6 +217,7 @@ fn if_updated_sql(
     }
 }
 
+/// `$1`..`$n` in `sql` shifted by `offset`.
 fn renumber(sql: &str, offset: usize) -> String {
     map_params(sql, |n| format!("${}", n + offset))
 }
@@ -327,7 +333,8 @@ impl Batch {
             select: select as usize,
             only_if: only_if.map(|f| f as usize),
         };
-        let (sql, if_changed) = built(shape, || {
+        static BUILT: Kept<Shape, (String, Option<String>)> = LazyLock::new(Default::default);
+        let (sql, if_changed) = kept(&BUILT, shape, || {
             if_updated_sql(backend, update, update_args.len(), insert_into, count, width, select, only_if)
         });
         let insert_args: Vec<Arg> = rows.into_iter().flatten().collect();
@@ -361,9 +368,9 @@ impl Batch {
 
     /// Refuses the batch, writing nothing of it, if `sql` (parameters `$1..$n` from `args`; one
     /// column, named `refused`) finds a row: [`super::Db::commit_or_refuse`] then answers that
-    /// column. On SQLite's
-    /// committer the query runs inside the commit, before the batch's statements, so nothing
-    /// committed before it is missed; elsewhere it is read just before the commit.
+    /// column. On SQLite's committer the query runs inside the commit, before the batch's
+    /// statements, so nothing committed before it is missed; elsewhere it is read just before
+    /// the commit.
     pub(in crate::db) fn refuse_if_found(&mut self, sql: &'static str, args: Vec<Arg>) -> &mut Self {
         self.refusals.push((sql, args));
         self
