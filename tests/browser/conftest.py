@@ -6,6 +6,7 @@ target/console-screenshots/<engine>/."""
 import http.server
 import json
 import os
+import random
 import secrets
 import shutil
 import socket
@@ -29,9 +30,17 @@ LINE = "+12015550100"
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port below the kernel's ephemeral range (32768 and up), so that no
+    outgoing connection takes it before the server it is meant for binds it."""
+    for _ in range(1000):
+        port = random.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port between 20000 and 32000")
 
 
 def wait_for(url, seconds=30):

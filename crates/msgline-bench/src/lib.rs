@@ -105,8 +105,16 @@ fn summary(name: &str, mut samples: Samples, elapsed: Duration, unit: &str) -> V
     })
 }
 
+/// A free loopback port below the kernel's ephemeral range (32768 and up on Linux), so that no
+/// outgoing connection takes it between the moment it is chosen and the moment a server binds it.
 fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    for _ in 0..1000 {
+        let port = rand::random_range(20_000..32_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    anyhow::bail!("no free loopback port between 20000 and 32000")
 }
 
 /// Memory of a process from /proc: (current RSS, peak RSS) in MiB.

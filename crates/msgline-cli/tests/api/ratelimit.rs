@@ -91,18 +91,13 @@ async fn requests_without_a_valid_key_are_refused_before_they_are_counted() {
     app.get("/lines", &app.org.key).await.expect(200);
 }
 
-/// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 #[tokio::test]
 async fn limits_follow_the_env_settings() {
     let db = TestDb::new().await;
     let org = cli_json(&run_cli(db.url(), &["admin", "org", "create", "--name", "Env Org"]).await);
     let key = org["api_key"].as_str().unwrap();
 
-    let address = format!("127.0.0.1:{}", free_port());
+    let address = format!("127.0.0.1:{}", crate::simline::free_port());
     let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_msgline"))
         .arg("serve")
         .env("MSGLINE_LISTEN", &address)

@@ -11,9 +11,19 @@ use tokio::{
 
 use crate::helpers::{TestApp, TestOrg};
 
-/// A free loopback port (bound, read and released).
+/// A free loopback port (bound and released).
+///
+/// Chosen below the kernel's ephemeral range (32768 and up on Linux), so that no outgoing
+/// connection of this or another test takes it as its local port between the moment it is
+/// chosen and the moment a server binds it, or while a killed server is restarted on it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    for _ in 0..1000 {
+        let port = rand::random_range(20_000..32_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port between 20000 and 32000");
 }
 
 /// A line of the test's app whose bridge is a running `msgline sim`.
