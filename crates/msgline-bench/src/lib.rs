@@ -108,13 +108,20 @@ fn summary(name: &str, mut samples: Samples, elapsed: Duration, unit: &str) -> V
 /// A free loopback port below the kernel's ephemeral range (32768 and up on Linux), so that no
 /// outgoing connection takes it between the moment it is chosen and the moment a server binds it.
 fn free_port() -> anyhow::Result<u16> {
+    free_ports(1)
+}
+
+/// The first of `count` consecutive free loopback ports, chosen at random between 20000 and
+/// 32000: below the kernel's ephemeral range, where the load's own connections take their local
+/// ports. A port one of them holds cannot be listened on.
+fn free_ports(count: u16) -> anyhow::Result<u16> {
     for _ in 0..1000 {
-        let port = rand::random_range(20_000..32_000);
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
+        let base = rand::random_range(20_000..32_000);
+        if (base..base + count).all(|port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()) {
+            return Ok(base);
         }
     }
-    anyhow::bail!("no free loopback port between 20000 and 32000")
+    anyhow::bail!("no {count} free ports in a row between 20000 and 32000")
 }
 
 /// Memory of a process from /proc: (current RSS, peak RSS) in MiB.

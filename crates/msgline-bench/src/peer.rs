@@ -23,20 +23,11 @@ pub(crate) fn installed() -> bool {
 
 /// Kannel's `sendsms` under the bench's load, or why it was skipped.
 /// A port for Kannel's sendsms whose next four are free too (the script takes its admin, box
-/// and fake-SMSC ports from those): below the system's ephemeral range, where the load's own
-/// connections take their local ports. A port that one of them holds cannot be listened on,
-/// and the script's check (a connection attempt) does not see it: bearerbox then failed to
-/// start in a few runs out of thirty.
+/// and fake-SMSC ports from those). The script's check (a connection attempt) does not see a
+/// port that one of the load's connections holds: bearerbox then failed to start in a few runs
+/// out of thirty, before the ports came from below the ephemeral range.
 fn kannel_port() -> anyhow::Result<u16> {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    for _ in 0..200 {
-        let base: u16 = rng.random_range(20_000..32_000);
-        if (base..base + 5).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
-            return Ok(base);
-        }
-    }
-    anyhow::bail!("no five free ports in a row between 20000 and 32000")
+    super::free_ports(5)
 }
 
 /// Starts Kannel in a new directory on free ports: its directory and sendsms URL. A start that
