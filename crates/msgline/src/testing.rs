@@ -41,7 +41,7 @@ pub mod db {
         pub use crate::db::planner::analyze_grown;
     }
     pub mod reports {
-        pub use crate::db::reports::CALLBACKS_BEFORE;
+        pub use crate::db::reports::{CALLBACKS_BEFORE, StatusReport, apply_reports};
     }
     pub mod staff {
         pub use crate::db::staff::set_password;

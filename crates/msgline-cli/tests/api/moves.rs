@@ -172,3 +172,44 @@ async fn an_event_is_written_in_a_commit_that_also_holds_an_organisation_without
         ["messaging.message.queued", "messaging.message.submitted"]
     );
 }
+
+#[tokio::test]
+async fn a_lines_sent_and_delivered_in_two_callbacks_that_share_a_commit_both_stamp_the_message() {
+    // Kannel reports the SMSC's acceptance (`sent`) and the handset's receipt (`delivered`) in
+    // two requests, which may share a commit with another message's `delivered`. Planned from
+    // where the reports before them leave it, the message's moves must still run in their order.
+    let app = spawn_app().await;
+    let backend = app.db().backend();
+    let (_, other) = submitted(&app).await;
+    let mut batch = Batch::new();
+    let other = db::moves::stage_advance(&mut batch, backend, &other, MessageStatus::Sent, None).expect("a move");
+    app.db().commit(batch).await.expect("the move commits");
+    let mut batch = Batch::new();
+    let queued = stage_queued(&app, &mut batch, &app.org, "+12015550112", "+12015550125").await;
+    let message = db::moves::stage_advance_settling(&mut batch, backend, &queued, MessageStatus::Submitted, None)
+        .expect("queued may move to submitted");
+    app.db().commit(batch).await.expect("the message is written and submitted");
+
+    let report = |id: &str, status| db::reports::StatusReport { message_id: id.into(), status, reason: None };
+    let (a, b, c) = tokio::join!(
+        db::reports::apply_reports(app.db(), &other.line_id, vec![report(&other.id, MessageStatus::Delivered)]),
+        db::reports::apply_reports(app.db(), &message.line_id, vec![report(&message.id, MessageStatus::Sent)]),
+        db::reports::apply_reports(app.db(), &message.line_id, vec![report(&message.id, MessageStatus::Delivered)]),
+    );
+    assert_eq!((a.unwrap(), b.unwrap(), c.unwrap()), (vec![true], vec![true], vec![true]), "each report moved");
+
+    let now = db::messages::get(app.db(), &app.org.id, &message.id).await.expect("read").expect("the message");
+    assert_eq!(now.status, MessageStatus::Delivered);
+    assert!(now.sent_at.is_some() && now.delivered_at.is_some(), "both stamped: {now:?}");
+    assert_eq!(
+        db::events::types_for_message(app.db(), &message.id).await.expect("events"),
+        [
+            "messaging.message.queued",
+            "messaging.message.submitted",
+            "messaging.message.sent",
+            "messaging.message.delivered"
+        ]
+    );
+    let other = db::messages::get(app.db(), &app.org.id, &other.id).await.expect("read").expect("the message");
+    assert_eq!(other.status, MessageStatus::Delivered);
+}

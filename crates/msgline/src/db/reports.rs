@@ -56,11 +56,11 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
                         endpoints.insert(org.to_string());
                     }
                 }
-                let (moves, moved) = plan_reports(backend, &line, &reports, &mut messages, Some(&endpoints));
+                let (moves, mut moved) = plan_reports(backend, &[(&line, &reports)], &mut messages, Some(&endpoints));
                 for batch in moves {
                     super::engine::native::run_batch(conn, &batch)?;
                 }
-                Ok(moved)
+                Ok(moved.pop().unwrap_or_default())
             })
             .await;
     }
@@ -107,13 +107,7 @@ pub(super) async fn plan(
         true => Some(with_endpoints(&mut *conn, messages.values().map(|m| m.org_id.as_str())).await?),
         false => None,
     };
-    let mut moved = Vec::with_capacity(lines.len());
-    let mut moves = Vec::new();
-    for (line, reports) in lines {
-        let (planned, of_line) = plan_reports(backend, line, reports, &mut messages, endpoints.as_ref());
-        moves.extend(planned);
-        moved.push(of_line);
-    }
+    let (moves, moved) = plan_reports(backend, lines, &mut messages, endpoints.as_ref());
     Ok((moved, moves))
 }
 
@@ -160,51 +154,60 @@ pub async fn delete_callbacks_before(db: &super::Db, before: i64, limit: i64) ->
         .rows_affected())
 }
 
-/// The moves that reports make, from the messages as read: a batch per message, ending its
-/// outbox job and moving it once through every status its reports pass, in the order they
-/// came (a line that reports `sent` and `delivered` in one callback writes one row version, not
-/// two); and per report, whether it moves its message. `endpoints`, when the messages were read
-/// in the transaction the moves run in: the organisations with a webhook endpoint, read there
-/// too (see [`stage_through`]).
+/// The moves that several lines' reports make, from the messages as read: a batch per message,
+/// ending its outbox job and moving it once through every status its reports pass, in the order
+/// they came (a line that reports `sent` and `delivered` in one callback, or in two callbacks
+/// that share a commit, writes one row version, not two); and per line, per report, whether it
+/// moves its message. `endpoints`, when the messages were read in the transaction the moves run
+/// in: the organisations with a webhook endpoint, read there too (see [`stage_through`]).
+///
+/// One batch per message, never two: the batches of a commit are independent sequences, which a
+/// shared commit may run in any order (see `engine::merge`). Two batches for one message, the
+/// second planned from where the first leaves it, could run second first: `delivered` would then
+/// move the message from where it was read, and the `sent` planned before it would find the
+/// message past it, leaving `sent_at` empty.
 fn plan_reports(
     backend: super::Backend,
-    line_id: &str,
-    reports: &[StatusReport],
+    lines: &[(&str, &[StatusReport])],
     messages: &mut HashMap<String, Message>,
     endpoints: Option<&HashSet<String>>,
-) -> (Vec<Batch>, Vec<bool>) {
+) -> (Vec<Batch>, Vec<Vec<bool>>) {
     // Per message, in the order first reported: as read, and the steps its reports make.
     let mut planned: Vec<(Message, Vec<MessageStatus>, Option<&str>)> = Vec::new();
-    let mut moved = Vec::with_capacity(reports.len());
     let mut of_message: HashMap<&str, usize> = HashMap::new();
-    for report in reports {
-        let at = of_message.get(report.message_id.as_str()).copied();
-        // Where the message's earlier reports in this list leave it.
-        let current = at.and_then(|at| planned[at].1.last().copied());
-        let Some(read) =
-            messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == Direction::Outbound)
-        else {
-            tracing::warn!(line = line_id, message = %report.message_id, "status for a message this line did not send; ignored");
-            moved.push(false);
-            continue;
-        };
-        let steps = current.unwrap_or(read.status).steps_to(report.status);
-        // A repeat, or a report its message is past: nothing to write.
-        moved.push(!steps.is_empty());
-        if steps.is_empty() {
-            continue;
-        }
-        let reason = steps.contains(&MessageStatus::Failed).then_some(report.reason.as_deref()).flatten();
-        match at {
-            Some(at) => {
-                planned[at].1.extend(steps);
-                planned[at].2 = reason.or(planned[at].2);
+    let mut moved = Vec::with_capacity(lines.len());
+    for &(line_id, reports) in lines {
+        let mut of_line = Vec::with_capacity(reports.len());
+        for report in reports {
+            let at = of_message.get(report.message_id.as_str()).copied();
+            // Where the message's earlier reports in this commit leave it.
+            let current = at.and_then(|at| planned[at].1.last().copied());
+            let Some(read) =
+                messages.get(&report.message_id).filter(|m| m.line_id == line_id && m.direction == Direction::Outbound)
+            else {
+                tracing::warn!(line = line_id, message = %report.message_id, "status for a message this line did not send; ignored");
+                of_line.push(false);
+                continue;
+            };
+            let steps = current.unwrap_or(read.status).steps_to(report.status);
+            // A repeat, or a report its message is past: nothing to write.
+            of_line.push(!steps.is_empty());
+            if steps.is_empty() {
+                continue;
             }
-            None => {
-                of_message.insert(report.message_id.as_str(), planned.len());
-                planned.push((read.clone(), steps, reason));
+            let reason = steps.contains(&MessageStatus::Failed).then_some(report.reason.as_deref()).flatten();
+            match at {
+                Some(at) => {
+                    planned[at].1.extend(steps);
+                    planned[at].2 = reason.or(planned[at].2);
+                }
+                None => {
+                    of_message.insert(report.message_id.as_str(), planned.len());
+                    planned.push((read.clone(), steps, reason));
+                }
             }
         }
+        moved.push(of_line);
     }
     let batches = planned
         .into_iter()
