@@ -14,10 +14,10 @@
 //! Sequences with the same statements in the same order run side by side, statement by
 //! statement; such groups run in the order they first appear. The sequences are concurrent
 //! requests none of which has been answered, so any order among them is one they might have run
-//! in; the order within a sequence is kept. So no sequence may be planned from another's writes:
-//! the moves of one message, whichever reports they come from, are one sequence. Every write a merged statement makes is one its
-//! sequences would have made, and a statement that fails fails the transaction, which the caller
-//! retries sequence by sequence.
+//! in; the order within a sequence is kept. So no sequence may be planned from another's
+//! writes: the moves of one message, whichever reports they come from, are one sequence. Every
+//! write a merged statement makes is one its sequences would have made, and a statement that
+//! fails fails the transaction, which the caller retries sequence by sequence.
 
 use sqlx::AnyConnection;
 
