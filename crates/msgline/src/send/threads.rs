@@ -2,7 +2,15 @@
 //! conversation and contact) and its iMessage reachability. Kept compact, since a sender to many
 //! numbers fills it with one entry per number: an organisation and a line are a small number
 //! each, a phone is its digits as an integer, and an id is its 128 bits: 48 bytes a thread,
-//! where five strings took five allocations and about 800 bytes (BENCHMARKS.md).
+//! where five strings took five allocations and about 800 bytes; 24 bytes a reachability, its
+//! time and answer packed in one integer (BENCHMARKS.md).
+//!
+//! Each map is split in [`SHARDS`] by phone. A hash map that grows allocates a table twice the
+//! size and copies into it, holding both meanwhile: one map of 57,344 threads took a table of
+//! 6.1 MiB beside its old one of 3.1 MiB (its reachability twin 5.1 beside 2.6), which set the
+//! server's peak memory under a load of new recipients; a shard grows by a sixteenth of that.
+//! (A lock per shard also keeps concurrent sends to different numbers from waiting on each
+//! other.)
 
 use std::{
     collections::HashMap,
@@ -15,9 +23,18 @@ use crate::ids;
 /// How long a recipient's iMessage reachability is used without reading it again.
 const REACHABILITY_FOR: Duration = Duration::from_secs(60);
 
-/// Most entries of each map; the thread map is emptied when it is full, the reachability map
+/// Most entries of each map; a thread shard is emptied when it is full, a reachability shard
 /// loses what is out of date.
 const MAX_ENTRIES: usize = 200_000;
+
+/// The shards of each map, chosen by phone.
+const SHARDS: usize = 16;
+
+/// A phone's shard: the top bits of its product with 2⁶⁴ ÷ φ, which spreads numbers that share
+/// their low bits (a sender's numbers may all end alike) over every shard.
+fn shard(phone: u64) -> usize {
+    (phone.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SHARDS.trailing_zeros())) as usize
+}
 
 /// A number for each organisation (or line) seen, so that a key does not hold its id.
 #[derive(Default)]
@@ -44,13 +61,24 @@ fn phone_key(phone: &str) -> Option<u64> {
 /// Contacts and direct conversations already written, so that a send to a known recipient
 /// skips finding them again: (organisation, line, phone) → (conversation, contact). Neither is
 /// ever deleted, so an entry never goes stale.
-#[derive(Default)]
 pub struct ThreadCache {
-    threads: RwLock<Threads>,
+    threads: [RwLock<Threads>; SHARDS],
     /// (organisation, phone) → whether the recipient was reachable over iMessage, and when that
     /// was read or learned. Kept [`REACHABILITY_FOR`]: an inbound iMessage (which marks its
     /// sender reachable) reaches an automatic channel choice within that time.
-    reachability: Mutex<Reachability>,
+    reachability: [Mutex<Reachability>; SHARDS],
+    /// What the reachability map's times count from.
+    started: Instant,
+}
+
+impl Default for ThreadCache {
+    fn default() -> Self {
+        ThreadCache {
+            threads: std::array::from_fn(|_| Default::default()),
+            reachability: std::array::from_fn(|_| Default::default()),
+            started: Instant::now(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -64,7 +92,9 @@ struct Threads {
 #[derive(Default)]
 struct Reachability {
     orgs: Scopes,
-    known: HashMap<(u32, u64), (bool, Instant)>,
+    /// The milliseconds from [`ThreadCache::started`] to when it was learned, shifted left by
+    /// one, with whether the recipient was reachable in the lowest bit.
+    known: HashMap<(u32, u64), u64>,
 }
 
 impl ThreadCache {
@@ -72,30 +102,38 @@ impl ThreadCache {
     /// minute.
     pub(crate) fn reachable(&self, org_id: &str, phone: &str) -> Option<bool> {
         let phone = phone_key(phone)?;
-        let cache = self.reachability.lock().expect("reachability lock");
+        let cache = self.reachability[shard(phone)].lock().expect("reachability lock");
         let org = cache.orgs.get(org_id)?;
-        cache
-            .known
-            .get(&(org, phone))
-            .filter(|(_, at)| at.elapsed() < REACHABILITY_FOR)
-            .map(|(reachable, _)| *reachable)
+        let known = *cache.known.get(&(org, phone))?;
+        (self.now_ms().saturating_sub(known >> 1) < REACHABILITY_FOR.as_millis() as u64).then_some(known & 1 == 1)
     }
 
     pub(crate) fn note_reachable(&self, org_id: &str, phone: &str, reachable: bool) {
         let Some(phone) = phone_key(phone) else { return };
-        let mut cache = self.reachability.lock().expect("reachability lock");
-        if cache.known.len() >= MAX_ENTRIES {
-            cache.known.retain(|_, (_, at)| at.elapsed() < REACHABILITY_FOR);
+        let now = self.now_ms();
+        let mut cache = self.reachability[shard(phone)].lock().expect("reachability lock");
+        if cache.known.len() >= MAX_ENTRIES / SHARDS {
+            let kept = REACHABILITY_FOR.as_millis() as u64;
+            cache.known.retain(|_, known| now.saturating_sub(*known >> 1) < kept);
+            // Full of answers younger than that: emptied, or every insert would look at them all.
+            if cache.known.len() >= MAX_ENTRIES / SHARDS / 2 {
+                cache.known.clear();
+            }
         }
         let org = cache.orgs.get_or_add(org_id);
-        cache.known.insert((org, phone), (reachable, Instant::now()));
+        cache.known.insert((org, phone), (now << 1) | reachable as u64);
+    }
+
+    /// Milliseconds since the cache was made.
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
     }
 
     /// The direct thread with `phone` on the line, if this server wrote or found it:
     /// (conversation, contact).
     pub(crate) fn thread(&self, org_id: &str, line_id: &str, phone: &str) -> Option<(String, String)> {
         let phone = phone_key(phone)?;
-        let cache = self.threads.read().expect("thread cache lock");
+        let cache = self.threads[shard(phone)].read().expect("thread cache lock");
         let (org, line) = (cache.orgs.get(org_id)?, cache.lines.get(line_id)?);
         let (conversation, contact) = cache.entries.get(&(org, line, phone))?;
         Some((ids::encode(CONVERSATION, *conversation), ids::encode(CONTACT, *contact)))
@@ -109,8 +147,8 @@ impl ThreadCache {
         else {
             return;
         };
-        let mut cache = self.threads.write().expect("thread cache lock");
-        if cache.entries.len() >= MAX_ENTRIES {
+        let mut cache = self.threads[shard(phone)].write().expect("thread cache lock");
+        if cache.entries.len() >= MAX_ENTRIES / SHARDS {
             cache.entries.clear();
         }
         let (org, line) = (cache.orgs.get_or_add(org_id), cache.lines.get_or_add(line_id));
@@ -155,6 +193,49 @@ mod tests {
         assert_eq!(cache.reachable("org_a", "+12015550123"), Some(true));
         assert_eq!(cache.reachable("org_b", "+12015550123"), Some(false));
         assert_eq!(cache.reachable("org_a", "+12015550124"), None);
+    }
+
+    #[test]
+    fn a_reachability_learned_longer_ago_than_it_is_kept_is_not_used() {
+        let cache =
+            ThreadCache { started: Instant::now() - REACHABILITY_FOR - Duration::from_secs(1), ..Default::default() };
+        cache.note_reachable("org_a", "+12015550123", true);
+        cache.note_reachable("org_a", "+12015550124", false);
+        // Learned when the cache was made, a minute and a second ago.
+        let phone = phone_key("+12015550125").unwrap();
+        let mut shard = cache.reachability[shard(phone)].lock().unwrap();
+        let org = shard.orgs.get_or_add("org_a");
+        shard.known.insert((org, phone), 1);
+        drop(shard);
+        assert_eq!(cache.reachable("org_a", "+12015550123"), Some(true));
+        assert_eq!(cache.reachable("org_a", "+12015550124"), Some(false));
+        assert_eq!(cache.reachable("org_a", "+12015550125"), None);
+    }
+
+    #[test]
+    fn numbers_that_end_alike_are_spread_over_every_shard() {
+        // As a sender's numbers may be: every sixteenth of a run, all even, or all ending in 00.
+        for step in [16, 2, 100] {
+            let mut used = [0usize; SHARDS];
+            for i in 0..1_600u64 {
+                used[shard(12_012_000_000 + i * step)] += 1;
+            }
+            assert!(used.iter().all(|&n| n > 50), "step {step}: {used:?}");
+        }
+    }
+
+    #[test]
+    fn a_full_reachability_shard_of_fresh_answers_is_emptied_not_scanned_again_and_again() {
+        let cache = ThreadCache::default();
+        let mut phones = (0u64..).map(|i| 12_012_000_000 + i).filter(|p| shard(*p) == 0);
+        let first = phones.next().unwrap();
+        cache.note_reachable("org_a", &format!("+{first}"), true);
+        for phone in phones.by_ref().take(MAX_ENTRIES / SHARDS) {
+            cache.note_reachable("org_a", &format!("+{phone}"), true);
+        }
+        let held = cache.reachability[0].lock().unwrap().known.len();
+        assert!(held < MAX_ENTRIES / SHARDS / 2, "{held}");
+        assert_eq!(cache.reachable("org_a", &format!("+{first}")), None, "forgotten, so asked again");
     }
 
     #[test]
