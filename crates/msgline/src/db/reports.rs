@@ -56,7 +56,7 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
                         endpoints.insert(org.to_string());
                     }
                 }
-                let (moves, mut moved) = plan_reports(backend, &[(&line, &reports)], &mut messages, Some(&endpoints));
+                let (moves, mut moved) = plan_reports(backend, &[(&line, &reports)], &messages, Some(&endpoints));
                 for batch in moves {
                     super::engine::native::run_batch(conn, &batch)?;
                 }
@@ -102,12 +102,12 @@ pub(super) async fn plan(
         true => lock_many(&mut *conn, &ids).await?,
         false => get_many(&mut *conn, &ids).await?,
     };
-    let mut messages: HashMap<String, Message> = read.into_iter().map(|m| (m.id.clone(), m)).collect();
+    let messages: HashMap<String, Message> = read.into_iter().map(|m| (m.id.clone(), m)).collect();
     let endpoints = match lock {
         true => Some(with_endpoints(&mut *conn, messages.values().map(|m| m.org_id.as_str())).await?),
         false => None,
     };
-    let (moves, moved) = plan_reports(backend, lines, &mut messages, endpoints.as_ref());
+    let (moves, moved) = plan_reports(backend, lines, &messages, endpoints.as_ref());
     Ok((moved, moves))
 }
 
@@ -169,11 +169,11 @@ pub async fn delete_callbacks_before(db: &super::Db, before: i64, limit: i64) ->
 fn plan_reports(
     backend: super::Backend,
     lines: &[(&str, &[StatusReport])],
-    messages: &mut HashMap<String, Message>,
+    messages: &HashMap<String, Message>,
     endpoints: Option<&HashSet<String>>,
 ) -> (Vec<Batch>, Vec<Vec<bool>>) {
     // Per message, in the order first reported: as read, and the steps its reports make.
-    let mut planned: Vec<(Message, Vec<MessageStatus>, Option<&str>)> = Vec::new();
+    let mut planned: Vec<(&Message, Vec<MessageStatus>, Option<&str>)> = Vec::new();
     let mut of_message: HashMap<&str, usize> = HashMap::new();
     let mut moved = Vec::with_capacity(lines.len());
     for &(line_id, reports) in lines {
@@ -203,7 +203,7 @@ fn plan_reports(
                 }
                 None => {
                     of_message.insert(report.message_id.as_str(), planned.len());
-                    planned.push((read.clone(), steps, reason));
+                    planned.push((read, steps, reason));
                 }
             }
         }
@@ -219,9 +219,7 @@ fn plan_reports(
             if events.is_none() {
                 super::outbox::stage_complete(&mut batch, &read.id);
             }
-            if let Some(after) = stage_through(&mut batch, backend, &read, &steps, reason, events) {
-                messages.insert(read.id.clone(), after);
-            }
+            stage_through(&mut batch, backend, read, &steps, reason, events);
             batch
         })
         .collect();
