@@ -30,6 +30,9 @@ const MAX_ENTRIES: usize = 200_000;
 /// The shards of each map, chosen by phone.
 const SHARDS: usize = 16;
 
+/// Most entries of each shard.
+const SHARD_ENTRIES: usize = MAX_ENTRIES / SHARDS;
+
 /// A phone's shard: the top bits of its product with 2⁶⁴ ÷ φ, which spreads numbers that share
 /// their low bits (a sender's numbers may all end alike) over every shard.
 fn shard(phone: u64) -> usize {
@@ -105,18 +108,17 @@ impl ThreadCache {
         let cache = self.reachability[shard(phone)].lock().expect("reachability lock");
         let org = cache.orgs.get(org_id)?;
         let known = *cache.known.get(&(org, phone))?;
-        (self.now_ms().saturating_sub(known >> 1) < REACHABILITY_FOR.as_millis() as u64).then_some(known & 1 == 1)
+        fresh(known, self.now_ms()).then_some(known & 1 == 1)
     }
 
     pub(crate) fn note_reachable(&self, org_id: &str, phone: &str, reachable: bool) {
         let Some(phone) = phone_key(phone) else { return };
         let now = self.now_ms();
         let mut cache = self.reachability[shard(phone)].lock().expect("reachability lock");
-        if cache.known.len() >= MAX_ENTRIES / SHARDS {
-            let kept = REACHABILITY_FOR.as_millis() as u64;
-            cache.known.retain(|_, known| now.saturating_sub(*known >> 1) < kept);
+        if cache.known.len() >= SHARD_ENTRIES {
+            cache.known.retain(|_, known| fresh(*known, now));
             // Full of answers younger than that: emptied, or every insert would look at them all.
-            if cache.known.len() >= MAX_ENTRIES / SHARDS / 2 {
+            if cache.known.len() >= SHARD_ENTRIES / 2 {
                 cache.known.clear();
             }
         }
@@ -148,12 +150,18 @@ impl ThreadCache {
             return;
         };
         let mut cache = self.threads[shard(phone)].write().expect("thread cache lock");
-        if cache.entries.len() >= MAX_ENTRIES / SHARDS {
+        if cache.entries.len() >= SHARD_ENTRIES {
             cache.entries.clear();
         }
         let (org, line) = (cache.orgs.get_or_add(org_id), cache.lines.get_or_add(line_id));
         cache.entries.insert((org, line, phone), (conversation, contact));
     }
+}
+
+/// Whether a reachability entry (see [`Reachability::known`]) was learned less than
+/// [`REACHABILITY_FOR`] before `now` (milliseconds from the cache's start).
+fn fresh(known: u64, now: u64) -> bool {
+    now.saturating_sub(known >> 1) < REACHABILITY_FOR.as_millis() as u64
 }
 
 const CONVERSATION: &str = "conv";
@@ -230,11 +238,11 @@ mod tests {
         let mut phones = (0u64..).map(|i| 12_012_000_000 + i).filter(|p| shard(*p) == 0);
         let first = phones.next().unwrap();
         cache.note_reachable("org_a", &format!("+{first}"), true);
-        for phone in phones.by_ref().take(MAX_ENTRIES / SHARDS) {
+        for phone in phones.by_ref().take(SHARD_ENTRIES) {
             cache.note_reachable("org_a", &format!("+{phone}"), true);
         }
         let held = cache.reachability[0].lock().unwrap().known.len();
-        assert!(held < MAX_ENTRIES / SHARDS / 2, "{held}");
+        assert!(held < SHARD_ENTRIES / 2, "{held}");
         assert_eq!(cache.reachable("org_a", &format!("+{first}")), None, "forgotten, so asked again");
     }
 
