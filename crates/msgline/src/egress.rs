@@ -91,9 +91,7 @@ impl Egress {
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5))
-            // The webhook worker posts up to 64 at once to one receiver: with fewer kept idle,
-            // a connection was closed after its answer and another opened for the next post.
-            .pool_max_idle_per_host(64)
+            .pool_max_idle_per_host(32)
             .user_agent(concat!("msgline/", env!("CARGO_PKG_VERSION")));
         if !allow_private {
             builder = builder.dns_resolver(Arc::new(PublicOnly));

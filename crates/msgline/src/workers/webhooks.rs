@@ -40,11 +40,6 @@ const MAX_IN_FLIGHT: usize = 64;
 /// in two runs of five.
 const MAX_UNRECORDED: usize = 2 * MAX_IN_FLIGHT;
 const CLAIM_BATCH: usize = 32;
-/// Under a backlog, with every slot taken, a step waits for this many free slots (up to
-/// [`GATHER_WAIT`] after the first), not one: a step's fixed cost (its looks, the fan-out's
-/// transaction, the events' read) is then shared by many deliveries, not paid by each.
-const GATHER: usize = CLAIM_BATCH;
-const GATHER_WAIT: Duration = Duration::from_millis(5);
 /// Most events a fan-out takes on PostgreSQL.
 const FAN_OUT_BATCH: usize = 500;
 /// How much of a receiver's answer is kept for the deliveries list.
@@ -99,10 +94,9 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
         }
         if permits.free() == 0 {
             // Every post slot is busy, or every delivery allowed between claim and record is
-            // out: go on once one of each is free and a few more have followed, not after the
-            // idle pause.
+            // out: go on as soon as one of each is free, not after the idle pause.
             tokio::select! {
-                _ = permits.free_soon(GATHER, GATHER_WAIT) => {}
+                _ = permits.one_free() => {}
                 _ = shutdown.changed() => {}
             }
         } else if worked == 0 {
@@ -132,17 +126,10 @@ impl Slots {
         self.posts.available_permits().min(self.unrecorded.available_permits())
     }
 
-    /// Waits until a delivery may be claimed, then up to `wait` more until `many` may.
-    async fn free_soon(&self, many: usize, wait: Duration) {
-        self.free_at_least(1).await;
-        let _ = tokio::time::timeout(wait, self.free_at_least(many)).await;
-    }
-
-    /// Waits until `n` deliveries may be claimed (the permits are given back at once).
-    async fn free_at_least(&self, n: usize) {
-        let n = n as u32;
-        let _posts = self.posts.acquire_many(n).await;
-        let _unrecorded = self.unrecorded.acquire_many(n).await;
+    /// Waits until a delivery may be claimed.
+    async fn one_free(&self) {
+        let _post = self.posts.acquire().await;
+        let _unrecorded = self.unrecorded.acquire().await;
     }
 }
 
@@ -442,50 +429,5 @@ fn record(
             next_attempt_at = attempt.next_attempt_at.map(clock::rfc3339),
             "webhook attempt failed"
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn slots() -> Arc<Slots> {
-        Arc::new(Slots {
-            posts: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-            unrecorded: Arc::new(Semaphore::new(MAX_UNRECORDED)),
-        })
-    }
-
-    /// Lets the spawned waiter run until it blocks.
-    async fn settle() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-
-    #[tokio::test]
-    async fn a_busy_worker_waits_for_a_free_slot_then_for_a_batch_of_them() {
-        let slots = slots();
-        let mut held = slots.posts.clone().acquire_many_owned(MAX_IN_FLIGHT as u32).await.unwrap();
-        let waiter = slots.clone();
-        let waiting = tokio::spawn(async move { waiter.free_soon(GATHER, Duration::from_secs(3600)).await });
-        settle().await;
-        assert!(!waiting.is_finished(), "no slot is free");
-        drop(held.split(1));
-        settle().await;
-        assert!(!waiting.is_finished(), "one slot is free: it waits for more to follow");
-        drop(held.split(GATHER - 1));
-        tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("a batch is free").unwrap();
-        assert_eq!(slots.free(), GATHER, "the waiter gave its permits back");
-    }
-
-    #[tokio::test]
-    async fn a_busy_worker_goes_on_with_fewer_once_the_wait_is_over() {
-        let slots = slots();
-        let mut held = slots.posts.clone().acquire_many_owned(MAX_IN_FLIGHT as u32).await.unwrap();
-        drop(held.split(2));
-        // The wait is bounded: two free slots are taken once it is over, however slow the rest.
-        tokio::time::timeout(Duration::from_secs(10), slots.free_soon(GATHER, Duration::from_millis(50)))
-            .await
-            .expect("the wait for a batch ends");
-        assert_eq!(slots.free(), 2);
     }
 }
