@@ -153,8 +153,9 @@ async fn a_report_read_in_its_commit_moves_once_and_writes_events_only_where_the
 
 #[tokio::test]
 async fn an_event_is_written_in_a_commit_that_also_holds_an_organisation_without_an_endpoint() {
-    // SQLite's committer asks once per commit whether an organisation has an endpoint: the
-    // answer for one organisation must not stand for another's in the same commit.
+    // SQLite's committer and a PostgreSQL commit ask once per commit whether an organisation
+    // has an endpoint: the answer for one organisation must not stand for another's in the
+    // same commit, and where there is none the move is made without its events.
     let app = spawn_app().await;
     let backend = app.db().backend();
     let with = queued(&app).await;
@@ -167,6 +168,17 @@ async fn an_event_is_written_in_a_commit_that_also_holds_an_organisation_without
         .expect("queued may move to submitted");
     app.db().commit(batch).await.expect("one commit");
     assert!(db::events::types_for_message(app.db(), &without.id).await.expect("events").is_empty());
+    // Without its events the move is still made, in full: status, stamp and the job's end.
+    for message in [&without, &with] {
+        let row = sqlx::query("SELECT status, submitted_at, outbox_state FROM messages WHERE id = $1")
+            .bind(&message.id)
+            .fetch_one(app.db().writer())
+            .await
+            .expect("the message");
+        assert_eq!(sqlx::Row::get::<String, _>(&row, 0), "submitted");
+        assert!(sqlx::Row::get::<Option<i64>, _>(&row, 1).is_some());
+        assert_eq!(sqlx::Row::get::<Option<String>, _>(&row, 2), None);
+    }
     assert_eq!(
         db::events::types_for_message(app.db(), &with.id).await.expect("events"),
         ["messaging.message.queued", "messaging.message.submitted"]

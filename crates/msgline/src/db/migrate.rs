@@ -53,6 +53,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(27, "0027_typing"),
     migration!(28, "0028_scheduled_sends"),
     migration!(29, "0029_sms_fallback"),
+    migration!(30, "0030_webhook_rows_unlinked"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

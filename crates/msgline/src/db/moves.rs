@@ -21,6 +21,9 @@ fn move_sql(steps: &[MessageStatus], settle: bool) -> Option<String> {
     super::engine::batch::kept(&BUILT, (steps.to_vec(), settle), || build_move_sql(steps, settle))
 }
 
+/// The parameters of [`move_sql`]'s update.
+const UPDATE_ARGS: usize = 5;
+
 fn build_move_sql(steps: &[MessageStatus], settle: bool) -> Option<String> {
     let from = steps.first()?.sources();
     if from.is_empty() {
@@ -158,6 +161,7 @@ fn stage_move(
     let unknown = status == MessageStatus::Unknown;
     let update_args: Vec<super::Arg> =
         vec![status.as_str().into(), reason.into(), (unknown as i64).into(), now.into(), (&before.id).into()];
+    debug_assert_eq!(update_args.len(), UPDATE_ARGS);
     // The message after each step: what that step's event carries.
     let mut after = before.clone();
     let mut events_rows = Vec::with_capacity(steps.len());
@@ -197,10 +201,15 @@ fn stage_move(
             events::values,
             Some(events::only_if),
         );
-        // On SQLite the events are a statement of their own (on PostgreSQL one with the update).
-        if backend == super::Backend::Sqlite {
-            batch.guard_last(events::HAS_ENDPOINT, (&before.org_id).into());
-        }
+        // On SQLite the events are a statement of their own; on PostgreSQL one with the update,
+        // which a commit that finds no endpoint runs as the update alone: the events' rows, the
+        // widest of the statement, are then neither read nor carried through the update.
+        match backend {
+            super::Backend::Sqlite => batch.guard_last(events::HAS_ENDPOINT, (&before.org_id).into()),
+            super::Backend::Postgres => {
+                batch.guard_last_or(events::HAS_ENDPOINT, (&before.org_id).into(), &update, UPDATE_ARGS)
+            }
+        };
     } else {
         batch.push(update, update_args);
     }

@@ -88,9 +88,13 @@ pub(in crate::db) struct Statement {
     /// `changes()` test: for a runner that counts the rows the update changed itself.
     pub if_changed: Option<String>,
     /// A query (`$1` bound to the argument) that must find a row for the statement to write
-    /// anything, as the statement's own condition says too: SQLite's committer asks it once per
-    /// commit and skips the statement, unbound and unrun, when it finds none.
+    /// anything, as the statement's own condition says too: SQLite's committer and a PostgreSQL
+    /// commit ask it once per commit and skip the statement, unbound and unrun, when it finds
+    /// none (a runner that does not ask runs the statement, whose condition then holds it).
     pub guard: Option<(&'static str, Arg)>,
+    /// What runs instead when the guard finds no row: a statement and how many of `args`, from
+    /// the first, it takes. Without it nothing runs.
+    pub otherwise: Option<(String, usize)>,
     /// Whether running the statement again right after, with the same arguments, changes
     /// nothing more (an update that sets columns to its parameters or constants): sequences
     /// that repeat it with the same arguments may then run it once (see [`super::merge`]).
@@ -266,7 +270,14 @@ impl Batch {
 
     /// Adds a statement whose parameters are `$1..$n` in the order of `args`.
     pub fn push(&mut self, sql: impl Into<String>, args: Vec<Arg>) -> &mut Self {
-        self.statements.push(Statement { sql: sql.into(), args, if_changed: None, guard: None, repeatable: false });
+        self.statements.push(Statement {
+            sql: sql.into(),
+            args,
+            if_changed: None,
+            guard: None,
+            otherwise: None,
+            repeatable: false,
+        });
         self
     }
 
@@ -285,6 +296,22 @@ impl Batch {
     pub(in crate::db) fn guard_last(&mut self, sql: &'static str, arg: Arg) -> &mut Self {
         if let Some(last) = self.statements.last_mut() {
             last.guard = Some((sql, arg));
+        }
+        self
+    }
+
+    /// [`Batch::guard_last`] for a statement that does more than the guarded write: where the
+    /// guard finds no row, `otherwise` runs instead, with the first `args` of its arguments.
+    pub(in crate::db) fn guard_last_or(
+        &mut self,
+        sql: &'static str,
+        arg: Arg,
+        otherwise: &str,
+        args: usize,
+    ) -> &mut Self {
+        if let Some(last) = self.statements.last_mut() {
+            last.guard = Some((sql, arg));
+            last.otherwise = Some((otherwise.to_string(), args));
         }
         self
     }
@@ -346,6 +373,7 @@ impl Batch {
                     args: insert_args,
                     if_changed: Some(if_changed),
                     guard: None,
+                    otherwise: None,
                     repeatable: false,
                 });
                 self

@@ -37,11 +37,34 @@ pub(in crate::db) enum Lookup {
     Keyed,
 }
 
+/// A statement as it runs in one transaction: its text and arguments, or what runs instead of
+/// it where its guard found no row (see `Statement::guard`).
+struct Step<'a> {
+    sql: &'a str,
+    args: &'a [Arg],
+    repeatable: bool,
+}
+
 /// Runs `sequences` (each a batch whose order matters) in the open transaction on `conn`.
 pub(in crate::db) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch], lookup: Lookup) -> sqlx::Result<()> {
+    let found = guards(conn, sequences).await?;
+    let steps: Vec<Vec<Step>> = sequences
+        .iter()
+        .map(|sequence| {
+            let statements = sequence.statements().iter();
+            statements
+                .filter_map(|s| match &s.guard {
+                    Some(guard) if !found.contains(&(guard.0, &guard.1)) => {
+                        s.otherwise.as_ref().map(|(sql, n)| Step { sql, args: &s.args[..*n], repeatable: s.repeatable })
+                    }
+                    _ => Some(Step { sql: &s.sql, args: &s.args, repeatable: s.repeatable }),
+                })
+                .collect()
+        })
+        .collect();
     // Sequences by shape, in the order each shape first appears.
-    let mut shapes: Vec<Vec<&Batch>> = Vec::new();
-    for sequence in sequences {
+    let mut shapes: Vec<Vec<&[Step]>> = Vec::new();
+    for sequence in &steps {
         let same = shapes.iter_mut().find(|group| same_shape(group[0], sequence));
         match same {
             Some(group) => group.push(sequence),
@@ -49,12 +72,11 @@ pub(in crate::db) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch
         }
     }
     for group in shapes {
-        let len = group[0].statements().len();
-        for position in 0..len {
-            let statements: Vec<_> = group.iter().map(|s| &s.statements()[position]).collect();
-            let sql = &statements[0].sql;
+        for position in 0..group[0].len() {
+            let statements: Vec<&Step> = group.iter().map(|s| &s[position]).collect();
+            let sql = statements[0].sql;
             let repeatable = statements.iter().all(|s| s.repeatable);
-            let args: Vec<&[Arg]> = statements.iter().map(|s| s.args.as_slice()).collect();
+            let args: Vec<&[Arg]> = statements.iter().map(|s| s.args).collect();
             let merge = || merged(sql, &args, repeatable, lookup);
             match (statements.len() > 1).then(merge).flatten() {
                 Some((merged_sql, json)) => {
@@ -62,7 +84,7 @@ pub(in crate::db) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch
                 }
                 None => {
                     for statement in statements {
-                        bind(sqlx::query(&statement.sql), statement.args.clone()).execute(&mut *conn).await?;
+                        bind(sqlx::query(statement.sql), statement.args.to_vec()).execute(&mut *conn).await?;
                     }
                 }
             }
@@ -71,9 +93,27 @@ pub(in crate::db) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch
     Ok(())
 }
 
-fn same_shape(a: &Batch, b: &Batch) -> bool {
-    a.statements().len() == b.statements().len()
-        && a.statements().iter().zip(b.statements()).all(|(x, y)| x.sql == y.sql)
+/// The guards of the sequences' statements that find a row, each asked once in the transaction
+/// (an organisation's webhook endpoint, asked for every event its messages' moves would write).
+async fn guards<'a>(
+    conn: &mut AnyConnection,
+    sequences: &[&'a Batch],
+) -> sqlx::Result<std::collections::HashSet<(&'static str, &'a Arg)>> {
+    let mut asked = std::collections::HashSet::new();
+    let mut found = std::collections::HashSet::new();
+    for statement in sequences.iter().flat_map(|sequence| sequence.statements()) {
+        if let Some((sql, arg)) = &statement.guard
+            && asked.insert((*sql, arg))
+            && bind(sqlx::query(sql), vec![arg.clone()]).fetch_optional(&mut *conn).await?.is_some()
+        {
+            found.insert((*sql, arg));
+        }
+    }
+    Ok(found)
+}
+
+fn same_shape(a: &[Step], b: &[Step]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.sql == y.sql)
 }
 
 /// The merged statement and its one parameter (the rows as JSON), if `sql` has a merged form

@@ -395,7 +395,10 @@ pub fn run_batch(conn: &Connection, batch: &super::Batch) -> rusqlite::Result<()
         if let Some((sql, arg)) = &statement.guard
             && !finds(conn, sql, arg)?
         {
-            changed = 0;
+            changed = match &statement.otherwise {
+                Some((otherwise, n)) => bound(conn, otherwise, &statement.args[..*n])?.raw_execute()?,
+                None => 0,
+            };
             continue;
         }
         changed = match &statement.if_changed {
