@@ -21,9 +21,6 @@ fn move_sql(steps: &[MessageStatus], settle: bool) -> Option<String> {
     super::engine::batch::kept(&BUILT, (steps.to_vec(), settle), || build_move_sql(steps, settle))
 }
 
-/// The parameters of [`move_sql`]'s update.
-const UPDATE_ARGS: usize = 5;
-
 fn build_move_sql(steps: &[MessageStatus], settle: bool) -> Option<String> {
     let from = steps.first()?.sources();
     if from.is_empty() {
@@ -73,7 +70,7 @@ pub fn stage_advance(
     status: MessageStatus,
     reason: Option<&str>,
 ) -> Option<Message> {
-    stage_move(batch, backend, before, &[status], reason, false, true)
+    stage_move(batch, backend, before, &[status], reason, false, None)
 }
 
 /// [`stage_advance`] that also ends the message's outbox job in the same write: the move that
@@ -88,7 +85,7 @@ pub fn stage_advance_settling(
     status: MessageStatus,
     reason: Option<&str>,
 ) -> Option<Message> {
-    stage_move(batch, backend, before, &[status], reason, true, true)
+    stage_move(batch, backend, before, &[status], reason, true, None)
 }
 
 /// Stages the moves through `steps` (each a move forward from the one before, starting from
@@ -120,12 +117,12 @@ pub fn stage_through(
     reason: Option<&str>,
     endpoints: Option<bool>,
 ) -> Option<Message> {
-    if let Some(events) = endpoints {
-        return stage_move(batch, backend, before, steps, reason, true, events);
+    if endpoints.is_some() {
+        return stage_move(batch, backend, before, steps, reason, true, endpoints);
     }
     let mut together = None;
     if backend == super::Backend::Postgres {
-        together = Some(stage_move(batch, backend, before, steps, reason, false, true)?);
+        together = Some(stage_move(batch, backend, before, steps, reason, false, None)?);
         if steps.len() == 1 {
             return together;
         }
@@ -135,7 +132,7 @@ pub fn stage_through(
     let mut current = before.clone();
     for &step in steps {
         let reason = reason.filter(|_| step == MessageStatus::Failed);
-        if let Some(next) = stage_move(batch, backend, &current, &[step], reason, false, true) {
+        if let Some(next) = stage_move(batch, backend, &current, &[step], reason, false, None) {
             current = next;
         }
     }
@@ -143,8 +140,9 @@ pub fn stage_through(
 }
 
 /// Stages one update moving `before` through `steps` (ending its outbox job too when `settle`),
-/// and, if `events`, an event for each step, written only where the organisation has an
-/// endpoint. Returns the message as it will be if the update applies.
+/// and an event for each step, written only where the organisation has an endpoint: `endpoint`
+/// says whether it has one where that was read in the commit, else the commit asks (the
+/// statement's guard). Returns the message as it will be if the update applies.
 fn stage_move(
     batch: &mut Batch,
     backend: super::Backend,
@@ -152,8 +150,9 @@ fn stage_move(
     steps: &[MessageStatus],
     reason: Option<&str>,
     settle: bool,
-    events: bool,
+    endpoint: Option<bool>,
 ) -> Option<Message> {
+    let events = endpoint != Some(false);
     let update = move_sql(steps, settle)?;
     let status = *steps.last()?;
     let reason = reason.filter(|_| status == MessageStatus::Failed || steps.len() == 1);
@@ -161,7 +160,6 @@ fn stage_move(
     let unknown = status == MessageStatus::Unknown;
     let update_args: Vec<super::Arg> =
         vec![status.as_str().into(), reason.into(), (unknown as i64).into(), now.into(), (&before.id).into()];
-    debug_assert_eq!(update_args.len(), UPDATE_ARGS);
     // The message after each step: what that step's event carries.
     let mut after = before.clone();
     let mut events_rows = Vec::with_capacity(steps.len());
@@ -192,6 +190,7 @@ fn stage_move(
         ]);
     }
     if events {
+        let plain_args = update_args.len();
         batch.push_rows_if_updated(
             backend,
             &update,
@@ -201,15 +200,20 @@ fn stage_move(
             events::values,
             Some(events::only_if),
         );
-        // On SQLite the events are a statement of their own; on PostgreSQL one with the update,
+        // Where the commit has not read it already, it asks whether there is an endpoint. On
+        // SQLite the events are a statement of their own; on PostgreSQL one with the update,
         // which a commit that finds no endpoint runs as the update alone: the events' rows, the
         // widest of the statement, are then neither read nor carried through the update.
-        match backend {
-            super::Backend::Sqlite => batch.guard_last(events::HAS_ENDPOINT, (&before.org_id).into()),
-            super::Backend::Postgres => {
-                batch.guard_last_or(events::HAS_ENDPOINT, (&before.org_id).into(), &update, UPDATE_ARGS)
+        let org = || (&before.org_id).into();
+        match (endpoint, backend) {
+            (Some(_), _) => {}
+            (None, super::Backend::Sqlite) => {
+                batch.guard_last(events::HAS_ENDPOINT, org());
             }
-        };
+            (None, super::Backend::Postgres) => {
+                batch.guard_last_or(events::HAS_ENDPOINT, org(), update, plain_args);
+            }
+        }
     } else {
         batch.push(update, update_args);
     }

@@ -306,12 +306,12 @@ impl Batch {
         &mut self,
         sql: &'static str,
         arg: Arg,
-        otherwise: &str,
+        otherwise: String,
         args: usize,
     ) -> &mut Self {
         if let Some(last) = self.statements.last_mut() {
             last.guard = Some((sql, arg));
-            last.otherwise = Some((otherwise.to_string(), args));
+            last.otherwise = Some((otherwise, args));
         }
         self
     }
