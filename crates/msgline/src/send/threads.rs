@@ -23,15 +23,21 @@ use crate::ids;
 /// How long a recipient's iMessage reachability is used without reading it again.
 const REACHABILITY_FOR: Duration = Duration::from_secs(60);
 
-/// Most entries of each map; a thread shard is emptied when it is full, a reachability shard
-/// loses what is out of date.
-const MAX_ENTRIES: usize = 200_000;
-
 /// The shards of each map, chosen by phone.
 const SHARDS: usize = 16;
 
-/// Most entries of each shard.
-const SHARD_ENTRIES: usize = MAX_ENTRIES / SHARDS;
+/// Most entries of each shard: as many as a hash table of 4,096 slots holds before it doubles
+/// (seven eighths of them), so that a full shard's table never grows. A thread shard is emptied
+/// when it is full, a reachability shard loses what is out of date (emptied too if that leaves
+/// half of it). Both maps at their most take about 4.8 MiB (16 × 4,096 slots of 49 and 25
+/// bytes); with 12,500 entries a shard, as before, a sender past 57,344 numbers doubled every
+/// shard's table at once and took the server's peak memory over its limit (BENCHMARKS.md).
+const SHARD_ENTRIES: usize = 4_096 / 8 * 7;
+
+/// Most entries of each map: 57,344. A sender to more numbers than that reads a thread that
+/// was let go again (one query, as for a thread this server never wrote).
+#[cfg(test)]
+const MAX_ENTRIES: usize = SHARD_ENTRIES * SHARDS;
 
 /// A phone's shard: the top bits of its product with 2⁶⁴ ÷ φ, which spreads numbers that share
 /// their low bits (a sender's numbers may all end alike) over every shard.
@@ -117,9 +123,15 @@ impl ThreadCache {
         let mut cache = self.reachability[shard(phone)].lock().expect("reachability lock");
         if cache.known.len() >= SHARD_ENTRIES {
             cache.known.retain(|_, known| fresh(*known, now));
-            // Full of answers younger than that: emptied, or every insert would look at them all.
             if cache.known.len() >= SHARD_ENTRIES / 2 {
+                // Full of answers younger than that: emptied, or every insert would look at them all.
                 cache.known.clear();
+            } else {
+                // Into a table of the same size without the gaps the dropped answers left: a gap
+                // is not free room, and an insert that found no room would double the table.
+                let kept = std::mem::take(&mut cache.known);
+                cache.known.reserve(SHARD_ENTRIES);
+                cache.known.extend(kept);
             }
         }
         let org = cache.orgs.get_or_add(org_id);
@@ -244,6 +256,48 @@ mod tests {
         let held = cache.reachability[0].lock().unwrap().known.len();
         assert!(held < SHARD_ENTRIES / 2, "{held}");
         assert_eq!(cache.reachable("org_a", &format!("+{first}")), None, "forgotten, so asked again");
+    }
+
+    /// The first `n` numbers (as keys) of shard 0.
+    fn shard_zero(n: usize) -> Vec<u64> {
+        (0u64..).map(|i| 12_012_000_000 + i).filter(|p| shard(*p) == 0).take(n).collect()
+    }
+
+    #[test]
+    fn a_thread_shard_keeps_the_table_it_had_when_full_and_the_latest_thread() {
+        let cache = ThreadCache::default();
+        let phones = shard_zero(3 * SHARD_ENTRIES + 7);
+        for phone in &phones {
+            cache.remember_thread("org_a", "line_1", &format!("+{phone}"), &ids::new_id("conv"), &ids::new_id("ct"));
+            let shard = cache.threads[0].read().unwrap();
+            let held = &shard.entries;
+            assert!(held.capacity() <= SHARD_ENTRIES, "{} slots for {} threads", held.capacity(), held.len());
+        }
+        let last = format!("+{}", phones.last().unwrap());
+        assert!(cache.thread("org_a", "line_1", &last).is_some());
+        assert_eq!(MAX_ENTRIES, 57_344);
+    }
+
+    #[test]
+    fn a_reachability_shard_keeps_the_table_it_had_when_full_whatever_is_out_of_date() {
+        // Answers learned a minute and a second ago, among fresh ones: each time the shard is
+        // full, most are dropped and the rest stay, where the dropped ones leave gaps.
+        let cache =
+            ThreadCache { started: Instant::now() - REACHABILITY_FOR - Duration::from_secs(1), ..Default::default() };
+        for (n, phone) in shard_zero(8 * SHARD_ENTRIES).into_iter().enumerate() {
+            let mut shard = cache.reachability[0].lock().unwrap();
+            if n % 3 != 0 && shard.known.len() + 1 < SHARD_ENTRIES {
+                let org = shard.orgs.get_or_add("org_a");
+                shard.known.insert((org, phone), 1);
+                drop(shard);
+            } else {
+                drop(shard);
+                cache.note_reachable("org_a", &format!("+{phone}"), n % 2 == 0);
+            }
+            let shard = cache.reachability[0].lock().unwrap();
+            let held = &shard.known;
+            assert!(held.capacity() <= SHARD_ENTRIES, "{} slots for {} answers", held.capacity(), held.len());
+        }
     }
 
     #[test]
