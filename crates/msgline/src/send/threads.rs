@@ -31,13 +31,10 @@ const SHARDS: usize = 16;
 /// when it is full, a reachability shard loses what is out of date (emptied too if that leaves
 /// half of it). Both maps at their most take about 4.8 MiB (16 × 4,096 slots of 49 and 25
 /// bytes); with 12,500 entries a shard, as before, a sender past 57,344 numbers doubled every
-/// shard's table at once and took the server's peak memory over its limit (BENCHMARKS.md).
+/// shard's table at once and took the server's peak memory over its limit (BENCHMARKS.md). A
+/// sender to more numbers than that reads a thread that was let go again (one query, as for a
+/// thread this server never wrote).
 const SHARD_ENTRIES: usize = 4_096 / 8 * 7;
-
-/// Most entries of each map: 57,344. A sender to more numbers than that reads a thread that
-/// was let go again (one query, as for a thread this server never wrote).
-#[cfg(test)]
-const MAX_ENTRIES: usize = SHARD_ENTRIES * SHARDS;
 
 /// A phone's shard: the top bits of its product with 2⁶⁴ ÷ φ, which spreads numbers that share
 /// their low bits (a sender's numbers may all end alike) over every shard.
@@ -129,8 +126,7 @@ impl ThreadCache {
             } else {
                 // Into a table of the same size without the gaps the dropped answers left: a gap
                 // is not free room, and an insert that found no room would double the table.
-                let kept = std::mem::take(&mut cache.known);
-                cache.known.reserve(SHARD_ENTRIES);
+                let kept = std::mem::replace(&mut cache.known, HashMap::with_capacity(SHARD_ENTRIES));
                 cache.known.extend(kept);
             }
         }
@@ -247,10 +243,9 @@ mod tests {
     #[test]
     fn a_full_reachability_shard_of_fresh_answers_is_emptied_not_scanned_again_and_again() {
         let cache = ThreadCache::default();
-        let mut phones = (0u64..).map(|i| 12_012_000_000 + i).filter(|p| shard(*p) == 0);
-        let first = phones.next().unwrap();
-        cache.note_reachable("org_a", &format!("+{first}"), true);
-        for phone in phones.by_ref().take(SHARD_ENTRIES) {
+        let phones = shard_zero(SHARD_ENTRIES + 1);
+        let first = phones[0];
+        for phone in &phones {
             cache.note_reachable("org_a", &format!("+{phone}"), true);
         }
         let held = cache.reachability[0].lock().unwrap().known.len();
@@ -275,7 +270,7 @@ mod tests {
         }
         let last = format!("+{}", phones.last().unwrap());
         assert!(cache.thread("org_a", "line_1", &last).is_some());
-        assert_eq!(MAX_ENTRIES, 57_344);
+        assert_eq!(SHARD_ENTRIES * SHARDS, 57_344);
     }
 
     #[test]
