@@ -43,6 +43,52 @@ impl PhoneError {
     }
 }
 
+type Validated = Result<E164, PhoneError>;
+/// Answers remembered by input and default country.
+type Parsed = std::collections::HashMap<(String, Option<String>), Validated>;
+
+/// A validation for the numbering plan's thread, and where its answer goes: to a caller blocked
+/// until it comes, or to a task that waits for it without holding its thread.
+struct Job {
+    input: String,
+    default_country: Option<String>,
+    answer: Answer,
+}
+
+enum Answer {
+    Blocked(std::sync::mpsc::SyncSender<Validated>),
+    Awaited(tokio::sync::oneshot::Sender<Validated>),
+}
+
+/// The one thread that validates numbers. The numbering plan's patterns are regular expressions,
+/// and each keeps the states its searches have built for every thread that searched with it: on
+/// the server's two worker threads each grew its own, about 6 MB of a send server's memory in
+/// all, its largest part after the executable (a heap profile of the bench's `webhooks` run,
+/// BENCHMARKS.md). Here they are built once. Sends wait for it without holding their worker
+/// ([`E164::prepare`]); other callers, rarer, block until it answers.
+fn plan_thread() -> &'static std::sync::mpsc::Sender<Job> {
+    static THREAD: std::sync::LazyLock<std::sync::mpsc::Sender<Job>> = std::sync::LazyLock::new(|| {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new().name("msgline-numbers".into()).spawn(move || {
+            for job in queue {
+                let validated =
+                    std::panic::catch_unwind(|| E164::validate_here(&job.input, job.default_country.as_deref()));
+                // A panic leaves the caller with no answer: it validates the number itself.
+                match (validated, job.answer) {
+                    (Ok(validated), Answer::Blocked(answer)) => drop(answer.send(validated)),
+                    (Ok(validated), Answer::Awaited(answer)) => drop(answer.send(validated)),
+                    _ => {}
+                }
+            }
+        });
+        if let Err(error) = spawned {
+            tracing::error!(error = %error, "could not start the numbering plan's thread; numbers are validated where they arrive");
+        }
+        jobs
+    });
+    &THREAD
+}
+
 impl E164 {
     /// Parses a number: E.164 as is, or a national number with an ISO country code.
     ///
@@ -52,25 +98,79 @@ impl E164 {
     /// number are remembered, so that what the cache holds is bounded (about 1 MB) whatever a
     /// caller sends: a long input is refused before it is kept.
     pub fn parse(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
-        type Parsed = std::collections::HashMap<(String, Option<String>), Result<E164, PhoneError>>;
-        static PARSED: std::sync::LazyLock<std::sync::Mutex<Parsed>> = std::sync::LazyLock::new(Default::default);
-        if input.len() > MAX_INPUT || default_country.is_some_and(|c| c.len() > MAX_COUNTRY) {
+        if !Self::kept(input, default_country) {
             return Self::validate(input, default_country);
         }
-        let key = (input.to_string(), default_country.map(str::to_string));
-        if let Some(known) = PARSED.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return known.clone();
+        if let Some(known) = Self::remembered(input, default_country) {
+            return known;
         }
         let parsed = Self::validate(input, default_country);
-        let mut cache = PARSED.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= PARSED_KEPT {
-            cache.clear();
-        }
-        cache.insert(key, parsed.clone());
+        Self::remember(input, default_country, parsed.clone());
         parsed
     }
 
+    /// Validates a number [`E164::parse`] has no answer for on the numbering plan's thread, and
+    /// remembers the answer, so that the `parse` that follows finds it: for a request's handler,
+    /// which waits for it without holding its worker thread.
+    pub async fn prepare(input: &str, default_country: Option<&str>) {
+        if !Self::kept(input, default_country) || Self::remembered(input, default_country).is_some() {
+            return;
+        }
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job = Job {
+            input: input.to_string(),
+            default_country: default_country.map(str::to_string),
+            answer: Answer::Awaited(answer),
+        };
+        if plan_thread().send(job).is_ok()
+            && let Ok(validated) = answered.await
+        {
+            Self::remember(input, default_country, validated);
+        }
+    }
+
+    /// Whether an answer for this input is remembered at all: only inputs short enough to be a
+    /// number.
+    fn kept(input: &str, default_country: Option<&str>) -> bool {
+        input.len() <= MAX_INPUT && default_country.is_none_or(|c| c.len() <= MAX_COUNTRY)
+    }
+
+    fn answers() -> std::sync::MutexGuard<'static, Parsed> {
+        static PARSED: std::sync::LazyLock<std::sync::Mutex<Parsed>> = std::sync::LazyLock::new(Default::default);
+        PARSED.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn remembered(input: &str, default_country: Option<&str>) -> Option<Validated> {
+        Self::answers().get(&(input.to_string(), default_country.map(str::to_string))).cloned()
+    }
+
+    fn remember(input: &str, default_country: Option<&str>, validated: Validated) {
+        let mut answers = Self::answers();
+        if answers.len() >= PARSED_KEPT {
+            answers.clear();
+        }
+        answers.insert((input.to_string(), default_country.map(str::to_string)), validated);
+    }
+
+    /// Validates on the numbering plan's own thread (see [`plan_thread`]); inline if that thread
+    /// is gone, or did not answer because the validation panicked, which then happens here as
+    /// it would have.
     fn validate(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        let job = Job {
+            input: input.to_string(),
+            default_country: default_country.map(str::to_string),
+            answer: Answer::Blocked(answer),
+        };
+        if plan_thread().send(job).is_ok()
+            && let Ok(validated) = answered.recv()
+        {
+            return validated;
+        }
+        Self::validate_here(input, default_country)
+    }
+
+    fn validate_here(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
         let trimmed = input.trim();
         if trimmed.is_empty() || trimmed.len() > MAX_INPUT {
             return Err(PhoneError::Invalid);
@@ -189,6 +289,44 @@ mod tests {
         assert_eq!(E164::parse("(201) 555-0123", Some("us")).unwrap().as_str(), "+12015550123");
         assert_eq!(E164::parse("(201) 555-0123", Some("XX")), Err(PhoneError::UnknownCountry));
         assert_eq!(E164::parse("+1 999", None), Err(PhoneError::Invalid));
+    }
+
+    #[test]
+    fn validations_asked_from_many_threads_at_once_each_get_their_own_answer() {
+        let answers: Vec<_> = (0..8)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    (0..50)
+                        .map(|n| {
+                            let national = format!("(201) 555-{:04}", 1000 + t * 100 + n);
+                            let international = format!("+1 999 {t}{n}");
+                            (E164::validate(&national, Some("US")), E164::validate(&international, None))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for (t, thread) in answers.into_iter().enumerate() {
+            for (n, (national, international)) in thread.join().unwrap().into_iter().enumerate() {
+                assert_eq!(national.unwrap().as_str(), format!("+1201555{:04}", 1000 + t * 100 + n));
+                assert_eq!(international, Err(PhoneError::Invalid));
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_number_prepared_off_the_worker_is_remembered_with_its_answer() {
+        let (valid, invalid) = ("(201) 555-0177", "+1 999 0177");
+        assert!(E164::remembered(valid, Some("US")).is_none());
+        E164::prepare(valid, Some("US")).await;
+        E164::prepare(invalid, None).await;
+        assert_eq!(E164::remembered(valid, Some("US")).unwrap().unwrap().as_str(), "+12015550177");
+        assert_eq!(E164::remembered(invalid, None), Some(Err(PhoneError::Invalid)));
+        assert_eq!(E164::parse(valid, Some("US")).unwrap().as_str(), "+12015550177");
+        // An input too long to be a number is neither validated ahead nor remembered.
+        let long = format!("+1201555{}", "0".repeat(40));
+        E164::prepare(&long, None).await;
+        assert!(E164::remembered(&long, None).is_none());
     }
 
     #[test]

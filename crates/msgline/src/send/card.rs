@@ -115,6 +115,7 @@ pub async fn send_card_request(
         None => name.clone(),
     };
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/contact-cards", &raw)?;
+    request.fields.prepare().await;
     let mut input = request.fields.into_input(caption, MessageKind::ContactCard)?;
     input.agent_id = sending_agent.map(str::to_string);
     if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {

@@ -51,6 +51,7 @@ pub async fn send_poll_request(
     let options = request.options.ok_or_else(|| ApiError::invalid("options", "options is required"))?;
     let options = poll::parse_options(&options).map_err(|e| ApiError::invalid("options", e))?;
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/polls", &raw)?;
+    request.fields.prepare().await;
     let mut input = request.fields.into_input(question.clone(), MessageKind::Poll)?;
     let spec = PollSpec { id: db::polls::new_id(), question, options };
     input.imessage_only = true;

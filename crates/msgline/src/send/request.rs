@@ -55,6 +55,17 @@ pub struct SendFields {
 }
 
 impl SendFields {
+    /// Validates the recipient's and the line's numbers off the worker thread, so that
+    /// [`SendFields::into_input`] finds them remembered ([`E164::prepare`]).
+    pub async fn prepare(&self) {
+        if let Some(to) = self.to.as_deref() {
+            E164::prepare(to, self.default_country.as_deref()).await;
+        }
+        if let Some(line) = self.from.as_deref().or(self.line_e164.as_deref()) {
+            E164::prepare(line, None).await;
+        }
+    }
+
     /// Parses recipient, line and channel into a send with the given body and kind.
     pub fn into_input(self, body: String, kind: MessageKind) -> ApiResult<SendInput> {
         let to = match self.to.as_deref() {
@@ -212,6 +223,7 @@ pub async fn send_text(
     if fallback == Some(true) && kind == MessageKind::Media {
         return Err(ApiError::invalid("fallback", "SMS fallback is for text messages, not files"));
     }
+    request.fields.prepare().await;
     let mut input = request.fields.into_input(body, kind)?;
     input.fallback = fallback;
     input.fallback_after_ms = fallback_after_ms;
@@ -265,6 +277,7 @@ pub async fn send_uploads(
         })
         .collect();
     let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &fingerprinted)?;
+    request.fields.prepare().await;
     let mut input = request.fields.into_input(body, MessageKind::Media)?;
     if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
         return Ok(sent);
