@@ -60,6 +60,17 @@ enum Answer {
     Awaited(tokio::sync::oneshot::Sender<Validated>),
 }
 
+/// Hands a validation to the numbering plan's thread; false if that thread is gone.
+fn ask(input: &str, default_country: Option<&str>, answer: Answer) -> bool {
+    let job = Job { input: input.to_string(), default_country: default_country.map(str::to_string), answer };
+    plan_thread().send(job).is_ok()
+}
+
+/// Where an input's answer is remembered.
+fn key(input: &str, default_country: Option<&str>) -> (String, Option<String>) {
+    (input.to_string(), default_country.map(str::to_string))
+}
+
 /// The one thread that validates numbers. The numbering plan's patterns are regular expressions,
 /// and each keeps the states its searches have built for every thread that searched with it: on
 /// the server's two worker threads each grew its own, about 6 MB of a send server's memory in
@@ -117,12 +128,7 @@ impl E164 {
             return;
         }
         let (answer, answered) = tokio::sync::oneshot::channel();
-        let job = Job {
-            input: input.to_string(),
-            default_country: default_country.map(str::to_string),
-            answer: Answer::Awaited(answer),
-        };
-        if plan_thread().send(job).is_ok()
+        if ask(input, default_country, Answer::Awaited(answer))
             && let Ok(validated) = answered.await
         {
             Self::remember(input, default_country, validated);
@@ -141,7 +147,7 @@ impl E164 {
     }
 
     fn remembered(input: &str, default_country: Option<&str>) -> Option<Validated> {
-        Self::answers().get(&(input.to_string(), default_country.map(str::to_string))).cloned()
+        Self::answers().get(&key(input, default_country)).cloned()
     }
 
     fn remember(input: &str, default_country: Option<&str>, validated: Validated) {
@@ -149,7 +155,7 @@ impl E164 {
         if answers.len() >= PARSED_KEPT {
             answers.clear();
         }
-        answers.insert((input.to_string(), default_country.map(str::to_string)), validated);
+        answers.insert(key(input, default_country), validated);
     }
 
     /// Validates on the numbering plan's own thread (see [`plan_thread`]); inline if that thread
@@ -157,12 +163,7 @@ impl E164 {
     /// it would have.
     fn validate(input: &str, default_country: Option<&str>) -> Result<E164, PhoneError> {
         let (answer, answered) = std::sync::mpsc::sync_channel(1);
-        let job = Job {
-            input: input.to_string(),
-            default_country: default_country.map(str::to_string),
-            answer: Answer::Blocked(answer),
-        };
-        if plan_thread().send(job).is_ok()
+        if ask(input, default_country, Answer::Blocked(answer))
             && let Ok(validated) = answered.recv()
         {
             return validated;
