@@ -318,3 +318,61 @@ async fn three_instances_send_each_scheduled_message_once() {
     assert_eq!(unique.len(), sent.len(), "no scheduled message was sent twice");
     assert_eq!(unique.len(), ids.len(), "every scheduled message was sent");
 }
+
+#[tokio::test]
+async fn a_replayed_scheduled_send_answers_with_its_first_id_once_send_at_is_too_near_to_accept_anew() {
+    // Round 4 red team: send_at was checked before the key was looked up, so a client whose
+    // first answer was lost could never learn the id of a message that will go out.
+    let app = spawn_app_with(|c| {
+        c.schedule_min_seconds = 2;
+        c.rate_limit_per_minute = 100_000;
+        c.send_rate_limit_per_minute = 100_000;
+    })
+    .await;
+    let _line = app.default_line().await;
+    let send_at = at(3_000);
+    let routes = [
+        ("/messages", "sched-message", json!({"to": "+12015550137", "body": "later", "send_at": send_at})),
+        (
+            "/polls",
+            "sched-poll",
+            json!({"to": "+12015550137", "question": "Q?", "options": ["a", "b"], "send_at": send_at}),
+        ),
+        (
+            "/contact-cards",
+            "sched-card",
+            json!({"to": "+12015550137", "name": "Desk", "phone": "+12015550100", "send_at": send_at}),
+        ),
+    ];
+    let post = |path: &'static str, key: &'static str, body: Value| {
+        app.client.post(app.url(path)).bearer_auth(&app.org.key).header("Idempotency-Key", key).json(&body).send()
+    };
+    let mut first = Vec::new();
+    for (path, key, body) in &routes {
+        let answer = post(path, key, body.clone()).await.unwrap();
+        assert_eq!(answer.status(), 202, "{path}");
+        let answer: Value = answer.json().await.unwrap();
+        assert_eq!(answer["message"]["status"], "scheduled", "{path}");
+        first.push(id(&answer));
+    }
+    // send_at is now nearer than the minimum: a new request would be refused...
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let fresh = json!({"to": "+12015550137", "body": "later", "send_at": send_at});
+    app.post("/messages", &app.org.key, fresh).await.expect_error(400, "invalid_request", Some("send_at"));
+    // ...but a replay of an accepted one answers from its key, with its first id.
+    for ((path, key, body), first) in routes.iter().zip(&first) {
+        let again = post(path, key, body.clone()).await.unwrap();
+        assert_eq!(again.status(), 200, "{path}: a replay is answered from its key");
+        let again: Value = again.json().await.unwrap();
+        assert_eq!(again["duplicate"], true, "{path}");
+        assert_eq!(&id(&again), first, "{path}");
+    }
+    // A different request under an accepted key is still a conflict, not a send_at error.
+    let other = json!({"to": "+12015550137", "body": "something else", "send_at": send_at});
+    let reused = post("/messages", "sched-message", other).await.unwrap();
+    assert_eq!(reused.status(), 409);
+    // Every one still goes out once, at its time.
+    for first in &first {
+        app.wait_for_message(&app.org.key, first, "sent", |m| m["status"] != "scheduled").await;
+    }
+}

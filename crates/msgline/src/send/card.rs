@@ -86,6 +86,12 @@ pub async fn send_card_request(
 ) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
     let mut request: SendCard = from_ref(&raw)?;
+    // A replay is answered from its key before anything that may have changed since (the agent
+    // it named) is read.
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/contact-cards", &raw)?;
+    if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
+        return Ok(sent);
+    }
     // A hosted agent's card: its name, its line's number and its photo fill what is omitted.
     let mut agent_photo = None;
     if let Some(agent_id) = &request.agent_id {
@@ -114,13 +120,9 @@ pub async fn send_card_request(
         Some(caption) => required_text("caption", Some(caption), MAX_BODY_CHARS)?,
         None => name.clone(),
     };
-    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/contact-cards", &raw)?;
     request.fields.prepare().await;
     let mut input = request.fields.into_input(caption, MessageKind::ContactCard)?;
     input.agent_id = sending_agent.map(str::to_string);
-    if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
-        return Ok(sent);
-    }
     let photo = match agent_photo {
         Some(stored) => Photo::from_base64(&stored).unwrap_or_else(|_| Photo::service_mark()),
         None => photo(state, request.photo_url.as_deref(), request.photo_base64.as_deref()).await?,

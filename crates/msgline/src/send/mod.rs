@@ -260,12 +260,15 @@ pub async fn submit(
     idempotency: Option<Idempotency>,
 ) -> ApiResult<Accepted> {
     let now = clock::now_ms();
-    if let Some(send_at) = input.send_at {
-        check_send_at(&state.config, send_at, now)?;
-    }
     // A key's earlier send is not looked for first: the message's unique key refuses a second
     // one, and the refusal looks. A request that would be refused now looks before answering,
-    // so that a replay answers what the first request got whatever has changed since.
+    // so that a replay answers what the first request got whatever has changed since: a
+    // scheduled send replayed once its `send_at` is nearer than the minimum among them.
+    if let Some(send_at) = input.send_at
+        && let Err(error) = check_send_at(&state.config, send_at, now)
+    {
+        return prior_or(state, principal, idempotency.as_ref(), error).await;
+    }
     let mut target = match resolve::resolve(state, principal, &input).await {
         Ok(target) => target,
         Err(error) => return prior_or(state, principal, idempotency.as_ref(), error).await,
