@@ -88,7 +88,9 @@ fn attempt_view(attempt: &Attempt) -> Value {
 }
 
 /// The caller's endpoint with this id, or 404 (also for one bound to a line the caller is not).
+/// Needs `messaging_webhooks`, whoever asks.
 pub async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webhook> {
+    caller.require(Scope::Webhooks)?;
     db::webhooks::get(&state.db, &caller.org_id, id)
         .await?
         .filter(|w| caller.sees_binding(w.line_id.as_deref()))
@@ -168,6 +170,17 @@ pub async fn set_enabled(state: &AppState, caller: &Principal, id: &str, enabled
     }
     drop(conn);
     find(state, caller, id).await
+}
+
+/// Deletes an endpoint with its delivery history; needs `messaging_webhooks` (a console member
+/// has it not), the API and the console alike.
+pub async fn delete(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webhook> {
+    caller.require(Scope::Webhooks)?;
+    let webhook = find(state, caller, id).await?;
+    if !db::webhooks::delete(&state.db, &caller.org_id, &webhook.id).await? {
+        return Err(ApiError::not_found("webhook"));
+    }
+    Ok(webhook)
 }
 
 /// Delivers an endpoint's events since `since` again, and enables it; how many were queued.
@@ -293,11 +306,7 @@ async fn delete_webhook(
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Scope::Webhooks)?;
-    let webhook = find(&state, &caller, &id).await?;
-    if !db::webhooks::delete(&state.db, &caller.org_id, &webhook.id).await? {
-        return Err(ApiError::not_found("webhook"));
-    }
+    let webhook = delete(&state, &caller, &id).await?;
     Ok(Json(json!({"id": webhook.id, "deleted": true})))
 }
 

@@ -1,14 +1,18 @@
 //! Staff sessions: sign-in (throttled, saying nothing of whether an email exists), the one-time
 //! link where a new member sets a password, sign-out, and the check every signed-in page passes.
 //!
-//! The session cookie `msgline_session` holds a random token; the server keeps only its SHA-256,
-//! and reads the session on every request, so a sign-out, a removal or a new password ends it on
-//! every instance at once. The cookie is HttpOnly and SameSite=Lax, and Secure when
-//! `MSGLINE_PUBLIC_URL` is https. A session ends after 12 idle hours and at 7 days at the latest.
+//! The session cookie holds a random token; the server keeps only its SHA-256, and reads the
+//! session on every request, so a sign-out, a removal or a new password ends it on every
+//! instance at once. The cookie is HttpOnly and SameSite=Lax. Over plain http it is
+//! `msgline_session` on `/console`; when `MSGLINE_PUBLIC_URL` is https it is
+//! `__Host-msgline_session` on `/`, Secure, which no page of another origin can set. A request
+//! that carries two session cookies (one planted on a deeper path by a page on another port of
+//! the same host) is refused, and a sign-in expires the cookie on the console's deeper paths. A
+//! session ends after 12 idle hours and at 7 days at the latest.
 //!
 //! State changes need the session's CSRF token (a form field derived from the session token) and
 //! a same-origin request: a browser's `Sec-Fetch-Site: cross-site` or an `Origin` of another
-//! host is refused before anything is read.
+//! scheme, host or port is refused before anything is read.
 
 use axum::{
     Form,
@@ -51,6 +55,72 @@ const FAILURES_PER_EMAIL: i64 = 5;
 const FAILURES_PER_ADDRESS: i64 = 20;
 
 const COOKIE: &str = "msgline_session";
+/// The cookie's name over https.
+const HOST_COOKIE: &str = "__Host-msgline_session";
+
+/// The console's first path segments below `/console`: a sign-in expires the session cookie on
+/// each, where another page of the same host may have planted one.
+const SECTIONS: [&str; 11] = [
+    "conversations",
+    "attachments",
+    "contacts",
+    "opt-outs",
+    "keys",
+    "groups",
+    "agents",
+    "webhooks",
+    "settings",
+    "staff",
+    "sign-out",
+];
+
+/// The session cookie as this server sets it: its name, path and whether it is Secure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CookieSpec {
+    name: &'static str,
+    path: &'static str,
+    secure: bool,
+}
+
+impl CookieSpec {
+    fn of(state: &AppState) -> Self {
+        Self::for_https(https(state))
+    }
+
+    fn for_https(https: bool) -> Self {
+        if https {
+            CookieSpec { name: HOST_COOKIE, path: "/", secure: true }
+        } else {
+            CookieSpec { name: COOKIE, path: "/console", secure: false }
+        }
+    }
+
+    fn header(&self, token: &str, path: &str, max_age_s: i64) -> HeaderValue {
+        let secure = if self.secure { "; Secure" } else { "" };
+        let value = format!("{}={token}; Path={path}; HttpOnly; SameSite=Lax; Max-Age={max_age_s}{secure}", self.name);
+        HeaderValue::from_str(&value).expect("a cookie of token characters")
+    }
+}
+
+/// Whether the console is reached over https (`MSGLINE_PUBLIC_URL`).
+fn https(state: &AppState) -> bool {
+    state.config.public_url.as_deref().is_some_and(|url| url.starts_with("https://"))
+}
+
+/// A request that carries more than one session cookie.
+#[derive(Debug, PartialEq, Eq)]
+struct TwoSessions;
+
+/// Password hashes computed at once, at most. Each takes Argon2id's 19 MiB while it runs, so a
+/// burst of sign-ins costs at most this many times that; the others wait their turn.
+const HASHING_AT_ONCE: usize = 2;
+
+/// Runs a password hash (or check) on a blocking thread, at most [`HASHING_AT_ONCE`] at a time.
+async fn hashing<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    static PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HASHING_AT_ONCE);
+    let _permit = PERMITS.acquire().await.ok()?;
+    tokio::task::spawn_blocking(work).await.ok()
+}
 
 /// The signed-in staff member of a console request, as the pages use them.
 #[derive(Clone)]
@@ -70,17 +140,22 @@ impl<S: Send + Sync> FromRequestParts<S> for SignedIn {
     }
 }
 
-/// The session token of a request's cookie.
-fn cookie_token(headers: &HeaderMap) -> Option<String> {
-    headers
+/// The session token of a request's cookie named `name`; two such cookies are refused, as the
+/// browser does not say which path set which.
+fn cookie_token(headers: &HeaderMap, name: &str) -> Result<Option<String>, TwoSessions> {
+    let mut found = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.to_string())
-        .filter(|token| token.starts_with("mls_") && token.len() < 100)
+        .filter(|(cookie, _)| *cookie == name)
+        .map(|(_, value)| value);
+    let first = found.next();
+    if found.next().is_some() {
+        return Err(TwoSessions);
+    }
+    Ok(first.map(str::to_string).filter(|token| token.starts_with("mls_") && token.len() < 100))
 }
 
 /// The CSRF token of a session: an HMAC of a fixed label under the session's own token, so it
@@ -92,21 +167,50 @@ fn csrf_token(session_token: &str) -> String {
 }
 
 /// Whether a request comes from a page of this console: a cross-site fetch, or an `Origin`
-/// naming another host, is not.
-fn same_origin(headers: &HeaderMap) -> bool {
+/// naming another scheme, host or port, is not. The console's scheme is https when
+/// `MSGLINE_PUBLIC_URL` is, else http.
+fn same_origin(headers: &HeaderMap, https: bool) -> bool {
     if headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site") {
         return false;
     }
     let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else { return true };
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    origin.split_once("://").is_some_and(|(_, rest)| rest == host)
+    let scheme = if https { "https" } else { "http" };
+    origin.split_once("://").is_some_and(|(sent, rest)| sent.eq_ignore_ascii_case(scheme) && rest == host)
 }
 
 fn cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
-    let secure =
-        if state.config.public_url.as_deref().is_some_and(|url| url.starts_with("https://")) { "; Secure" } else { "" };
-    let value = format!("{COOKIE}={token}; Path=/console; HttpOnly; SameSite=Lax; Max-Age={max_age_s}{secure}");
-    HeaderValue::from_str(&value).expect("a cookie of token characters")
+    let spec = CookieSpec::of(state);
+    spec.header(token, spec.path, max_age_s)
+}
+
+/// Expiries of the session cookie on each path in `paths` other than its own (over http only:
+/// a `__Host-` cookie has no other path).
+fn expiries<'a>(state: &AppState, paths: impl IntoIterator<Item = &'a str>) -> Vec<HeaderValue> {
+    let spec = CookieSpec::of(state);
+    if spec.secure {
+        return Vec::new();
+    }
+    paths.into_iter().filter(|path| *path != spec.path).map(|path| spec.header("", path, 0)).collect()
+}
+
+/// The refusal of a request with two session cookies: every cookie of the name on the request's
+/// path and above is expired, so that signing in again starts clean.
+fn two_sessions(state: &AppState, path: &str) -> Response {
+    let mut prefixes: Vec<&str> = path.match_indices('/').skip(1).map(|(at, _)| &path[..at]).collect();
+    prefixes.push(path.trim_end_matches('/'));
+    let mut response = notice(
+        StatusCode::BAD_REQUEST,
+        "Two sessions",
+        "This browser sent two console sessions, one of which a page of another site may have set. \
+         Both are ended here: sign in again.",
+    );
+    let headers = response.headers_mut();
+    headers.append(header::SET_COOKIE, cookie(state, "", 0));
+    for expiry in expiries(state, prefixes) {
+        headers.append(header::SET_COOKIE, expiry);
+    }
+    response
 }
 
 /// Every signed-in page: a live session, else the sign-in page; a state change also needs the
@@ -114,10 +218,14 @@ fn cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
 /// counts against the staff member's rate limit.
 pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     // First, so that a cross-site post is refused as such (its cookie stays home: SameSite=Lax).
-    if req.method() != axum::http::Method::GET && !same_origin(req.headers()) {
+    if req.method() != axum::http::Method::GET && !same_origin(req.headers(), https(&state)) {
         return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
     }
-    let Some(token) = cookie_token(req.headers()) else { return Redirect::to("/console/sign-in").into_response() };
+    let token = match cookie_token(req.headers(), CookieSpec::of(&state).name) {
+        Ok(Some(token)) => token,
+        Ok(None) => return Redirect::to("/console/sign-in").into_response(),
+        Err(TwoSessions) => return two_sessions(&state, req.uri().path()),
+    };
     let now = clock::now_ms();
     let session = match db::staff::session(&state.db, &hash_secret(&token), now, IDLE_MS).await {
         Ok(Some(session)) => session,
@@ -186,7 +294,7 @@ pub async fn sign_in(
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Response {
-    if !same_origin(&headers) {
+    if !same_origin(&headers, https(&state)) {
         return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
     }
     let now = clock::now_ms();
@@ -211,9 +319,9 @@ pub async fn sign_in(
     let stored = account.as_ref().and_then(|(_, hash)| hash.clone());
     let password = form.password;
     let stored_or_decoy = stored.clone().unwrap_or_else(|| decoy_hash().to_string());
-    let matches = tokio::task::spawn_blocking(move || verify_password(&password, &stored_or_decoy)).await;
+    let matches = hashing(move || verify_password(&password, &stored_or_decoy)).await;
     let staff = match (account, stored.is_some(), matches) {
-        (Some((staff, _)), true, Ok(true)) => staff,
+        (Some((staff, _)), true, Some(true)) => staff,
         _ => {
             if let Err(error) = db::staff::record_failure(&state.db, &subjects, now).await {
                 return unavailable(error);
@@ -241,12 +349,19 @@ async fn throttled(state: &AppState, subjects: &[String], now: i64) -> sqlx::Res
     Ok((wait_ms > 0).then_some((wait_ms + 999) / 1000))
 }
 
-/// Starts a session for `staff` and sends them to the overview.
+/// Starts a session for `staff` and sends them to the overview. The session cookie is first;
+/// then the same name is expired on each of the console's sections, where a page on another port
+/// of this host may have planted its own session for the browser to send first.
 async fn start(state: &AppState, staff: &Staff, now: i64) -> Response {
     match db::staff::start_session(&state.db, &staff.id, now, LIFETIME_MS).await {
         Ok(token) => {
             let mut response = Redirect::to("/console").into_response();
-            response.headers_mut().insert(header::SET_COOKIE, cookie(state, &token, LIFETIME_MS / 1000));
+            let headers = response.headers_mut();
+            headers.insert(header::SET_COOKIE, cookie(state, &token, LIFETIME_MS / 1000));
+            let sections: Vec<String> = SECTIONS.iter().map(|section| format!("/console/{section}")).collect();
+            for expiry in expiries(state, sections.iter().map(String::as_str)) {
+                headers.append(header::SET_COOKIE, expiry);
+            }
             response
         }
         Err(error) => unavailable(error),
@@ -268,7 +383,7 @@ pub async fn sign_out(
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
-    if let Some(token) = cookie_token(&headers)
+    if let Ok(Some(token)) = cookie_token(&headers, CookieSpec::of(&state).name)
         && let Err(error) = db::staff::end_session(&state.db, &hash_secret(&token)).await
     {
         return unavailable(error);
@@ -315,7 +430,7 @@ pub struct WelcomeForm {
 
 /// `POST /console/welcome`: sets the password, uses up the link, and signs in.
 pub async fn welcome(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<WelcomeForm>) -> Response {
-    if !same_origin(&headers) {
+    if !same_origin(&headers, https(&state)) {
         return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
     }
     let now = clock::now_ms();
@@ -337,7 +452,7 @@ pub async fn welcome(State(state): State<AppState>, headers: HeaderMap, Form(for
         );
     }
     let password = form.password;
-    let Ok(hash) = tokio::task::spawn_blocking(move || hash_password(&password)).await else {
+    let Some(hash) = hashing(move || hash_password(&password)).await else {
         return unavailable("the password could not be hashed");
     };
     if let Err(error) = db::staff::set_password(&state.db, &staff.id, &hash, now).await {
@@ -351,19 +466,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cookie_is_read_and_origins_are_compared_with_the_host() {
+    fn the_cookie_is_read_and_origins_are_compared_with_the_scheme_host_and_port() {
         let mut headers = HeaderMap::new();
         headers.insert(header::COOKIE, HeaderValue::from_static("a=1; msgline_session=mls_abc; b=2"));
-        assert_eq!(cookie_token(&headers).as_deref(), Some("mls_abc"));
+        assert_eq!(cookie_token(&headers, COOKIE), Ok(Some("mls_abc".to_string())));
+        assert_eq!(cookie_token(&headers, HOST_COOKIE), Ok(None), "over https only the __Host- cookie is read");
         headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8080"));
-        assert!(same_origin(&headers));
+        assert!(same_origin(&headers, false));
         headers.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8080"));
-        assert!(same_origin(&headers));
+        assert!(same_origin(&headers, false));
+        assert!(!same_origin(&headers, true), "an http page posting to an https console");
+        headers.insert(header::ORIGIN, HeaderValue::from_static("https://127.0.0.1:8080"));
+        assert!(same_origin(&headers, true));
+        assert!(!same_origin(&headers, false), "an https page posting to an http console");
+        headers.insert(header::ORIGIN, HeaderValue::from_static("http://127.0.0.1:8081"));
+        assert!(!same_origin(&headers, false), "another port");
         headers.insert(header::ORIGIN, HeaderValue::from_static("https://evil.example"));
-        assert!(!same_origin(&headers));
+        assert!(!same_origin(&headers, true));
         headers.remove(header::ORIGIN);
         headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
-        assert!(!same_origin(&headers));
+        assert!(!same_origin(&headers, false));
         assert_ne!(csrf_token("mls_a"), csrf_token("mls_b"));
+    }
+
+    #[test]
+    fn two_session_cookies_are_refused_whichever_comes_first() {
+        let mut headers = HeaderMap::new();
+        headers
+            .insert(header::COOKIE, HeaderValue::from_static("msgline_session=mls_attacker; msgline_session=mls_me"));
+        assert_eq!(cookie_token(&headers, COOKIE), Err(TwoSessions));
+        let mut split = HeaderMap::new();
+        split.append(header::COOKIE, HeaderValue::from_static("msgline_session=mls_attacker"));
+        split.append(header::COOKIE, HeaderValue::from_static("msgline_session=mls_me"));
+        assert_eq!(cookie_token(&split, COOKIE), Err(TwoSessions));
+    }
+
+    #[test]
+    fn over_https_the_cookie_is_a_host_cookie_on_the_root() {
+        let spec = CookieSpec::for_https(true);
+        let set = spec.header("mls_abc", spec.path, 60).to_str().unwrap().to_string();
+        assert_eq!(set, "__Host-msgline_session=mls_abc; Path=/; HttpOnly; SameSite=Lax; Max-Age=60; Secure");
+        let plain = CookieSpec::for_https(false);
+        let set = plain.header("mls_abc", plain.path, 60).to_str().unwrap().to_string();
+        assert_eq!(set, "msgline_session=mls_abc; Path=/console; HttpOnly; SameSite=Lax; Max-Age=60");
     }
 }

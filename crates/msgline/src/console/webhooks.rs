@@ -149,11 +149,8 @@ pub async fn act(
             .await
             .map(|hook| context! { notice => if hook.enabled { "Enabled." } else { "Disabled: nothing is delivered until it is enabled or replayed." } }),
         "delete" => {
-            return match crate::api::webhooks::find(&state, caller, &id).await {
-                Ok(hook) => match db::webhooks::delete(&state.db, &caller.org_id, &hook.id).await {
-                    Ok(_) => Redirect::to("/console/webhooks").into_response(),
-                    Err(error) => unavailable(error),
-                },
+            return match crate::api::webhooks::delete(&state, caller, &id).await {
+                Ok(_) => Redirect::to("/console/webhooks").into_response(),
                 Err(error) => refused(&error),
             };
         }
