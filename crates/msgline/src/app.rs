@@ -68,18 +68,15 @@ impl Application {
         });
         tracing::info!(addr = %self.listener.local_addr()?, "msgline is serving");
         let router = api::router(state.clone(), crate::console::router(state.clone()));
-        // The console's sign-in throttle counts failures per client address.
-        let service = router.into_make_service_with_connect_info::<api::listener::ClientAddr>();
-        let result = axum::serve(api::listener::JsonErrorsListener(self.listener), service)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let limits = api::server::Limits::of(&state.config);
+        api::server::serve(api::listener::JsonErrorsListener(self.listener), router, limits, shutdown).await;
         pruner.abort();
         let _ = stop_workers.send(true);
         for worker in workers {
             let _ = worker.await;
         }
         state.db.close().await;
-        result.map_err(Into::into)
+        Ok(())
     }
 }
 

@@ -65,6 +65,18 @@ pub struct Config {
     /// How late a scheduled send may still go out (the server was down at its time); later, it
     /// fails with `schedule_missed`.
     pub schedule_late_seconds: u64,
+    /// How long a connection may take to send a request's headers, and how long a kept-alive
+    /// connection may sit idle before its next request; then it is closed.
+    pub header_read_timeout_seconds: u64,
+    /// How long a request's body may take to arrive, from its headers; then the request is
+    /// refused and its connection closed.
+    pub body_read_timeout_seconds: u64,
+    /// Most connections the server holds open at once; past that a new one is answered 503 and
+    /// closed.
+    pub max_connections: usize,
+    /// Most connections one client address holds open at once; past that a new one is answered
+    /// 429 and closed.
+    pub max_connections_per_address: usize,
 }
 
 impl Default for Config {
@@ -98,6 +110,10 @@ impl Default for Config {
             media_max_bytes: 25 * 1024 * 1024,
             schedule_min_seconds: 60,
             schedule_late_seconds: 3_600,
+            header_read_timeout_seconds: 30,
+            body_read_timeout_seconds: 60,
+            max_connections: 10_000,
+            max_connections_per_address: 1_000,
         }
     }
 }
@@ -173,6 +189,10 @@ impl Config {
             "MSGLINE_MEDIA_STORE must be file://DIRECTORY or s3://BUCKET/PREFIX"
         );
         anyhow::ensure!(self.media_max_bytes > 0, "MSGLINE_MEDIA_MAX_BYTES must be at least 1");
+        anyhow::ensure!(self.header_read_timeout_seconds > 0, "MSGLINE_HEADER_READ_TIMEOUT_SECONDS must be at least 1");
+        anyhow::ensure!(self.body_read_timeout_seconds > 0, "MSGLINE_BODY_READ_TIMEOUT_SECONDS must be at least 1");
+        anyhow::ensure!(self.max_connections > 0, "MSGLINE_MAX_CONNECTIONS must be at least 1");
+        anyhow::ensure!(self.max_connections_per_address > 0, "MSGLINE_MAX_CONNECTIONS_PER_ADDRESS must be at least 1");
         Ok(())
     }
 

@@ -32,15 +32,10 @@ impl axum::serve::Listener for JsonErrorsListener {
     }
 }
 
-/// The address a connection came from, for the handlers that count by it (`ConnectInfo`).
+/// The address a connection came from, for the handlers that count by it (`ConnectInfo`); the
+/// accept loop ([`super::server`]) puts it in every request.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub std::net::SocketAddr);
-
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, JsonErrorsListener>> for ClientAddr {
-    fn connect_info(stream: axum::serve::IncomingStream<'_, JsonErrorsListener>) -> Self {
-        ClientAddr(*stream.remote_addr())
-    }
-}
 
 /// A connection that rewrites the HTTP layer's own bodiless error answers.
 pub struct JsonErrors {
@@ -67,16 +62,27 @@ fn replacement(head: &[u8]) -> Option<Vec<u8>> {
     if !head_text.contains("\r\ncontent-length: 0") || end + 4 != head.len() {
         return None;
     }
-    let body = serde_json::json!({"error": code, "message": message}).to_string();
+    Some(json_error_answer(status, reason, code, message, None))
+}
+
+/// A whole HTTP answer carrying the contract's JSON error, with an `X-Request-Id`, that closes
+/// its connection: for answers written below the router (this rewrite, and connections refused
+/// past a cap).
+pub fn json_error_answer(status: u16, reason: &str, code: &str, message: &str, retry_after: Option<u64>) -> Vec<u8> {
+    let mut body = serde_json::json!({"error": code, "message": message});
+    let mut retry = String::new();
+    if let Some(seconds) = retry_after {
+        body["retry_after"] = seconds.into();
+        retry = format!("retry-after: {seconds}\r\n");
+    }
+    let body = body.to_string();
     let id = crate::ids::new_id("req");
-    Some(
-        format!(
-            "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
-             x-request-id: {id}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .into_bytes(),
+    format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+         x-request-id: {id}\r\n{retry}connection: close\r\n\r\n{body}",
+        body.len()
     )
+    .into_bytes()
 }
 
 impl JsonErrors {

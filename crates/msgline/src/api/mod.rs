@@ -21,6 +21,7 @@ pub mod messages;
 pub mod openapi;
 pub mod opt_outs;
 pub mod polls;
+pub mod server;
 pub mod state;
 pub mod webhooks;
 
