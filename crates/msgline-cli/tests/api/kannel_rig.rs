@@ -319,7 +319,7 @@ fn url_decode(text: &str) -> Vec<u8> {
 
 /// UTF-16BE bytes as text, as msgline decodes a UCS-2 message from Kannel.
 fn decode_ucs2(bytes: &[u8]) -> String {
-    msgline::testing::kannel_decode_text(bytes, "UTF-16BE")
+    msgline::testing::kannel_decode_text(bytes, "UTF-16BE").expect("UTF-16 always decodes")
 }
 
 pub fn ucs2_url(text: &str) -> String {

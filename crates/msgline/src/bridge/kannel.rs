@@ -94,16 +94,20 @@ pub fn fits_gsm7(text: &str) -> bool {
 }
 
 /// The text of an inbound message from its bytes (`%b`) and Kannel's name of their charset (`%C`).
-pub fn decode_text(bytes: &[u8], charset: &str) -> String {
+/// Bytes said to be UTF-8 that are not are refused, rather than read as something else.
+pub fn decode_text(bytes: &[u8], charset: &str) -> Result<String, HookError> {
     let charset = charset.to_ascii_uppercase();
     if charset.contains("UTF-16") || charset.contains("UCS-2") || charset.contains("UCS2") {
         let units: Vec<u16> = bytes.chunks(2).map(|p| u16::from_be_bytes([p[0], *p.get(1).unwrap_or(&0)])).collect();
-        return String::from_utf16_lossy(&units);
+        return Ok(String::from_utf16_lossy(&units));
     }
     match std::str::from_utf8(bytes) {
-        Ok(text) => text.to_string(),
+        Ok(text) => Ok(text.to_string()),
+        Err(_) if charset.replace('-', "") == "UTF8" => {
+            Err(HookError::Malformed("the text is not UTF-8, which its charset says it is".into()))
+        }
         // ISO-8859-1 (what Kannel recodes a 7-bit message to): each byte is its code point.
-        Err(_) => bytes.iter().map(|b| char::from(*b)).collect(),
+        Err(_) => Ok(bytes.iter().map(|b| char::from(*b)).collect()),
     }
 }
 
@@ -290,7 +294,7 @@ impl LineAdapter for Kannel {
             Some("mo") => {
                 let from = field("from")?;
                 let bytes = hook.raw_query_bytes("text").unwrap_or_default();
-                let body = decode_text(&bytes, hook.query_value("charset").unwrap_or_default());
+                let body = decode_text(&bytes, hook.query_value("charset").unwrap_or_default())?;
                 // Kannel's id of the message makes a repeated call one message; without it, the
                 // sender, the time and the text do.
                 let id = match hook.query_value("id").filter(|i| !i.is_empty() && !i.starts_with('%')) {
@@ -341,8 +345,10 @@ mod tests {
         assert!(!fits_gsm7("Ticket 🎫"));
         assert!(!fits_gsm7("Привет"));
         let ucs2: Vec<u8> = "Привет 🎫".encode_utf16().flat_map(u16::to_be_bytes).collect();
-        assert_eq!(decode_text(&ucs2, "UTF-16BE"), "Привет 🎫");
-        assert_eq!(decode_text("café".as_bytes(), "UTF-8"), "café");
-        assert_eq!(decode_text(&[0x63, 0x61, 0x66, 0xe9], "ISO-8859-1"), "café");
+        assert_eq!(decode_text(&ucs2, "UTF-16BE").unwrap(), "Привет 🎫");
+        assert_eq!(decode_text("café".as_bytes(), "UTF-8").unwrap(), "café");
+        assert_eq!(decode_text(&[0x63, 0x61, 0x66, 0xe9], "ISO-8859-1").unwrap(), "café");
+        assert_eq!(decode_text(&[0x63, 0x61, 0x66, 0xe9], "").unwrap(), "café");
+        assert!(decode_text(&[0x63, 0x61, 0x66, 0xe9], "utf-8").is_err(), "said to be UTF-8 and not");
     }
 }

@@ -21,7 +21,10 @@ pub mod protocol;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::db::lines::Capabilities;
+use crate::{
+    db::lines::Capabilities,
+    domain::{MAX_HANDLE_CHARS, MAX_TEXT_CHARS},
+};
 
 /// `GET /v1/capabilities` answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -286,9 +289,15 @@ impl BridgeEvent {
     /// it again will not help). What needs the database (a vote's option against its poll) is
     /// checked where the event is received.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
+        self.check_payload()?;
         if self.id.trim().is_empty() || self.id.len() > 200 {
             return Err(("id", "every event needs an id of 1 to 200 characters, unique on the bridge".into()));
         }
+        Ok(())
+    }
+
+    /// What [`BridgeEvent::check`] asks of the event's data.
+    fn check_payload(&self) -> Result<(), (&'static str, String)> {
         match &self.payload {
             BridgeEventPayload::MessageStatus { status, .. } if !REPORTED_STATUSES.contains(&status.as_str()) => Err((
                 "data.status",
@@ -305,6 +314,21 @@ impl BridgeEvent {
             {
                 Err(("data.from", "the sender is empty".into()))
             }
+            BridgeEventPayload::Inbound { from, .. }
+            | BridgeEventPayload::Reaction { from, .. }
+            | BridgeEventPayload::Typing { from, .. }
+            | BridgeEventPayload::PollVote { from, .. }
+                if from.trim().chars().count() > MAX_HANDLE_CHARS || from.trim().chars().any(char::is_control) =>
+            {
+                Err((
+                    "data.from",
+                    format!("the sender is a handle of 1 to {MAX_HANDLE_CHARS} characters without control characters"),
+                ))
+            }
+            BridgeEventPayload::Inbound { body, .. } if body.chars().count() > MAX_TEXT_CHARS => Err((
+                "data.body",
+                format!("a message's text is at most {MAX_TEXT_CHARS} characters; send a longer one as several"),
+            )),
             BridgeEventPayload::PollVote { option_index, .. } if *option_index < 0 => {
                 Err(("data.option_index", format!("option_index {option_index} counts from 0")))
             }
@@ -313,6 +337,20 @@ impl BridgeEvent {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The event with an arriving message's text cut to [`MAX_TEXT_CHARS`], and how long it was
+    /// if it was cut: a device's webhook, which is never sent again, keeps its message this way
+    /// (a msgline bridge is refused instead, and splits it).
+    pub fn capped(mut self) -> (BridgeEvent, Option<usize>) {
+        let mut cut = None;
+        if let BridgeEventPayload::Inbound { body, .. } = &mut self.payload
+            && let Some((at, _)) = body.char_indices().nth(MAX_TEXT_CHARS)
+        {
+            cut = Some(body.chars().count());
+            body.truncate(at);
+        }
+        (self, cut)
     }
 
     /// The event with every NUL character taken out of its texts. A device's webhook (which is

@@ -1,5 +1,13 @@
 //! Parse-don't-validate types and pure rules. Once a value has one of these types it is valid.
 
+/// The longest text a message holds, in characters, either way: a send longer is refused, and
+/// an arriving one is refused by the bridge protocol or cut to this by a device's webhook.
+pub const MAX_TEXT_CHARS: usize = 10_000;
+
+/// The longest sender handle an arriving message may name, in characters: an email address's
+/// limit (RFC 5321), far above any phone number (15 digits) or sender ID (11 characters).
+pub const MAX_HANDLE_CHARS: usize = 254;
+
 pub mod apikey;
 pub mod idempotency;
 pub mod lifecycle;

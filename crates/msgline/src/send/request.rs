@@ -22,7 +22,7 @@ use crate::{
 };
 
 /// The longest message text, in characters.
-pub const MAX_BODY_CHARS: usize = 10_000;
+pub const MAX_BODY_CHARS: usize = crate::domain::MAX_TEXT_CHARS;
 
 /// The fields every send shares: recipient, line, channel. At least one of `to`, `contact_id`
 /// and `conversation_id`; when several are given they must name the same recipient.
