@@ -20,7 +20,7 @@ pub async fn run(mut config: Config, database: &Path, dedicated_sim: &str, share
     config.allow_private_targets = true;
     let app = Application::build(config.clone()).await?;
     let base = format!("http://127.0.0.1:{}", app.port());
-    let db = app.state().db.clone();
+    let db = app.state().db().clone();
 
     let org = admin::create_org(&db, "Demo").await?;
     let org_id = org["org_id"].as_str().unwrap_or_default().to_string();

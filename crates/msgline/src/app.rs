@@ -5,18 +5,13 @@ use std::{future::Future, sync::Arc, time::Duration};
 use tokio::net::TcpListener;
 
 use crate::{
-    agents::Agents,
-    api::{self, AppState},
-    caller::AuthCache,
-    config::Config,
-    db::Db,
-    ratelimit::RateLimits,
-    send::Sender,
+    agents::Agents, api, caller::AuthCache, config::Config, db::Db, ratelimit::RateLimits, send::Sender,
+    services::Services,
 };
 
 pub struct Application {
     listener: TcpListener,
-    state: AppState,
+    state: Services,
 }
 
 impl Application {
@@ -46,7 +41,7 @@ impl Application {
         self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
     }
 
-    pub fn state(&self) -> AppState {
+    pub fn state(&self) -> Services {
         self.state.clone()
     }
 
@@ -54,35 +49,35 @@ impl Application {
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let state = self.state.clone();
         let (stop_workers, stopped) = tokio::sync::watch::channel(false);
-        let workers =
-            crate::workers::spawn_all(&state.parts().sender, &state.parts().agents, &state.parts().auth, stopped);
+        let workers = crate::workers::spawn_all(&state.sender, &state.agents, &state.auth, stopped);
         let pruner = tokio::spawn({
             let state = state.clone();
             async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(60));
                 loop {
                     tick.tick().await;
-                    state.limits().prune();
+                    state.limits.prune();
                 }
             }
         });
         tracing::info!(addr = %self.listener.local_addr()?, "msgline is serving");
         let router = api::router(state.clone(), crate::console::router(state.clone()));
-        let limits = api::server::Limits::of(&state.config);
-        api::server::serve(api::listener::JsonErrorsListener(self.listener), router, limits, shutdown).await;
+        let limits = crate::web::server::Limits::of(&state.sender.config);
+        crate::web::server::serve(crate::web::listener::JsonErrorsListener(self.listener), router, limits, shutdown)
+            .await;
         pruner.abort();
         let _ = stop_workers.send(true);
         for worker in workers {
             let _ = worker.await;
         }
-        state.db.close().await;
+        state.sender.db.close().await;
         Ok(())
     }
 }
 
 /// Builds what the server runs on, once: the send path (with the dispatcher's delivery of what
 /// sends hand over installed in its seam), the API-key cache, the rate limits and the agents.
-pub fn wire(db: Db, config: Config) -> anyhow::Result<AppState> {
+pub fn wire(db: Db, config: Config) -> anyhow::Result<Services> {
     let limits = Arc::new(match &config.redis_url {
         Some(url) => RateLimits::shared(config.rate_limit_per_minute, config.send_rate_limit_per_minute, url)?,
         None => RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
@@ -91,7 +86,7 @@ pub fn wire(db: Db, config: Config) -> anyhow::Result<AppState> {
     let sender = Sender::new(db, config)?;
     crate::workers::dispatcher::take_handovers(&sender);
     let agents = Agents::new(sender.clone(), limits.clone());
-    Ok(AppState::new(sender, auth, limits, agents))
+    Ok(Services::new(sender, auth, limits, agents))
 }
 
 /// Completes on SIGINT or SIGTERM.

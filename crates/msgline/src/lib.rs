@@ -7,7 +7,7 @@
 //! The modules are the crate's own (`pub(crate)`); other crates see only what is listed here
 //! (docs/architecture.md, "The library's surface"):
 //!
-//! - running the server: [`Application`], [`Config`], [`AppState`], [`shutdown_signal`];
+//! - running the server: [`Application`], [`Config`], [`Services`], [`shutdown_signal`];
 //! - the database: [`Db`] and its [`Backend`];
 //! - the operator commands: [`admin`] (organisations, keys, lines);
 //! - the line-bridge protocol's messages, which a bridge such as the simulator speaks:
@@ -43,18 +43,20 @@ pub(crate) mod media;
 pub(crate) mod metrics;
 pub(crate) mod ratelimit;
 pub(crate) mod send;
+pub(crate) mod services;
 pub mod telemetry;
+pub(crate) mod web;
 pub(crate) mod workers;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use api::AppState;
 pub use app::Application;
 pub use app::shutdown_signal;
 pub use config::Config;
 pub use db::Backend;
 pub use db::Db;
+pub use services::Services;
 
 /// Fills a database with messages for the bench's read scenario (`api/bench.rs`).
 pub use api::bench::seed_messages as seed_bench_messages;

@@ -13,10 +13,12 @@ use std::{
 /// its own layer as long as no circle forms. docs/architecture.md draws the same picture.
 const LAYERS: &[(&str, &[&str])] = &[
     ("the tests' window into the crate (feature `testing`)", &["testing"]),
-    ("tools beside the server", &["admin", "mcp", "fuzz", "telemetry"]),
+    ("tools beside the server", &["admin", "fuzz", "telemetry"]),
     ("wiring, done once", &["app"]),
-    ("the console's pages, which use the API's state", &["console"]),
-    ("the edge and the background work", &["api", "workers"]),
+    ("the edges: the API, the console's pages and MCP, none importing another", EDGES),
+    ("the HTTP server under both HTTP edges", &["web"]),
+    ("the background work", &["workers"]),
+    ("the services floor, one module per resource", &["services"]),
     ("services that use the send path", &["agents", "inbound"]),
     ("the one send path", &["send"]),
     ("who acts", &["caller"]),
@@ -28,6 +30,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["domain", "fields", "error", "config", "egress", "media", "ratelimit", "metrics", "ids", "clock"],
     ),
 ];
+
+/// The edges: each parses its own kind of request, calls the services and answers. None imports
+/// another; what two of them share lives below them (`web` for both HTTP edges, `services`).
+const EDGES: &[&str] = &["api", "console", "mcp"];
 
 fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src/ is readable") {
@@ -48,10 +54,15 @@ fn code_of(text: &str) -> String {
 /// The top-level modules a file's code names through `crate::`, written alone (`crate::db::x`)
 /// or in a group (`use crate::{db, send::Sender}`).
 fn modules_named(code: &str) -> BTreeSet<String> {
+    names_after(code, "crate::")
+}
+
+/// The names a file's code writes right after `prefix`, alone or in a group.
+fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
     let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
+    while let Some(at) = rest.find(prefix) {
+        rest = &rest[at + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             // The names at depth one of the group.
             let (mut depth, mut item) = (1, String::new());
@@ -159,6 +170,100 @@ fn every_module_has_a_layer_and_imports_only_downwards_or_beside_without_a_circl
     wrong.sort();
     wrong.dedup();
     assert!(wrong.is_empty(), "the layers are broken:\n{}", wrong.join("\n"));
+}
+
+/// Each import of one edge by another, as a sentence naming the files.
+fn edge_crossings(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for edge in EDGES {
+        for (target, files) in graph.get(*edge).into_iter().flatten() {
+            if EDGES.contains(&target.as_str()) {
+                wrong.push(format!("the edge {edge} imports the edge {target}, in {files:?}"));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn no_edge_imports_another_edge() {
+    let wrong = edge_crossings(&imports());
+    assert!(wrong.is_empty(), "edges import each other:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn an_edge_importing_another_is_found() {
+    // A planted crossing: the console reaching into the API, as it did for keys and webhooks.
+    let mut graph = imports();
+    graph.entry("console".into()).or_default().entry("api".into()).or_default().insert("console/keys.rs".into());
+    assert_eq!(edge_crossings(&graph), ["the edge console imports the edge api, in {\"console/keys.rs\"}"]);
+}
+
+/// Inside each folder of the server library: a module directly in it (`db/webhooks.rs`,
+/// `send/groups.rs`, `db/engine/` with what is under it) → the sibling modules it names
+/// (`super::x`, `crate::db::x`) → the files that do. Keys are `folder/module`.
+fn sibling_imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+    let src = server_crate().join("src");
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(&src).expect("under src").to_string_lossy().to_string();
+        let parts: Vec<&str> = relative.split('/').collect();
+        // `super::` means the folder in its own files and a module's mod.rs, not deeper down.
+        let (folder, module, super_is_folder) = match parts.as_slice() {
+            [] | [_] | [_, "mod.rs"] => continue,
+            [folder, file] => (*folder, file.trim_end_matches(".rs"), true),
+            [folder, module, "mod.rs"] => (*folder, *module, true),
+            [folder, module, ..] => (*folder, *module, false),
+        };
+        let siblings: BTreeSet<String> = std::fs::read_dir(src.join(folder))
+            .expect("a folder")
+            .map(|e| e.expect("an entry").file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+            .filter(|name| name != "mod")
+            .collect();
+        let code = code_of(&std::fs::read_to_string(&file).expect("a source file"));
+        let mut named = names_after(&code, &format!("crate::{folder}::"));
+        if super_is_folder {
+            named.extend(names_after(&code, "super::"));
+        }
+        let entry = graph.entry(format!("{folder}/{module}")).or_default();
+        for name in named.into_iter().filter(|n| n != module && siblings.contains(n)) {
+            entry.entry(format!("{folder}/{name}")).or_default().insert(relative.clone());
+        }
+    }
+    graph
+}
+
+/// Every circle among the modules of one folder.
+fn sibling_circles(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>) -> Vec<String> {
+    let mut circles: Vec<String> =
+        graph.keys().filter_map(|start| circle_from(graph, start)).map(|circle| circle.join(" -> ")).collect();
+    circles.sort();
+    circles
+}
+
+#[test]
+fn no_two_modules_of_a_folder_import_each_other_round_a_circle() {
+    let circles = sibling_circles(&sibling_imports());
+    assert!(circles.is_empty(), "modules of one folder import each other:\n{}", circles.join("\n"));
+}
+
+#[test]
+fn a_circle_inside_a_folder_is_found() {
+    // A planted circle: the deliveries staging the fan-out's rows, as a replay did.
+    let mut graph = sibling_imports();
+    graph
+        .entry("db/webhook_deliveries".into())
+        .or_default()
+        .entry("db/webhook_fan_out".into())
+        .or_default()
+        .insert("db/webhook_deliveries.rs".into());
+    let circles = sibling_circles(&graph);
+    assert!(
+        circles.iter().any(|c| c == "db/webhook_deliveries -> db/webhook_fan_out -> db/webhook_deliveries"),
+        "{circles:?}"
+    );
 }
 
 /// The shortest path of imports from `start` back to itself, if there is one.

@@ -135,7 +135,7 @@ async fn each_message_of_a_batch_gets_its_own_answer() {
     let line = line(&app, &["--answer-ms", "300"]).await;
     // iMessage is refused and SMS taken: one batch carries both answers.
     line.control("/control/mode", json!({"imessage": "reject"})).await;
-    let channel = |i: usize| Some(if i % 2 == 0 { "imessage" } else { "sms" });
+    let channel = |i: usize| Some(if i.is_multiple_of(2) { "imessage" } else { "sms" });
     let ids = burst(&app, 40, channel).await;
     for (i, id) in ids.iter().enumerate() {
         let message = app

@@ -6,7 +6,7 @@
 
 use std::{process::Output, time::Duration};
 
-use msgline::{AppState, Application, Config, Db};
+use msgline::{Application, Config, Db, Services};
 use reqwest::{Method, StatusCode, header::HeaderMap};
 use serde_json::Value;
 use sqlx::{Connection, Row};
@@ -119,7 +119,7 @@ pub struct TestApp {
     pub address: String,
     pub port: u16,
     pub client: reqwest::Client,
-    pub state: AppState,
+    pub state: Services,
     pub config: Config,
     /// The organisation every test starts with, and its all-scope key.
     pub org: TestOrg,
@@ -156,7 +156,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
     let server = tokio::spawn(async move {
         let _ = app.run_until_stopped(std::future::pending()).await;
     });
-    let org_json = msgline::admin::create_org(&state.db, "Test Org").await.expect("org");
+    let org_json = msgline::admin::create_org(state.db(), "Test Org").await.expect("org");
     let org = org_from_json(&org_json);
     TestApp {
         address: format!("http://127.0.0.1:{port}"),
@@ -180,7 +180,7 @@ fn org_from_json(value: &Value) -> TestOrg {
 
 impl TestApp {
     pub fn db(&self) -> &Db {
-        &self.state.db
+        self.state.db()
     }
 
     /// `path` below the API base, e.g. `/contacts`.

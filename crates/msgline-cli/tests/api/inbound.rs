@@ -72,7 +72,7 @@ async fn a_shared_line_finds_who_last_wrote_through_indexes() {
     let app = spawn_app().await;
     let query =
         msgline::testing::db::messages::LAST_SENDER_ORG.replace("$1", "'line_x'").replace("$2", "'+12015550123'");
-    let plan = plan_of(&app.state.db, true, &query).await;
+    let plan = plan_of(app.state.db(), true, &query).await;
     assert!(plan.iter().any(|line| line.contains("contacts_by_phone")), "{plan:#?}");
     assert!(plan.iter().all(|line| !line.starts_with("SCAN") && !line.contains("Seq Scan")), "{plan:#?}");
 }

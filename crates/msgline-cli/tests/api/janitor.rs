@@ -17,7 +17,7 @@ async fn record_callbacks(app: &crate::helpers::TestApp, prefix: &str, count: i6
     .bind(count)
     .bind(prefix)
     .bind(at)
-    .execute(app.state.db.writer())
+    .execute(app.state.db().writer())
     .await
     .unwrap();
 }
@@ -30,11 +30,11 @@ async fn the_janitor_deletes_callback_ids_older_than_a_week_and_keeps_the_rest()
     record_callbacks(&app, "old_", 1_203, now - WEEK_MS - 60_000).await;
     record_callbacks(&app, "new_", 2, now - WEEK_MS + 600_000).await;
 
-    let removed = msgline::testing::workers::janitor::step(&app.state).await.unwrap();
+    let removed = msgline::testing::workers::janitor::step(app.state.sender()).await.unwrap();
 
     assert_eq!(removed, 1_203);
     let left: Vec<String> = sqlx::query("SELECT event_id FROM bridge_events ORDER BY event_id")
-        .fetch_all(app.state.db.reader())
+        .fetch_all(app.state.db().reader())
         .await
         .unwrap()
         .iter()
@@ -48,7 +48,7 @@ async fn the_janitor_deletes_callback_ids_older_than_a_week_and_keeps_the_rest()
 #[tokio::test]
 async fn the_janitor_finds_old_callback_ids_through_an_index() {
     let app = spawn_app().await;
-    let plan = plan_of(&app.state.db, true, CALLBACKS_BEFORE).await;
+    let plan = plan_of(app.state.db(), true, CALLBACKS_BEFORE).await;
     assert!(plan.iter().any(|line| line.contains("bridge_events_by_age")), "{plan:#?}");
 }
 
@@ -57,8 +57,8 @@ async fn the_janitor_finds_old_callback_ids_through_an_index() {
 #[tokio::test]
 async fn the_webhook_prune_finds_settled_deliveries_through_an_index() {
     let app = spawn_app().await;
-    let plan = plan_of(&app.state.db, true, settled_before(app.state.db.backend())).await;
+    let plan = plan_of(app.state.db(), true, settled_before(app.state.db().backend())).await;
     assert!(plan.iter().any(|line| line.contains("webhook_deliveries_settled")), "{plan:#?}");
     // And the delete built on it runs (there is nothing to delete).
-    assert_eq!(msgline::testing::db::webhook_deliveries::prune(&app.state.db, i64::MAX, 10).await.unwrap(), 0);
+    assert_eq!(msgline::testing::db::webhook_deliveries::prune(app.state.db(), i64::MAX, 10).await.unwrap(), 0);
 }

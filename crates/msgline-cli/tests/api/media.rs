@@ -256,7 +256,7 @@ async fn a_stored_file_no_message_holds_is_removed_once_it_is_an_hour_old() {
         app.post("/messages", &app.org.key, json!({"to": FRIEND, "media_urls": [format!("{server}/receipt.pdf")]}));
     let kept = sent.await.expect(202)["message"]["attachments"][0]["id"].as_str().unwrap().to_string();
     let dir = std::path::PathBuf::from(app.config.media_store.strip_prefix("file://").unwrap());
-    let store = &app.state.media;
+    let store = &app.state.media();
     store.put(&format!("{}/file_orphan", app.org.id), b"left behind".to_vec()).await.unwrap();
     store.put(&format!("{}/file_recent", app.org.id), b"a request still committing".to_vec()).await.unwrap();
     // Two hours old: the orphan, and the file a message holds.
@@ -265,7 +265,7 @@ async fn a_stored_file_no_message_holds_is_removed_once_it_is_an_hour_old() {
         let path = dir.join(&app.org.id).join(name);
         std::fs::File::options().write(true).open(&path).unwrap().set_modified(two_hours_ago).unwrap();
     }
-    let removed = msgline::testing::workers::janitor::orphaned_files(&app.state).await.unwrap();
+    let removed = msgline::testing::workers::janitor::orphaned_files(app.state.sender()).await.unwrap();
     assert_eq!(removed, 1);
     assert_eq!(store.get(&format!("{}/file_orphan", app.org.id)).await.unwrap(), None);
     assert!(store.get(&format!("{}/file_recent", app.org.id)).await.unwrap().is_some());

@@ -3,20 +3,19 @@
 
 use axum::{
     extract::{Path, State},
-    http::{HeaderValue, header},
-    response::{IntoResponse, Response},
+    response::Response,
 };
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    api::AppState,
     caller::Principal,
-    db::{self, attachments::Attachment},
+    db,
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(get_attachment))
 }
 
@@ -33,41 +32,19 @@ pub fn router() -> OpenApiRouter<AppState> {
     ),
 )]
 async fn get_attachment(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     caller.require(Scope::Read)?;
-    let attachment =
-        db::attachments::get(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("attachment"))?;
+    let attachment = db::attachments::get(&state.sender.db, &caller.org_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("attachment"))?;
     if caller.bound_line().is_some() {
-        let message = db::messages::get(&state.db, &caller.org_id, &attachment.message_id).await?;
+        let message = db::messages::get(&state.sender.db, &caller.org_id, &attachment.message_id).await?;
         if !message.is_some_and(|m| caller.may_use_line(&m.line_id)) {
             return Err(ApiError::not_found("attachment"));
         }
     }
-    file_response(&state, &attachment).await
-}
-
-/// The bytes of an attachment with its type and name; 404 if the store no longer has them.
-pub async fn file_response(state: &AppState, attachment: &Attachment) -> ApiResult<Response> {
-    let bytes = state.media.get(&attachment.storage_key).await.map_err(ApiError::internal)?;
-    let bytes = bytes.ok_or_else(|| ApiError::not_found("attachment"))?;
-    let mut response = bytes.into_response();
-    let headers = response.headers_mut();
-    if let Ok(kind) = HeaderValue::from_str(&attachment.content_type) {
-        headers.insert(header::CONTENT_TYPE, kind);
-    }
-    let name: String = attachment
-        .filename
-        .as_deref()
-        .unwrap_or(&attachment.id)
-        .chars()
-        .map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' })
-        .collect();
-    if let Ok(disposition) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
-        headers.insert(header::CONTENT_DISPOSITION, disposition);
-    }
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    Ok(response)
+    crate::web::files::file_response(&state.sender.media, &attachment).await
 }

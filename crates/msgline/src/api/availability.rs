@@ -8,16 +8,16 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{extract::ApiQuery, openapi::schemas};
 use crate::{
-    api::AppState,
     caller::Principal,
     clock,
     domain::scope::Scope,
     error::{ApiError, ApiResult},
     fields::phone_field,
     send::{availability, resolve_line},
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(get_availability))
 }
 
@@ -45,7 +45,7 @@ struct AvailabilityQuery {
     ),
 )]
 async fn get_availability(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     ApiQuery(query): ApiQuery<AvailabilityQuery>,
 ) -> ApiResult<Json<Value>> {
@@ -53,8 +53,8 @@ async fn get_availability(
     let to =
         query.to.filter(|t| !t.trim().is_empty()).ok_or_else(|| ApiError::invalid("to", "give the number as to"))?;
     let phone = phone_field("to", &to, query.default_country.as_deref())?;
-    let line = resolve_line(&state, &caller, query.line_id.as_deref(), None).await?;
-    let found = availability::check(&state, &caller.org_id, &line, &phone).await?;
+    let line = resolve_line(&state.sender, &caller, query.line_id.as_deref(), None).await?;
+    let found = availability::check(&state.sender, &caller.org_id, &line, &phone).await?;
     Ok(Json(json!({
         "to": phone.as_str(),
         "imessage": found.imessage,

@@ -6,10 +6,10 @@ use axum::{Router, extract::State, http::StatusCode};
 use sqlx::Row;
 
 use crate::{
-    api::AppState,
     db::{self, Backend, Db},
     error::ApiError,
     ids,
+    services::Services,
 };
 
 /// Creates the floor's table.
@@ -21,16 +21,16 @@ pub async fn prepare(db: &Db) -> sqlx::Result<()> {
 }
 
 /// `POST /bench/floor`.
-pub fn routes() -> Router<AppState> {
+pub fn routes() -> Router<Services> {
     Router::new().route("/bench/floor", axum::routing::post(floor))
 }
 
 /// The storage ceiling `msgline bench` compares with: one durable single-row insert.
-async fn floor(State(state): State<AppState>) -> Result<StatusCode, ApiError> {
+async fn floor(State(state): State<Services>) -> Result<StatusCode, ApiError> {
     sqlx::query("INSERT INTO bench_floor (id, created_at) VALUES ($1, $2)")
         .bind(ids::new_id("floor"))
         .bind(crate::clock::now_ms())
-        .execute(state.db.writer())
+        .execute(state.sender.db.writer())
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

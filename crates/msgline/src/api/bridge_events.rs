@@ -20,7 +20,6 @@ use super::{
     openapi::schemas,
 };
 use crate::{
-    api::AppState,
     bridge::{
         BridgeEvent,
         adapter::{Hook, HookError},
@@ -29,9 +28,10 @@ use crate::{
     error::{ApiError, ApiResult, ErrorKind},
     fields::from_value,
     inbound::{self, Handled},
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new()
         .routes(routes!(receive))
         .routes(routes!(receive_hook, receive_hook_get))
@@ -50,7 +50,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     security(("bridge_secret" = [])),
 )]
 async fn attachment(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> ApiResult<axum::response::Response> {
@@ -59,11 +59,12 @@ async fn attachment(
         .and_then(|v| v.to_str().ok())
         .and_then(super::auth::bearer)
         .ok_or_else(ApiError::unauthorized)?;
-    let line = db::lines::find_by_bridge_secret(&state.db, secret.trim()).await?.ok_or_else(ApiError::unauthorized)?;
-    let attachment = db::attachments::get_on_line(&state.db, &line.id, &id)
+    let line =
+        db::lines::find_by_bridge_secret(&state.sender.db, secret.trim()).await?.ok_or_else(ApiError::unauthorized)?;
+    let attachment = db::attachments::get_on_line(&state.sender.db, &line.id, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("attachment"))?;
-    super::attachments::file_response(&state, &attachment).await
+    crate::web::files::file_response(&state.sender.media, &attachment).await
 }
 
 /// A device's own webhook (a BlueBubbles Server, an Android gateway), registered there by msgline.
@@ -82,7 +83,7 @@ async fn attachment(
     responses((status = 200, description = "What was applied", body = schemas::Applied)),
 )]
 async fn receive_hook(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Path(line_id): Path<String>,
     RawQuery(raw_query): RawQuery,
     headers: HeaderMap,
@@ -105,7 +106,7 @@ async fn receive_hook(
     responses((status = 200, description = "What was applied", body = schemas::Applied)),
 )]
 async fn receive_hook_get(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Path(line_id): Path<String>,
     RawQuery(raw_query): RawQuery,
     headers: HeaderMap,
@@ -115,7 +116,7 @@ async fn receive_hook_get(
 
 /// A device's call, by either method, as the line's kind reads it.
 async fn hook_call(
-    state: &AppState,
+    state: &Services,
     line_id: &str,
     raw_query: Option<String>,
     headers: &HeaderMap,
@@ -133,10 +134,10 @@ fn query_values(raw: &str) -> HashMap<String, String> {
     url::form_urlencoded::parse(raw.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
 }
 
-async fn apply_hook(state: &AppState, line_id: &str, hook: &Hook<'_>) -> ApiResult<Json<Value>> {
+async fn apply_hook(state: &Services, line_id: &str, hook: &Hook<'_>) -> ApiResult<Json<Value>> {
     // An unknown line answers as a wrong secret does.
-    let line = state.lines.get(line_id).await?.ok_or_else(ApiError::unauthorized)?;
-    let mut events = state.lines.client().receive(&line, hook).await.map_err(|error| match error {
+    let line = state.sender.lines.get(line_id).await?.ok_or_else(ApiError::unauthorized)?;
+    let mut events = state.sender.lines.client().receive(&line, hook).await.map_err(|error| match error {
         HookError::Unauthorized(why) => {
             tracing::info!(line = %line.id, why, "refused a device webhook");
             ApiError::unauthorized()
@@ -165,7 +166,8 @@ async fn apply_hook(state: &AppState, line_id: &str, hook: &Hook<'_>) -> ApiResu
     // A device's webhook is not always sent again: a file it cannot give now is left out rather
     // than the message refused.
     fetch_files(state, &line, &mut events, false).await?;
-    let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
+    let handled =
+        inbound::handle_all(&state.sender.db, &line, &events, inbound::Rules::of(&state.sender.config)).await?;
     wake_for_replies(state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     Ok(Json(json!({"applied": applied, "duplicates": handled.len() - applied})))
@@ -186,7 +188,7 @@ async fn apply_hook(state: &AppState, line_id: &str, hook: &Hook<'_>) -> ApiResu
     security(("bridge_secret" = [])),
 )]
 async fn receive(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<Json<Value>> {
@@ -195,7 +197,8 @@ async fn receive(
         .and_then(|v| v.to_str().ok())
         .and_then(super::auth::bearer)
         .ok_or_else(ApiError::unauthorized)?;
-    let line = db::lines::find_by_bridge_secret(&state.db, secret.trim()).await?.ok_or_else(ApiError::unauthorized)?;
+    let line =
+        db::lines::find_by_bridge_secret(&state.sender.db, secret.trim()).await?.ok_or_else(ApiError::unauthorized)?;
     let many = body.is_array();
     let mut events: Vec<BridgeEvent> = match body {
         Value::Array(_) => from_value(body)?,
@@ -203,7 +206,8 @@ async fn receive(
     };
     check_events(&state, &line, &events, many).await?;
     fetch_files(&state, &line, &mut events, true).await?;
-    let handled = inbound::handle_all(&state.db, &line, &events, inbound::Rules::of(&state.config)).await?;
+    let handled =
+        inbound::handle_all(&state.sender.db, &line, &events, inbound::Rules::of(&state.sender.config)).await?;
     wake_for_replies(&state, &events);
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     let duplicates = handled.len() - applied;
@@ -212,12 +216,12 @@ async fn receive(
 
 /// Refuses the whole callback, applying none of it, when one of its events is one msgline cannot
 /// use: 400 naming the event (`[i]`) and its field.
-async fn check_events(state: &AppState, line: &db::lines::Line, events: &[BridgeEvent], many: bool) -> ApiResult<()> {
+async fn check_events(state: &Services, line: &db::lines::Line, events: &[BridgeEvent], many: bool) -> ApiResult<()> {
     for (i, event) in events.iter().enumerate() {
         let at = |field: &str| if many { format!("[{i}].{field}") } else { field.to_string() };
         event.check().map_err(|(field, why)| ApiError::invalid(at(field), why))?;
         if let crate::bridge::BridgeEventPayload::PollVote { poll_message_id, option_index, .. } = &event.payload {
-            let mut conn = state.db.reader().acquire().await?;
+            let mut conn = state.sender.db.reader().acquire().await?;
             let poll = db::polls::by_message(&mut conn, poll_message_id).await?.filter(|p| p.line_id == line.id);
             if let Some(poll) = poll
                 && *option_index >= poll.options.len() as i64
@@ -239,17 +243,17 @@ async fn check_events(state: &AppState, line: &db::lines::Line, events: &[Bridge
 /// call with 503 when `refuse` (a bridge retries its callbacks until they are taken), else is
 /// left out too.
 async fn fetch_files(
-    state: &AppState,
+    state: &Services,
     line: &db::lines::Line,
     events: &mut [BridgeEvent],
     refuse: bool,
 ) -> ApiResult<()> {
-    let max = state.config.media_max_bytes as usize;
+    let max = state.sender.config.media_max_bytes as usize;
     let now = crate::clock::now_ms();
     for event in events.iter_mut() {
         let crate::bridge::BridgeEventPayload::Inbound { attachments, .. } = &mut event.payload else { continue };
         for (position, file) in attachments.iter_mut().enumerate() {
-            let bytes = match state.lines.client().fetch_file(line, &file.url, max).await {
+            let bytes = match state.sender.lines.client().fetch_file(line, &file.url, max).await {
                 Ok(bytes) if !bytes.is_empty() => bytes,
                 Ok(_) => continue,
                 Err(crate::bridge::adapter::FileError::TooLarge) => {
@@ -279,7 +283,7 @@ async fn fetch_files(
                 filename,
                 now,
             );
-            state.media.put(&stored.storage_key, bytes).await.map_err(ApiError::internal)?;
+            state.sender.media.put(&stored.storage_key, bytes).await.map_err(ApiError::internal)?;
             file.stored = Some(stored);
         }
     }
@@ -288,8 +292,8 @@ async fn fetch_files(
 
 /// An inbound text may have queued an automatic reply (to STOP, START or HELP): the dispatcher
 /// is woken to send it now rather than at its next look.
-fn wake_for_replies(state: &AppState, events: &[BridgeEvent]) {
+fn wake_for_replies(state: &Services, events: &[BridgeEvent]) {
     if events.iter().any(|e| matches!(e.payload, crate::bridge::BridgeEventPayload::Inbound { .. })) {
-        state.dispatch.wake();
+        state.sender.dispatch.wake();
     }
 }

@@ -10,9 +10,9 @@ use super::{
     messages::{IdempotencyKey, header_key, respond},
     openapi::schemas,
 };
-use crate::{api::AppState, caller::Principal, error::ApiResult, send::card::send_card_request};
+use crate::{caller::Principal, error::ApiResult, send::card::send_card_request, services::Services};
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(send_card))
 }
 
@@ -35,11 +35,11 @@ pub fn router() -> OpenApiRouter<AppState> {
     ),
 )]
 async fn send_card(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let sent = send_card_request(&state, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    let sent = send_card_request(&state.sender, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
     Ok(respond(sent))
 }

@@ -14,54 +14,22 @@ use super::{
     extract::{ApiJson, ApiQuery, PageParams, PageQuery, list},
     openapi::schemas,
 };
+use crate::services::contacts::{UpsertContact, save};
 use crate::{
-    api::AppState,
     caller::Principal,
-    db::{
-        self,
-        contacts::{Contact, ContactFields},
-    },
+    db::{self, contacts::Contact},
     domain::scope::Scope,
     error::{ApiError, ApiResult},
-    fields::{bounded, email_field, phone_field},
+    fields::bounded,
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(search, upsert)).routes(routes!(get_contact))
 }
 
 pub fn view(contact: &Contact) -> Value {
     contact.to_json()
-}
-
-/// `POST /contacts`: a contact's fields; an omitted field is left as it is, `""` clears it.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[schema(example = json!({"phone": "+12015550123", "name": "Ann Lee", "email": "ann@example.com"}))]
-pub struct UpsertContact {
-    /// E.164, or national with `default_country`: the contact's identity in the organisation.
-    pub phone: String,
-    #[schema(max_length = 200)]
-    pub name: Option<String>,
-    pub email: Option<String>,
-    #[schema(max_length = 200)]
-    pub organization: Option<String>,
-    #[schema(max_length = 2000)]
-    pub note: Option<String>,
-    pub default_country: Option<String>,
-}
-
-/// Creates or updates a contact by its number, with the API's rules; whether it is new. The
-/// console saves a contact through this too.
-pub async fn save(state: &AppState, caller: &Principal, body: UpsertContact) -> ApiResult<(Contact, bool)> {
-    caller.require(Scope::Contacts)?;
-    let phone = phone_field("phone", &body.phone, body.default_country.as_deref())?;
-    let fields = ContactFields {
-        name: bounded("name", body.name, 200)?,
-        email: email_field(body.email)?,
-        organization: bounded("organization", body.organization, 200)?,
-        note: bounded("note", body.note, 2000)?,
-    };
-    Ok(db::contacts::upsert(&state.db, &caller.org_id, &phone, &fields).await?)
 }
 
 /// Create or update a contact, by phone number.
@@ -77,7 +45,7 @@ pub async fn save(state: &AppState, caller: &Principal, body: UpsertContact) -> 
     ),
 )]
 async fn upsert(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     ApiJson(body): ApiJson<UpsertContact>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -104,7 +72,7 @@ struct SearchQuery {
     responses((status = 200, description = "A page of contacts", body = schemas::List<schemas::Contact>)),
 )]
 async fn search(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     ApiQuery(query): ApiQuery<SearchQuery>,
     PageQuery(page): PageQuery,
@@ -112,7 +80,7 @@ async fn search(
     caller.require(Scope::Read)?;
     let page = page?;
     let q = bounded("q", query.q, 200)?;
-    let paged = db::contacts::search(&state.db, &caller.org_id, q.as_deref(), &page).await?;
+    let paged = db::contacts::search(&state.sender.db, &caller.org_id, q.as_deref(), &page).await?;
     Ok(Json(list(paged, view)))
 }
 
@@ -126,12 +94,13 @@ async fn search(
     responses((status = 200, description = "The contact", body = schemas::Contact)),
 )]
 async fn get_contact(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let contact =
-        db::contacts::get(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("contact"))?;
+    let contact = db::contacts::get(&state.sender.db, &caller.org_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("contact"))?;
     Ok(Json(view(&contact)))
 }

@@ -14,7 +14,6 @@ use super::{
     openapi::schemas,
 };
 use crate::{
-    api::AppState,
     caller::Principal,
     clock,
     db::{
@@ -23,9 +22,10 @@ use crate::{
     },
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new()
         .routes(routes!(list_conversations))
         .routes(routes!(get_conversation))
@@ -53,12 +53,12 @@ pub fn router() -> OpenApiRouter<AppState> {
     ),
 )]
 async fn start_typing(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     _body: Option<super::extract::ApiJson<super::extract::NoFields>>,
 ) -> ApiResult<axum::http::StatusCode> {
-    crate::send::signals::typing(&state, &caller, &id).await?;
+    crate::send::signals::typing(&state.sender, &caller, &id).await?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
@@ -81,12 +81,12 @@ async fn start_typing(
     ),
 )]
 async fn mark_read(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     _body: Option<super::extract::ApiJson<super::extract::NoFields>>,
 ) -> ApiResult<axum::http::StatusCode> {
-    crate::send::signals::read(&state, &caller, &id).await?;
+    crate::send::signals::read(&state.sender, &caller, &id).await?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
@@ -124,7 +124,7 @@ struct ListQuery {
     ),
 )]
 async fn list_conversations(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
     PageQuery(page): PageQuery,
@@ -133,7 +133,7 @@ async fn list_conversations(
     let page = page?;
     let line_id = caller.line_for(query.line_id.filter(|l| !l.is_empty()))?;
     let filter = ConversationFilter { line_id, contact_id: query.contact_id.filter(|c| !c.is_empty()) };
-    let paged = db::conversations::list(&state.db, &caller.org_id, &filter, &page).await?;
+    let paged = db::conversations::list(&state.sender.db, &caller.org_id, &filter, &page).await?;
     Ok(Json(list(paged, view)))
 }
 
@@ -147,12 +147,12 @@ async fn list_conversations(
     responses((status = 200, description = "The conversation", body = schemas::Conversation)),
 )]
 async fn get_conversation(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let conversation = db::conversations::get(&state.db, &caller.org_id, &id)
+    let conversation = db::conversations::get(&state.sender.db, &caller.org_id, &id)
         .await?
         .filter(|c| caller.may_use_line(&c.line_id))
         .ok_or_else(|| ApiError::not_found("conversation"))?;

@@ -11,15 +11,15 @@ use super::{
     openapi::schemas,
 };
 use crate::{
-    api::AppState,
     caller::Principal,
     clock,
     db::{self, attempts::Attempt},
     domain::scope::Scope,
     error::ApiResult,
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(list_attempts))
 }
 
@@ -54,7 +54,7 @@ struct ListQuery {
     responses((status = 200, description = "A page of delivery attempts", body = schemas::List<schemas::DeliveryAttempt>)),
 )]
 async fn list_attempts(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
     PageQuery(page): PageQuery,
@@ -64,6 +64,6 @@ async fn list_attempts(
     let message_id = query.message_id.filter(|m| !m.is_empty());
     // A line-bound key sees its own line's attempts only.
     let paged =
-        db::attempts::list(&state.db, &caller.org_id, caller.bound_line(), message_id.as_deref(), &page).await?;
+        db::attempts::list(&state.sender.db, &caller.org_id, caller.bound_line(), message_id.as_deref(), &page).await?;
     Ok(Json(list(paged, view)))
 }

@@ -83,7 +83,7 @@ async fn read_body(req: Request) -> Result<axum::body::Bytes, ApiError> {
         return Err(ApiError::payload_too_large());
     }
     axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await.map_err(|error| {
-        if super::server::timed_out(&error) {
+        if crate::web::server::timed_out(&error) {
             ApiError::bad_request("the request's body did not arrive within MSGLINE_BODY_READ_TIMEOUT_SECONDS")
         } else {
             ApiError::payload_too_large()

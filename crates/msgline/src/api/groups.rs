@@ -14,13 +14,12 @@ use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    errors::replayed,
     extract::ApiJson,
     messages::{IdempotencyKey, header_key},
     openapi::schemas,
 };
+use crate::send::groups::participants;
 use crate::{
-    api::AppState,
     caller::Principal,
     db::{self, group_changes::ChangeState},
     domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
@@ -30,9 +29,11 @@ use crate::{
         groups::{self, CHANGES_PATH, ChangeInput, ChangeSent, GroupInput, GroupSent, MAX_PARTICIPANTS},
         request::{MAX_BODY_CHARS, idempotency},
     },
+    services::Services,
+    web::errors::replayed,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new()
         .routes(routes!(create_group))
         .routes(routes!(get_group, rename_group))
@@ -66,23 +67,6 @@ struct CreateGroup {
     idempotency_key: Option<String>,
 }
 
-/// Normalises participants to E.164 and drops duplicates; 2 to 31 distinct numbers.
-pub fn participants(raw: Vec<String>, default_country: Option<&str>) -> ApiResult<Vec<E164>> {
-    let mut distinct = BTreeSet::new();
-    for (i, number) in raw.iter().enumerate() {
-        let phone = phone_field("participants", number, default_country)
-            .map_err(|e| e.with_message(format!("participant {} ({number:?}) is not a valid phone number", i + 1)))?;
-        distinct.insert(phone);
-    }
-    if distinct.len() < 2 || distinct.len() > MAX_PARTICIPANTS {
-        return Err(ApiError::invalid(
-            "participants",
-            format!("a group has 2 to {MAX_PARTICIPANTS} distinct participants, not {}", distinct.len()),
-        ));
-    }
-    Ok(distinct.into_iter().collect())
-}
-
 /// Create an iMessage group with its opening message.
 ///
 /// msgline asks the line to create the group and waits for its answer. Never falls back to SMS or
@@ -107,7 +91,7 @@ pub fn participants(raw: Vec<String>, default_country: Option<&str>) -> ApiResul
     ),
 )]
 async fn create_group(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
@@ -133,7 +117,7 @@ async fn create_group(
     // The fingerprint is made from the normalised request once the line is known.
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), "/groups", &raw)?;
     let input = GroupInput { participants, body, name, line_id: request.line_id, line_e164 };
-    Ok(respond_group(groups::create(&state, &caller, input, key).await?))
+    Ok(respond_group(groups::create(&state.sender, &caller, input, key).await?))
 }
 
 /// A group's answer: 201 `created` (200 on a replay) or 202 while the line's answer is unknown,
@@ -169,9 +153,9 @@ fn respond_change(sent: ChangeSent) -> Response {
     params(("id" = String, Path, description = "The group's id (`conv_…`)")),
     responses((status = 200, description = "The group", body = schemas::Group)),
 )]
-async fn get_group(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+async fn get_group(State(state): State<Services>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let group = db::conversations::get(&state.db, &caller.org_id, &id)
+    let group = db::conversations::get(&state.sender.db, &caller.org_id, &id)
         .await?
         .filter(|c| c.kind == ConversationKind::Group)
         .filter(|c| caller.may_use_line(&c.line_id))
@@ -227,7 +211,7 @@ struct ChangeParticipants {
     ),
 )]
 async fn rename_group(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -239,7 +223,7 @@ async fn rename_group(
     let name = bounded("name", Some(name), 100)?.unwrap_or_default();
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
     let input = ChangeInput { name: Some(name), ..ChangeInput::default() };
-    Ok(respond_change(groups::change(&state, &caller, &id, input, key).await?))
+    Ok(respond_change(groups::change(&state.sender, &caller, &id, input, key).await?))
 }
 
 /// Numbers for a change of participants: E.164, each once, at most 31.
@@ -275,7 +259,7 @@ fn change_list(field: &str, raw: Option<Vec<String>>, default_country: Option<&s
     ),
 )]
 async fn change_participants(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -291,7 +275,7 @@ async fn change_participants(
     }
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
     let input = ChangeInput { name: None, add, remove, leave: false };
-    Ok(respond_change(groups::change(&state, &caller, &id, input, key).await?))
+    Ok(respond_change(groups::change(&state.sender, &caller, &id, input, key).await?))
 }
 
 /// `POST /groups/{id}/leave` (the body is optional). Leaving cannot be undone, so a body with
@@ -324,7 +308,7 @@ struct LeaveGroup {
     ),
 )]
 async fn leave_group(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -335,5 +319,5 @@ async fn leave_group(
     let request: LeaveGroup = from_ref(&raw)?;
     let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
     let input = ChangeInput { leave: true, ..ChangeInput::default() };
-    Ok(respond_change(groups::change(&state, &caller, &id, input, key).await?))
+    Ok(respond_change(groups::change(&state.sender, &caller, &id, input, key).await?))
 }

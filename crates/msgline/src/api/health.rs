@@ -13,12 +13,12 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::openapi::schemas;
 
 use crate::{
-    api::AppState,
     domain::apikey::hash_secret,
     error::{ApiError, ErrorKind},
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz)).routes(routes!(metrics))
 }
 
@@ -43,8 +43,8 @@ async fn healthz() -> Json<Value> {
         (status = 503, description = "The database does not answer", body = schemas::Health),
     ),
 )]
-async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
-    if state.db.ping().await {
+async fn readyz(State(state): State<Services>) -> (StatusCode, Json<Value>) {
+    if state.sender.db.ping().await {
         (StatusCode::OK, Json(json!({"status": "ready"})))
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable", "error": "database_unreachable"})))
@@ -64,8 +64,8 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
         (status = 503, description = "The metrics could not be read (`metrics_unavailable`)", body = schemas::Error),
     ),
 )]
-async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Some(token) = &state.config.metrics_token {
+async fn metrics(State(state): State<Services>, headers: HeaderMap) -> Response {
+    if let Some(token) = &state.sender.config.metrics_token {
         let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(super::auth::bearer);
         // Compared as digests, as the bridges' secrets are.
         let matches = given.is_some_and(|given| hash_secret(given) == hash_secret(token));
@@ -75,7 +75,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response 
                 .into_response();
         }
     }
-    let backlog = crate::db::stats::snapshot(&state.db).await.map(|snapshot| crate::metrics::Backlog {
+    let backlog = crate::db::stats::snapshot(&state.sender.db).await.map(|snapshot| crate::metrics::Backlog {
         outbox: snapshot.outbox,
         oldest_outbox_at: snapshot.oldest_outbox_at,
         webhook_deliveries: snapshot.webhook_backlog,

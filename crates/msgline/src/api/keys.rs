@@ -16,20 +16,17 @@ use super::{
     extract::{ApiJson, PageParams, PageQuery, list},
     openapi::schemas,
 };
+use crate::services::keys::{CreateKey, create, revoke, rotate};
 use crate::{
-    api::AppState,
     caller::Principal,
     clock,
-    db::{
-        self,
-        keys::{KeyRecord, NewKey},
-    },
-    domain::scope::{Scope, Scopes},
-    error::{ApiError, ApiResult},
-    fields::bounded,
+    db::{self, keys::KeyRecord},
+    domain::scope::Scope,
+    error::ApiResult,
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(rotate_key)).routes(routes!(revoke_key))
 }
 
@@ -51,17 +48,6 @@ pub fn view(key: &KeyRecord, secret: Option<&str>) -> Value {
     value
 }
 
-/// Whether `caller` may see and manage `key`; `Err` names a scope the caller lacks.
-fn may_manage(caller: &Principal, key: &KeyRecord) -> ApiResult<bool> {
-    if !caller.sees_binding(key.line_id.as_deref()) {
-        return Ok(false);
-    }
-    if let Some(scope) = key.scopes.iter().find(|s| !caller.scopes.contains(*s)) {
-        return Err(ApiError::missing_scope(scope));
-    }
-    Ok(true)
-}
-
 /// The active keys the caller may manage (never their secrets).
 #[utoipa::path(
     get,
@@ -72,88 +58,14 @@ fn may_manage(caller: &Principal, key: &KeyRecord) -> ApiResult<bool> {
     responses((status = 200, description = "A page of keys", body = schemas::List<schemas::Key>)),
 )]
 async fn list_keys(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Keys)?;
     let page = page?;
-    let paged = db::keys::list_active(&state.db, &caller.org_id, caller.bound_line(), &page).await?;
+    let paged = db::keys::list_active(&state.sender.db, &caller.org_id, caller.bound_line(), &page).await?;
     Ok(Json(list(paged, |k| view(k, None))))
-}
-
-/// `POST /keys`.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[schema(example = json!({"name": "reporting", "scopes": ["messaging_read"]}))]
-pub struct CreateKey {
-    /// Up to 100 characters.
-    #[schema(max_length = 100)]
-    pub name: Option<String>,
-    /// At least one, each within the caller's own: `messaging_send`, `messaging_read`,
-    /// `messaging_contacts`, `messaging_webhooks`, `messaging_keys`, `messaging_agents`.
-    pub scopes: Vec<String>,
-    /// Bind the key to one line (a line-bound caller's keys are bound to its line).
-    pub line_id: Option<String>,
-}
-
-/// Creates a key with the API's rules (scopes within the caller's, a line of its organisation);
-/// the secret, once. The console creates keys through this too.
-pub async fn create(state: &AppState, caller: &Principal, body: CreateKey) -> ApiResult<(KeyRecord, String)> {
-    caller.require(Scope::Keys)?;
-    let name = bounded("name", body.name, 100)?.unwrap_or_else(|| "unnamed".into());
-    let scopes = Scopes::parse(body.scopes.iter().map(String::as_str))
-        .map_err(|bad| ApiError::invalid("scopes", format!("unknown scope {bad:?}")))?;
-    if scopes.is_empty() {
-        return Err(ApiError::invalid("scopes", "a key needs at least one scope"));
-    }
-    if let Some(scope) = scopes.iter().find(|s| !caller.scopes.contains(*s)) {
-        return Err(ApiError::missing_scope(scope));
-    }
-    let line_id = caller.line_for(body.line_id)?;
-    if let Some(line_id) = &line_id
-        && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
-    {
-        return Err(ApiError::not_found("line").with("field", "line_id"));
-    }
-    Ok(db::keys::create(
-        state.db.writer(),
-        NewKey { org_id: &caller.org_id, name: &name, scopes: &scopes, line_id: line_id.as_deref() },
-    )
-    .await?)
-}
-
-/// Rotates a key the caller may manage: the new key and its secret, and when the old one stops.
-pub async fn rotate(
-    state: &AppState,
-    caller: &Principal,
-    id: &str,
-    grace_seconds: i64,
-) -> ApiResult<(KeyRecord, String, i64)> {
-    caller.require(Scope::Keys)?;
-    if !(0..=30 * 86_400).contains(&grace_seconds) {
-        return Err(ApiError::invalid("grace_seconds", "grace_seconds must be from 0 to 2592000 (30 days)"));
-    }
-    let key = db::keys::get_active(&state.db, &caller.org_id, id).await?.ok_or_else(|| ApiError::not_found("key"))?;
-    if !may_manage(caller, &key)? {
-        return Err(ApiError::not_found("key"));
-    }
-    let rotated = db::keys::rotate(&state.db, &caller.org_id, id, grace_seconds * 1000)
-        .await?
-        .ok_or_else(|| ApiError::not_found("key"))?;
-    state.auth().changed(&state.db, id).await;
-    Ok(rotated)
-}
-
-/// Revokes a key the caller may manage, at once, on every instance.
-pub async fn revoke(state: &AppState, caller: &Principal, id: &str) -> ApiResult<KeyRecord> {
-    caller.require(Scope::Keys)?;
-    let key = db::keys::get_active(&state.db, &caller.org_id, id).await?.ok_or_else(|| ApiError::not_found("key"))?;
-    if !may_manage(caller, &key)? {
-        return Err(ApiError::not_found("key"));
-    }
-    let revoked = db::keys::revoke(&state.db, &caller.org_id, id).await?.ok_or_else(|| ApiError::not_found("key"))?;
-    state.auth().changed(&state.db, id).await;
-    Ok(revoked)
 }
 
 /// Create an API key; the answer carries its secret, once.
@@ -170,7 +82,7 @@ pub async fn revoke(state: &AppState, caller: &Principal, id: &str) -> ApiResult
     ),
 )]
 async fn create_key(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     ApiJson(body): ApiJson<CreateKey>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -198,7 +110,7 @@ struct RotateKey {
     responses((status = 201, description = "The new key, with `key`, `previous_key_id` and `previous_key_expires_at`", body = schemas::Key)),
 )]
 async fn rotate_key(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     body: Option<ApiJson<RotateKey>>,
@@ -221,7 +133,7 @@ async fn rotate_key(
     responses((status = 200, description = "The revoked key", body = schemas::Key)),
 )]
 async fn revoke_key(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {

@@ -12,15 +12,15 @@ use super::{
     openapi::schemas,
 };
 use crate::{
-    api::AppState,
     caller::Principal,
     clock,
     db::{self, Paged, lines::Line},
     domain::scope::Scope,
     error::{ApiError, ApiResult},
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(list_lines)).routes(routes!(get_line))
 }
 
@@ -48,7 +48,7 @@ pub fn view(line: &Line) -> Value {
     responses((status = 200, description = "A page of lines", body = schemas::List<schemas::Line>)),
 )]
 async fn list_lines(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
@@ -57,10 +57,10 @@ async fn list_lines(
     // A line-bound key sees its own line only.
     let paged = match caller.bound_line() {
         Some(bound) => {
-            let rows = db::lines::get_for_org(&state.db, &caller.org_id, bound).await?.into_iter().collect();
+            let rows = db::lines::get_for_org(&state.sender.db, &caller.org_id, bound).await?.into_iter().collect();
             Paged { rows, next: None }
         }
-        None => db::lines::list_for_org(&state.db, &caller.org_id, &page).await?,
+        None => db::lines::list_for_org(&state.sender.db, &caller.org_id, &page).await?,
     };
     Ok(Json(list(paged, view)))
 }
@@ -74,12 +74,13 @@ async fn list_lines(
     params(("id" = String, Path, description = "The line's id (`line_…`)")),
     responses((status = 200, description = "The line", body = schemas::Line)),
 )]
-async fn get_line(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+async fn get_line(State(state): State<Services>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
     if !caller.may_use_line(&id) {
         return Err(ApiError::not_found("line"));
     }
-    let line =
-        db::lines::get_for_org(&state.db, &caller.org_id, &id).await?.ok_or_else(|| ApiError::not_found("line"))?;
+    let line = db::lines::get_for_org(&state.sender.db, &caller.org_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("line"))?;
     Ok(Json(view(&line)))
 }

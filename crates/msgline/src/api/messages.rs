@@ -13,12 +13,10 @@ use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    errors::replayed,
     extract::{ApiJson, ApiQuery, PageParams, PageQuery, json_response, list_body},
     openapi::schemas,
 };
 use crate::{
-    api::AppState,
     caller::Principal,
     db::{self, messages::MessageFilter},
     domain::{
@@ -28,9 +26,11 @@ use crate::{
     },
     error::{ApiError, ApiResult},
     send::{Accepted, request::send_text},
+    services::Services,
+    web::errors::replayed,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new()
         .routes(routes!(list_messages, send_message))
         .routes(routes!(get_message))
@@ -108,12 +108,12 @@ impl serde::Serialize for Envelope<'_> {
     ),
 )]
 async fn send_message(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let sent = send_text(&state, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    let sent = send_text(&state.sender, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
     Ok(respond(sent))
 }
 
@@ -148,7 +148,7 @@ struct ListQuery {
     responses((status = 200, description = "A page of messages", body = schemas::List<schemas::Message>)),
 )]
 async fn list_messages(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     ApiQuery(query): ApiQuery<ListQuery>,
     PageQuery(page): PageQuery,
@@ -176,9 +176,9 @@ async fn list_messages(
         status,
         line_id: caller.bound_line().map(str::to_string),
     };
-    let paged = db::messages::list(&state.db, &caller.org_id, &filter, &page).await?;
+    let paged = db::messages::list(&state.sender.db, &caller.org_id, &filter, &page).await?;
     let reacted: Vec<&str> = paged.rows.iter().filter(|l| l.reacted).map(|l| l.message.id.as_str()).collect();
-    let reactions = db::reactions::standing(&state.db, &caller.org_id, &reacted).await?;
+    let reactions = db::reactions::standing(&state.sender.db, &caller.org_id, &reacted).await?;
     let none = Vec::new();
     Ok(json_response(&list_body(&paged, |l| {
         l.message.view().with_reactions(reactions.get(&l.message.id).unwrap_or(&none))
@@ -195,16 +195,16 @@ async fn list_messages(
     responses((status = 200, description = "The message", body = schemas::Message)),
 )]
 async fn get_message(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let message = db::messages::get(&state.db, &caller.org_id, &id)
+    let message = db::messages::get(&state.sender.db, &caller.org_id, &id)
         .await?
         .filter(|m| caller.may_use_line(&m.line_id))
         .ok_or_else(|| ApiError::not_found("message"))?;
-    let reactions = db::reactions::standing(&state.db, &caller.org_id, &[&message.id]).await?;
+    let reactions = db::reactions::standing(&state.sender.db, &caller.org_id, &[&message.id]).await?;
     let standing = reactions.get(&message.id).map_or(&[][..], Vec::as_slice);
     Ok(Json(serde_json::to_value(message.view().with_reactions(standing)).map_err(ApiError::internal)?))
 }
@@ -228,13 +228,13 @@ async fn get_message(
     ),
 )]
 async fn cancel_message(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     _body: Option<super::extract::ApiJson<super::extract::NoFields>>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Send)?;
-    let canceled = crate::send::cancel(&state, &caller, &id).await?;
+    let canceled = crate::send::cancel(&state.sender, &caller, &id).await?;
     Ok(Json(canceled.to_json()))
 }
 
@@ -257,13 +257,13 @@ async fn cancel_message(
     ),
 )]
 async fn add_reaction(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let sent = crate::send::reaction::add(&state, &caller, &id, raw, header_key(&headers)?.as_deref()).await?;
+    let sent = crate::send::reaction::add(&state.sender, &caller, &id, raw, header_key(&headers)?.as_deref()).await?;
     Ok(respond(sent))
 }
 
@@ -289,11 +289,12 @@ async fn add_reaction(
     ),
 )]
 async fn remove_reaction(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path((id, reaction)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let sent = crate::send::reaction::remove(&state, &caller, &id, &reaction, header_key(&headers)?.as_deref()).await?;
+    let sent =
+        crate::send::reaction::remove(&state.sender, &caller, &id, &reaction, header_key(&headers)?.as_deref()).await?;
     Ok(respond(sent))
 }

@@ -9,20 +9,16 @@ mod bridge_events;
 pub mod contact_cards;
 pub mod contacts;
 mod conversations;
-pub mod errors;
 mod events;
 pub mod extract;
 pub mod groups;
 mod health;
 pub mod keys;
 mod lines;
-pub mod listener;
 pub mod messages;
 pub mod openapi;
 pub mod opt_outs;
 pub mod polls;
-pub mod server;
-pub mod state;
 pub mod webhooks;
 
 use std::time::Instant;
@@ -38,19 +34,18 @@ use tracing::Instrument;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-pub use state::AppState;
-
 use crate::{
     error::{ApiError, ErrorKind},
     ids,
     ratelimit::Policy,
+    services::Services,
 };
 
 pub const BASE: &str = "/api/v1/messaging";
 
 /// Every route, each registered with its OpenAPI description; `authenticate` puts the API-key
 /// check on the routes that take one.
-fn routes(authenticate: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+fn routes(authenticate: impl FnOnce(OpenApiRouter<Services>) -> OpenApiRouter<Services>) -> OpenApiRouter<Services> {
     let authenticated = OpenApiRouter::new()
         .merge(keys::router())
         .merge(lines::router())
@@ -74,11 +69,11 @@ fn routes(authenticate: impl FnOnce(OpenApiRouter<AppState>) -> OpenApiRouter<Ap
 
 /// The API's routes and, merged with them under the same request handling, the pages given
 /// (the console's).
-pub fn router(state: AppState, pages: Router<AppState>) -> Router {
+pub fn router(state: Services, pages: Router<Services>) -> Router {
     let (routes, _) = routes(|routes| routes.route_layer(middleware::from_fn_with_state(state.clone(), authenticate)))
         .split_for_parts();
     let mut router = Router::new();
-    if state.config.bench_routes {
+    if state.sender.config.bench_routes {
         router = router.merge(bench::routes());
     }
     router
@@ -164,16 +159,16 @@ async fn route_template(req: Request, next: Next) -> Response {
 }
 
 /// Authenticates the bearer key and counts the request against the caller's rate limits.
-async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+async fn authenticate(State(state): State<Services>, mut req: Request, next: Next) -> Response {
     let header = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let principal = match state.auth().authenticate(&state.db, header.and_then(auth::bearer)).await {
+    let principal = match state.auth.authenticate(&state.sender.db, header.and_then(auth::bearer)).await {
         Ok(principal) => principal,
         Err(error) => return error.into_response(),
     };
     let is_send = req.method() == Method::POST
         && req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str().strip_prefix(BASE) == Some("/messages"));
     let policies: &[Policy] = if is_send { &[Policy::Global, Policy::Send] } else { &[Policy::Global] };
-    let allowances = match state.limits().check_all(policies, &principal.caller()).await {
+    let allowances = match state.limits.check_all(policies, &principal.caller()).await {
         Ok(allowances) => allowances,
         Err((policy, retry_after)) => {
             crate::metrics::rate_limited(policy.name());

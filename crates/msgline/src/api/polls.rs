@@ -16,15 +16,15 @@ use super::{
     openapi::schemas,
 };
 use crate::{
-    api::AppState,
     caller::Principal,
     db,
     domain::scope::Scope,
     error::{ApiError, ApiResult},
     send::poll::send_poll_request,
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(send_poll)).routes(routes!(get_poll))
 }
 
@@ -46,12 +46,12 @@ pub fn router() -> OpenApiRouter<AppState> {
     ),
 )]
 async fn send_poll(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let sent = send_poll_request(&state, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    let sent = send_poll_request(&state.sender, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
     Ok(respond(sent))
 }
 
@@ -64,14 +64,14 @@ async fn send_poll(
     params(("id" = String, Path, description = "The poll's id (`poll_…`)")),
     responses((status = 200, description = "The poll", body = schemas::Poll)),
 )]
-async fn get_poll(State(state): State<AppState>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+async fn get_poll(State(state): State<Services>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    let poll = db::polls::get(&state.db, &caller.org_id, &id)
+    let poll = db::polls::get(&state.sender.db, &caller.org_id, &id)
         .await?
         .filter(|p| caller.may_use_line(&p.line_id))
         .ok_or_else(|| ApiError::not_found("poll"))?;
-    let tally = db::polls::tally(state.db.reader(), &poll).await?;
-    let open_ms = crate::inbound::Rules::of(&state.config).poll_open_ms;
-    let closed_at = db::polls::closed_at(state.db.reader(), &poll, open_ms, crate::clock::now_ms()).await?;
+    let tally = db::polls::tally(state.sender.db.reader(), &poll).await?;
+    let open_ms = crate::inbound::Rules::of(&state.sender.config).poll_open_ms;
+    let closed_at = db::polls::closed_at(state.sender.db.reader(), &poll, open_ms, crate::clock::now_ms()).await?;
     Ok(Json(poll.to_json(&tally, closed_at)))
 }

@@ -18,21 +18,17 @@ use super::{
     extract::{ApiJson, ApiQuery, PageParams, PageQuery, list},
     openapi::schemas,
 };
+use crate::services::webhooks::{CreateWebhook, create, delete, find, replay_since, rotate, set_enabled};
 use crate::{
-    api::AppState,
     caller::Principal,
     clock,
-    db::{
-        self,
-        webhook_deliveries::{Attempt, ReplayError},
-        webhooks::{NewWebhook, Webhook},
-    },
-    domain::{scope::Scope, webhook::Subscriptions},
+    db::{self, webhook_deliveries::Attempt, webhooks::Webhook},
+    domain::scope::Scope,
     error::{ApiError, ApiResult},
-    fields::bounded,
+    services::Services,
 };
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new()
         .routes(routes!(list_webhooks, create_webhook))
         .routes(routes!(get_webhook, update_webhook, delete_webhook))
@@ -43,9 +39,6 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 const ID: &str = "The endpoint's id (`wh_…`)";
 
-const MAX_URL_CHARS: usize = 2048;
-/// Most events one replay may queue; a longer window is refused rather than half done.
-const MAX_REPLAY: usize = 50_000;
 const DEFAULT_GRACE_SECONDS: i64 = 86_400;
 
 /// The public view of an endpoint; the secret only at creation or rotation.
@@ -87,118 +80,6 @@ fn attempt_view(attempt: &Attempt) -> Value {
     })
 }
 
-/// The caller's endpoint with this id, or 404 (also for one bound to a line the caller is not).
-/// Needs `messaging_webhooks`, whoever asks.
-pub async fn find(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webhook> {
-    caller.require(Scope::Webhooks)?;
-    db::webhooks::get(&state.db, &caller.org_id, id)
-        .await?
-        .filter(|w| caller.sees_binding(w.line_id.as_deref()))
-        .ok_or_else(|| ApiError::not_found("webhook"))
-}
-
-/// `POST /webhooks`.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[schema(example = json!({"url": "https://example.com/hooks/msgline", "events": ["messaging.message.delivered", "messaging.message.received"]}))]
-pub struct CreateWebhook {
-    /// Where events are posted: `https://` (or `http://`), never a private address; up to 2,048
-    /// characters.
-    #[schema(max_length = 2048)]
-    pub url: String,
-    /// Event types (`messaging.message.delivered`), or `*` for all.
-    pub events: Vec<String>,
-    #[schema(max_length = 200)]
-    pub description: Option<String>,
-    /// Only this line's events (a line-bound caller's endpoints are bound to its line).
-    pub line_id: Option<String>,
-}
-
-/// Registers an endpoint with the API's rules (the egress check of its URL, known events, a line
-/// of the organisation); the console registers through this too.
-pub async fn create(state: &AppState, caller: &Principal, body: CreateWebhook) -> ApiResult<Webhook> {
-    caller.require(Scope::Webhooks)?;
-    let url = body.url.trim();
-    if url.chars().count() > MAX_URL_CHARS {
-        return Err(ApiError::invalid("url", format!("url is limited to {MAX_URL_CHARS} characters")));
-    }
-    state.egress.check_url(url).map_err(|e| ApiError::invalid("url", e.to_string()))?;
-    let events = Subscriptions::parse(body.events.iter().map(String::as_str))
-        .map_err(|e| ApiError::invalid("events", e.describe()))?;
-    let description = bounded("description", body.description, 200)?.filter(|d| !d.is_empty());
-    let line_id = caller.line_for(body.line_id)?;
-    if let Some(line_id) = &line_id
-        && db::lines::get_for_org(&state.db, &caller.org_id, line_id).await?.is_none()
-    {
-        return Err(ApiError::not_found("line").with("field", "line_id"));
-    }
-    Ok(db::webhooks::create(
-        &state.db,
-        NewWebhook {
-            org_id: &caller.org_id,
-            line_id: line_id.as_deref(),
-            url,
-            description: description.as_deref(),
-            events: &events,
-        },
-    )
-    .await?)
-}
-
-/// Rotates an endpoint's signing secret; the old one still signs for `grace_seconds`.
-pub async fn rotate(state: &AppState, caller: &Principal, id: &str, grace_seconds: i64) -> ApiResult<Webhook> {
-    caller.require(Scope::Webhooks)?;
-    if !(0..=30 * 86_400).contains(&grace_seconds) {
-        return Err(ApiError::invalid("grace_seconds", "grace_seconds must be from 0 to 2592000 (30 days)"));
-    }
-    let webhook = find(state, caller, id).await?;
-    db::webhooks::rotate_secret(&state.db, &caller.org_id, &webhook.id, grace_seconds * 1000)
-        .await?
-        .ok_or_else(|| ApiError::not_found("webhook"))
-}
-
-/// Disables an endpoint by hand (its pending deliveries end as failed, as when msgline disables
-/// it), or enables it again; the console's switch.
-pub async fn set_enabled(state: &AppState, caller: &Principal, id: &str, enabled: bool) -> ApiResult<Webhook> {
-    caller.require(Scope::Webhooks)?;
-    let webhook = find(state, caller, id).await?;
-    let mut conn = state.db.writer().acquire().await?;
-    let now = clock::now_ms();
-    if enabled {
-        db::webhooks::enable(&mut conn, &webhook.id, now).await?;
-    } else if webhook.enabled {
-        db::webhooks::disable(&mut conn, &webhook.id, "manual", now).await?;
-    }
-    drop(conn);
-    find(state, caller, id).await
-}
-
-/// Deletes an endpoint with its delivery history; needs `messaging_webhooks` (a console member
-/// has it not), the API and the console alike.
-pub async fn delete(state: &AppState, caller: &Principal, id: &str) -> ApiResult<Webhook> {
-    caller.require(Scope::Webhooks)?;
-    let webhook = find(state, caller, id).await?;
-    if !db::webhooks::delete(&state.db, &caller.org_id, &webhook.id).await? {
-        return Err(ApiError::not_found("webhook"));
-    }
-    Ok(webhook)
-}
-
-/// Delivers an endpoint's events since `since` again, and enables it; how many were queued.
-pub async fn replay_since(state: &AppState, caller: &Principal, id: &str, since: i64) -> ApiResult<(Webhook, usize)> {
-    caller.require(Scope::Webhooks)?;
-    if since > clock::now_ms() {
-        return Err(ApiError::invalid("since", "since is in the future"));
-    }
-    let webhook = find(state, caller, id).await?;
-    match db::webhook_deliveries::replay(&state.db, &webhook, since, MAX_REPLAY).await {
-        Ok(queued) => Ok((webhook, queued)),
-        Err(ReplayError::TooMany(max)) => {
-            Err(ApiError::invalid("since", format!("more than {max} events since then; replay a shorter span")))
-        }
-        Err(ReplayError::Db(error)) => Err(error.into()),
-    }
-}
-
 /// Register a webhook endpoint; the answer carries its signing secret, once.
 #[utoipa::path(
     post,
@@ -213,7 +94,7 @@ pub async fn replay_since(state: &AppState, caller: &Principal, id: &str, since:
     ),
 )]
 async fn create_webhook(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     ApiJson(body): ApiJson<CreateWebhook>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
@@ -231,13 +112,13 @@ async fn create_webhook(
     responses((status = 200, description = "A page of endpoints", body = schemas::List<schemas::Webhook>)),
 )]
 async fn list_webhooks(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Webhooks)?;
     let page = page?;
-    let paged = db::webhooks::list(&state.db, &caller.org_id, caller.bound_line(), &page).await?;
+    let paged = db::webhooks::list(&state.sender.db, &caller.org_id, caller.bound_line(), &page).await?;
     Ok(Json(list(paged, |w| view(w, None))))
 }
 
@@ -251,7 +132,7 @@ async fn list_webhooks(
     responses((status = 200, description = "The endpoint", body = schemas::Webhook)),
 )]
 async fn get_webhook(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -280,7 +161,7 @@ struct UpdateWebhook {
     responses((status = 200, description = "The endpoint", body = schemas::Webhook)),
 )]
 async fn update_webhook(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     ApiJson(update): ApiJson<UpdateWebhook>,
@@ -302,7 +183,7 @@ async fn update_webhook(
     responses((status = 200, description = "Deleted", body = schemas::Deleted)),
 )]
 async fn delete_webhook(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -329,7 +210,7 @@ struct RotateSecret {
     responses((status = 200, description = "The endpoint, with its new `secret`", body = schemas::Webhook)),
 )]
 async fn rotate_secret(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     body: Option<ApiJson<RotateSecret>>,
@@ -356,7 +237,7 @@ struct DeliveriesQuery {
     responses((status = 200, description = "A page of attempts", body = schemas::List<schemas::WebhookAttempt>)),
 )]
 async fn list_deliveries(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<DeliveriesQuery>,
@@ -366,7 +247,8 @@ async fn list_deliveries(
     let page = page?;
     let webhook = find(&state, &caller, &id).await?;
     let event_id = query.event_id.filter(|e| !e.is_empty());
-    let paged = db::webhook_deliveries::list_attempts(&state.db, &webhook.id, event_id.as_deref(), &page).await?;
+    let paged =
+        db::webhook_deliveries::list_attempts(&state.sender.db, &webhook.id, event_id.as_deref(), &page).await?;
     Ok(Json(list(paged, attempt_view)))
 }
 
@@ -390,7 +272,7 @@ struct Replay {
     responses((status = 202, description = "The events were queued", body = schemas::Replayed)),
 )]
 async fn replay(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     caller: Principal,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Replay>,

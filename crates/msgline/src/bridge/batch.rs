@@ -51,13 +51,14 @@ impl<Q, A> Waiting<Q, A> {
     }
 }
 
+/// Work split for a call: what can still be called, what ran out of time, and the time the call
+/// has ([`split_due`]).
+pub type Split<Q, A> = (Vec<Waiting<Q, A>>, Vec<Waiting<Q, A>>, Option<Duration>);
+
 /// Work taken for a call, split into what can still be called and what ran out of time while it
 /// queued (never sent), with the time the call has: the shortest left among the first; `None`
 /// when none can be called.
-pub fn split_due<Q, A>(
-    work: Vec<Waiting<Q, A>>,
-    now: Instant,
-) -> (Vec<Waiting<Q, A>>, Vec<Waiting<Q, A>>, Option<Duration>) {
+pub fn split_due<Q, A>(work: Vec<Waiting<Q, A>>, now: Instant) -> Split<Q, A> {
     let (due, late): (Vec<_>, Vec<_>) = work.into_iter().partition(|w| !w.time_left(now).is_zero());
     let within = due.iter().map(|w| w.time_left(now)).min();
     (due, late, within)

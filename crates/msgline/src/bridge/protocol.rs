@@ -18,6 +18,9 @@ use super::{
 };
 use crate::db::lines::Line;
 
+/// Reachability questions to a line and their answers, as its lane carries them.
+type AskLanes = Lanes<(Line, Vec<String>), Result<ReachabilityAnswer, String>>;
+
 #[derive(Clone)]
 pub struct MsglineBridge {
     http: reqwest::Client,
@@ -25,7 +28,7 @@ pub struct MsglineBridge {
     /// Sends waiting for a call to their line, for lines that take batches.
     lanes: Arc<Lanes<(Line, SendRequest), CallResult<SendOutcome>>>,
     /// Reachability questions waiting for a call to their line.
-    asks: Arc<Lanes<(Line, Vec<String>), Result<ReachabilityAnswer, String>>>,
+    asks: Arc<AskLanes>,
 }
 
 /// A send waiting for a call, with the line as its sender last read it: a call goes with the

@@ -1,6 +1,6 @@
 //! Agents, the no-code builder: an agent's name, photo (uploaded), instructions, line, tools as
 //! checkboxes and whether it is enabled; its runs with each tool call and outcome. Saved through
-//! the API's own functions (`api::agents::{create, update}`), so the same rules hold (one
+//! the agents service the API uses (`services::agents::{create, update}`), so the same rules hold (one
 //! enabled agent per line, a photo of at most 200 KB, known tools).
 
 use axum::{
@@ -17,20 +17,20 @@ use super::{
     shared::{describe, line_choices, page_context, refused, unavailable},
 };
 use crate::{
-    api::{AppState, agents::AgentFields},
     clock,
     db::{self, Page, agents::TOOLS},
     domain::scope::Scope,
     error::ApiError,
+    services::{Services, agents::AgentFields},
 };
 
 /// `GET /console/agents`.
-pub async fn list(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn list(State(state): State<Services>, signed_in: SignedIn) -> Response {
     let caller = &signed_in.principal;
     if let Err(error) = caller.require(Scope::Agents) {
         return refused(&error);
     }
-    match db::agents::list(&state.db, &caller.org_id, &Page { limit: 100, before: None }).await {
+    match db::agents::list(&state.sender.db, &caller.org_id, &Page { limit: 100, before: None }).await {
         Ok(found) => {
             let agents: Vec<_> = found
                 .rows
@@ -45,7 +45,7 @@ pub async fn list(State(state): State<AppState>, signed_in: SignedIn) -> Respons
 
 /// The builder's form: what it shows, filled from an agent or from what was sent.
 async fn builder(
-    state: &AppState,
+    state: &Services,
     signed_in: &SignedIn,
     status: StatusCode,
     agent: minijinja::Value,
@@ -60,7 +60,7 @@ async fn builder(
 }
 
 /// `GET /console/agents/new`.
-pub async fn new(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn new(State(state): State<Services>, signed_in: SignedIn) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Agents) {
         return refused(&error);
     }
@@ -69,16 +69,16 @@ pub async fn new(State(state): State<AppState>, signed_in: SignedIn) -> Response
 }
 
 /// `GET /console/agents/{id}`: the builder, and the agent's latest runs.
-pub async fn edit(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+pub async fn edit(State(state): State<Services>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
     agent_page(&state, &signed_in, &id, context! {}).await
 }
 
 /// The builder filled from a stored agent, its runs, and `extra` (the try-it panel's turns).
-async fn agent_page(state: &AppState, signed_in: &SignedIn, id: &str, extra: minijinja::Value) -> Response {
+async fn agent_page(state: &Services, signed_in: &SignedIn, id: &str, extra: minijinja::Value) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Agents) {
         return refused(&error);
     }
-    let agent = match crate::api::agents::find(state, &signed_in.principal, id).await {
+    let agent = match crate::services::agents::find(state, &signed_in.principal, id).await {
         Ok(agent) => agent,
         Err(error) => return refused(&error),
     };
@@ -91,10 +91,10 @@ async fn agent_page(state: &AppState, signed_in: &SignedIn, id: &str, extra: min
     builder(state, signed_in, StatusCode::OK, shown, context! { runs, ..extra }).await
 }
 
-async fn runs(state: &AppState, agent_id: &str) -> sqlx::Result<Vec<minijinja::Value>> {
-    let found = db::agents::list_runs(&state.db, agent_id, &Page { limit: 20, before: None }).await?;
+async fn runs(state: &Services, agent_id: &str) -> sqlx::Result<Vec<minijinja::Value>> {
+    let found = db::agents::list_runs(&state.sender.db, agent_id, &Page { limit: 20, before: None }).await?;
     let run_ids: Vec<String> = found.rows.iter().map(|run| run.id.clone()).collect();
-    let mut calls_of = db::agents::tool_calls_of(&state.db, &run_ids).await?;
+    let mut calls_of = db::agents::tool_calls_of(&state.sender.db, &run_ids).await?;
     let mut runs = Vec::with_capacity(found.rows.len());
     for run in found.rows {
         let calls: Vec<_> = calls_of
@@ -146,13 +146,13 @@ async fn read(mut form: Multipart) -> Result<Sent, ApiError> {
 }
 
 /// `POST /console/agents`: creates an agent.
-pub async fn create(State(state): State<AppState>, signed_in: SignedIn, form: Multipart) -> Response {
+pub async fn create(State(state): State<Services>, signed_in: SignedIn, form: Multipart) -> Response {
     save(&state, &signed_in, None, form).await
 }
 
 /// `POST /console/agents/{id}`: saves an agent.
 pub async fn update(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     form: Multipart,
@@ -160,7 +160,7 @@ pub async fn update(
     save(&state, &signed_in, Some(&id), form).await
 }
 
-async fn save(state: &AppState, signed_in: &SignedIn, id: Option<&str>, form: Multipart) -> Response {
+async fn save(state: &Services, signed_in: &SignedIn, id: Option<&str>, form: Multipart) -> Response {
     let sent = match read(form).await {
         Ok(sent) => sent,
         Err(error) => return refused(&error),
@@ -172,8 +172,8 @@ async fn save(state: &AppState, signed_in: &SignedIn, id: Option<&str>, form: Mu
     line_id => sent.fields.line_id, tools => sent.fields.tools, enabled => sent.fields.enabled };
     let caller = &signed_in.principal;
     let saved = match id {
-        Some(id) => crate::api::agents::update(state, caller, id, sent.fields).await,
-        None => crate::api::agents::create(state, caller, sent.fields).await,
+        Some(id) => crate::services::agents::update(state, caller, id, sent.fields).await,
+        None => crate::services::agents::create(state, caller, sent.fields).await,
     };
     match saved {
         Ok(agent) => Redirect::to(&format!("/console/agents/{}", agent.id)).into_response(),
@@ -181,7 +181,7 @@ async fn save(state: &AppState, signed_in: &SignedIn, id: Option<&str>, form: Mu
             refused(&error)
         }
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             builder(state, signed_in, status, shown, context! { error => describe(&error) }).await
         }
     }
@@ -215,7 +215,7 @@ pub struct TrialForm {
 /// is sent on the line and no run is recorded; its tool calls are shown as what it would do. The
 /// conversation lives in the page (each turn posts the turns before), not in the database.
 pub async fn try_it(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     axum::Form(form): axum::Form<TrialForm>,
@@ -226,7 +226,7 @@ pub async fn try_it(
     if let Err(error) = signed_in.principal.require(Scope::Agents) {
         return refused(&error);
     }
-    let agent = match crate::api::agents::find(&state, &signed_in.principal, &id).await {
+    let agent = match crate::services::agents::find(&state, &signed_in.principal, &id).await {
         Ok(agent) => agent,
         Err(error) => return refused(&error),
     };
@@ -246,7 +246,7 @@ pub async fn try_it(
     let keep = turns.len().saturating_sub(TRIAL_TURNS);
     turns.drain(..keep);
     let transcript = turns.iter().map(|t| (t.inbound, t.text.clone())).collect();
-    let (done, error) = match crate::agents::rehearse(&state.parts().agents, &agent, transcript).await {
+    let (done, error) = match crate::agents::rehearse(&state.agents, &agent, transcript).await {
         Ok(Ok(done)) => (done, None),
         Ok(Err(model_error)) => (Vec::new(), Some(format!("The agent could not answer: {model_error}."))),
         Err(error) => return unavailable(error),

@@ -1,5 +1,5 @@
 //! Contacts (search, edit, opt-out state) and opt-outs (list, clear). Saving and clearing go
-//! through the API's own functions (`api::contacts::save`, `api::opt_outs::clear`), with the
+//! through the services the API uses (`services::contacts::save`, `services::opt_outs::clear`), with the
 //! staff member as the caller.
 
 use axum::{
@@ -17,10 +17,10 @@ use super::{
     shared::{describe, page_context, refused, unavailable},
 };
 use crate::{
-    api::{AppState, contacts::UpsertContact},
     clock,
     db::{self, Page, contacts::Contact, conversations::ConversationFilter},
     domain::scope::Scope,
+    services::{Services, contacts::UpsertContact},
 };
 
 #[derive(Serialize)]
@@ -55,13 +55,13 @@ pub struct Search {
 }
 
 /// `GET /console/contacts`.
-pub async fn list(State(state): State<AppState>, signed_in: SignedIn, Query(search): Query<Search>) -> Response {
+pub async fn list(State(state): State<Services>, signed_in: SignedIn, Query(search): Query<Search>) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Read) {
         return refused(&error);
     }
     let q = search.q.trim().chars().take(200).collect::<String>();
     let page = Page { limit: 50, before: None };
-    match db::contacts::search(&state.db, &signed_in.principal.org_id, Some(&q), &page).await {
+    match db::contacts::search(&state.sender.db, &signed_in.principal.org_id, Some(&q), &page).await {
         Ok(found) => {
             let contacts: Vec<Shown> = found.rows.iter().map(shown).collect();
             render(StatusCode::OK, "contacts.html", page_context(&signed_in, "contacts", context! { contacts, q }))
@@ -71,12 +71,12 @@ pub async fn list(State(state): State<AppState>, signed_in: SignedIn, Query(sear
 }
 
 /// `GET /console/contacts/{id}`.
-pub async fn contact(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+pub async fn contact(State(state): State<Services>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
     contact_page(&state, &signed_in, &id, StatusCode::OK, None, None).await
 }
 
 async fn contact_page(
-    state: &AppState,
+    state: &Services,
     signed_in: &SignedIn,
     id: &str,
     status: StatusCode,
@@ -87,19 +87,19 @@ async fn contact_page(
         return refused(&error);
     }
     let org_id = &signed_in.principal.org_id;
-    let contact = match db::contacts::get(&state.db, org_id, id).await {
+    let contact = match db::contacts::get(&state.sender.db, org_id, id).await {
         Ok(Some(contact)) => contact,
         Ok(None) => return notice(StatusCode::NOT_FOUND, "Not found", "There is no such contact."),
         Err(error) => return unavailable(error),
     };
     let filter = ConversationFilter { contact_id: Some(contact.id.clone()), ..ConversationFilter::default() };
     let conversations =
-        match db::conversations::list(&state.db, org_id, &filter, &Page { limit: 20, before: None }).await {
+        match db::conversations::list(&state.sender.db, org_id, &filter, &Page { limit: 20, before: None }).await {
             Ok(found) => found.rows.into_iter().map(|c| c.id).collect::<Vec<_>>(),
             Err(error) => return unavailable(error),
         };
     let opt_outs = match db::opt_outs::list(
-        &state.db,
+        &state.sender.db,
         org_id,
         None,
         Some(&contact.phone),
@@ -144,7 +144,7 @@ pub struct Edit {
 
 /// `POST /console/contacts/{id}`: saves the contact's fields (an empty field clears it).
 pub async fn save(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     Form(form): Form<Edit>,
@@ -152,7 +152,7 @@ pub async fn save(
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
-    let contact = match db::contacts::get(&state.db, &signed_in.principal.org_id, &id).await {
+    let contact = match db::contacts::get(&state.sender.db, &signed_in.principal.org_id, &id).await {
         Ok(Some(contact)) => contact,
         Ok(None) => return notice(StatusCode::NOT_FOUND, "Not found", "There is no such contact."),
         Err(error) => return unavailable(error),
@@ -165,22 +165,22 @@ pub async fn save(
         note: Some(form.note),
         default_country: None,
     };
-    match crate::api::contacts::save(&state, &signed_in.principal, request).await {
+    match crate::services::contacts::save(&state, &signed_in.principal, request).await {
         Ok(_) => contact_page(&state, &signed_in, &id, StatusCode::OK, None, Some("Saved.")).await,
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             contact_page(&state, &signed_in, &id, status, Some(describe(&error)), None).await
         }
     }
 }
 
 /// `GET /console/opt-outs`.
-pub async fn opt_outs(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn opt_outs(State(state): State<Services>, signed_in: SignedIn) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Contacts) {
         return refused(&error);
     }
     let page = Page { limit: 100, before: None };
-    match db::opt_outs::list(&state.db, &signed_in.principal.org_id, None, None, &page).await {
+    match db::opt_outs::list(&state.sender.db, &signed_in.principal.org_id, None, None, &page).await {
         Ok(found) => {
             let opt_outs: Vec<_> = found
                 .rows
@@ -198,7 +198,7 @@ pub async fn opt_outs(State(state): State<AppState>, signed_in: SignedIn) -> Res
 
 /// `POST /console/opt-outs/{id}/clear`: the number may be sent to again (no reply is sent).
 pub async fn clear(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
@@ -206,7 +206,7 @@ pub async fn clear(
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
-    match crate::api::opt_outs::clear(&state, &signed_in.principal, &id).await {
+    match crate::services::opt_outs::clear(&state, &signed_in.principal, &id).await {
         Ok(_) => Redirect::to("/console/opt-outs").into_response(),
         Err(error) => refused(&error),
     }

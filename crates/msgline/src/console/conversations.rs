@@ -21,7 +21,6 @@ use super::{
     shared::{describe, page_context, refused, unavailable},
 };
 use crate::{
-    api::AppState,
     clock,
     db::{
         self, Page,
@@ -35,7 +34,11 @@ use crate::{
     },
     error::ApiError,
     ratelimit::Policy,
-    send::request::{Upload, send_text, send_uploads},
+    send::{
+        media::Upload,
+        request::{send_text, send_uploads},
+    },
+    services::Services,
 };
 
 /// How many of a thread's latest messages the page shows.
@@ -58,7 +61,7 @@ pub struct ListQuery {
 }
 
 /// `GET /console/conversations`.
-pub async fn list(State(state): State<AppState>, signed_in: SignedIn, Query(query): Query<ListQuery>) -> Response {
+pub async fn list(State(state): State<Services>, signed_in: SignedIn, Query(query): Query<ListQuery>) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Read) {
         return refused(&error);
     }
@@ -71,24 +74,26 @@ pub async fn list(State(state): State<AppState>, signed_in: SignedIn, Query(quer
     }
 }
 
-async fn rows(state: &AppState, signed_in: &SignedIn, q: &str) -> sqlx::Result<Vec<Row>> {
+async fn rows(state: &Services, signed_in: &SignedIn, q: &str) -> sqlx::Result<Vec<Row>> {
     let org_id = &signed_in.principal.org_id;
     let page = Page { limit: 50, before: None };
     let mut conversations = Vec::new();
     if q.is_empty() {
-        conversations = db::conversations::list(&state.db, org_id, &ConversationFilter::default(), &page).await?.rows;
+        conversations =
+            db::conversations::list(&state.sender.db, org_id, &ConversationFilter::default(), &page).await?.rows;
     } else {
-        let contacts = db::contacts::search(&state.db, org_id, Some(q), &Page { limit: 20, before: None }).await?;
+        let contacts =
+            db::contacts::search(&state.sender.db, org_id, Some(q), &Page { limit: 20, before: None }).await?;
         for contact in contacts.rows {
             let filter = ConversationFilter { contact_id: Some(contact.id), ..ConversationFilter::default() };
-            conversations.extend(db::conversations::list(&state.db, org_id, &filter, &page).await?.rows);
+            conversations.extend(db::conversations::list(&state.sender.db, org_id, &filter, &page).await?.rows);
         }
         conversations.sort_by(|a, b| b.id.cmp(&a.id));
         conversations.dedup_by(|a, b| a.id == b.id);
     }
     // The contacts of the page's direct conversations, in one read.
     let contact_ids: Vec<String> = conversations.iter().filter_map(|c| c.contact_id.clone()).collect();
-    let contacts = db::contacts::get_many(&state.db, org_id, &contact_ids).await?;
+    let contacts = db::contacts::get_many(&state.sender.db, org_id, &contact_ids).await?;
     Ok(conversations
         .into_iter()
         .map(|conversation| Row {
@@ -115,10 +120,10 @@ fn title(conversation: &Conversation, contact: Option<&db::contacts::Contact>) -
 }
 
 /// A thread's title, reading its contact.
-async fn thread_title(state: &AppState, conversation: &Conversation) -> sqlx::Result<String> {
+async fn thread_title(state: &Services, conversation: &Conversation) -> sqlx::Result<String> {
     let contact = match &conversation.contact_id {
         Some(id) if conversation.kind != ConversationKind::Group => {
-            db::contacts::get(&state.db, &conversation.org_id, id).await?
+            db::contacts::get(&state.sender.db, &conversation.org_id, id).await?
         }
         _ => None,
     };
@@ -183,8 +188,8 @@ fn shown(message: &Message) -> Shown {
 }
 
 /// The conversation, if the staff member's organisation has it.
-async fn find(state: &AppState, signed_in: &SignedIn, id: &str) -> Result<Conversation, Response> {
-    match db::conversations::get(&state.db, &signed_in.principal.org_id, id).await {
+async fn find(state: &Services, signed_in: &SignedIn, id: &str) -> Result<Conversation, Response> {
+    match db::conversations::get(&state.sender.db, &signed_in.principal.org_id, id).await {
         Ok(Some(conversation)) => Ok(conversation),
         Ok(None) => Err(notice(StatusCode::NOT_FOUND, "Not found", "There is no such conversation.")),
         Err(error) => Err(unavailable(error)),
@@ -198,11 +203,11 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    async fn read(state: &AppState, org_id: &str, conversation_id: &str) -> sqlx::Result<Snapshot> {
+    async fn read(state: &Services, org_id: &str, conversation_id: &str) -> sqlx::Result<Snapshot> {
         let filter = MessageFilter { conversation_id: Some(conversation_id.to_string()), ..MessageFilter::default() };
-        let page = db::messages::list(&state.db, org_id, &filter, &Page { limit: THREAD, before: None }).await?;
+        let page = db::messages::list(&state.sender.db, org_id, &filter, &Page { limit: THREAD, before: None }).await?;
         let messages: Vec<Message> = page.rows.into_iter().rev().map(|listed| listed.message).collect();
-        let typing = db::typing::current(&state.db, org_id, conversation_id, clock::now_ms()).await?;
+        let typing = db::typing::current(&state.sender.db, org_id, conversation_id, clock::now_ms()).await?;
         // A message that arrived since the report ends it, as the phone's indicator ends.
         let typing = typing
             .filter(|t| !messages.iter().any(|m| m.direction == Direction::Inbound && m.created_at >= t.since_ms));
@@ -227,12 +232,12 @@ impl Snapshot {
 }
 
 /// `GET /console/conversations/{id}`.
-pub async fn thread(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+pub async fn thread(State(state): State<Services>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
     thread_page(&state, &signed_in, &id, StatusCode::OK, None, "").await
 }
 
 async fn thread_page(
-    state: &AppState,
+    state: &Services,
     signed_in: &SignedIn,
     id: &str,
     status: StatusCode,
@@ -263,7 +268,7 @@ async fn thread_page(
         draft,
         idempotency_key => crate::ids::new_id("console"),
         can_send => signed_in.principal.scopes.contains(Scope::Send),
-        media_max_mb => (state.config.media_max_bytes as f64 / 1_048_576.0 * 10.0).round() / 10.0,
+        media_max_mb => (state.sender.config.media_max_bytes as f64 / 1_048_576.0 * 10.0).round() / 10.0,
     };
     render(status, "thread.html", page_context(signed_in, "conversations", context))
 }
@@ -311,7 +316,7 @@ async fn read_compose(mut form: Multipart) -> Result<(Compose, Vec<Upload>), Api
 /// `POST /console/conversations/{id}/messages`: sends a text, or files with an optional caption,
 /// into the thread.
 pub async fn send(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     form: Multipart,
@@ -331,7 +336,7 @@ pub async fn send(
     match submit(&state, &signed_in, request, &form.idempotency_key, uploads).await {
         Ok(_) => Redirect::to(&format!("/console/conversations/{}", conversation.id)).into_response(),
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             let said = describe(&error);
             thread_page(&state, &signed_in, &conversation.id, status, Some(said), &form.body).await
         }
@@ -339,7 +344,7 @@ pub async fn send(
 }
 
 /// `POST /console/conversations`: starts a conversation with a number by sending to it.
-pub async fn start(State(state): State<AppState>, signed_in: SignedIn, Form(form): Form<Compose>) -> Response {
+pub async fn start(State(state): State<Services>, signed_in: SignedIn, Form(form): Form<Compose>) -> Response {
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
@@ -353,7 +358,7 @@ pub async fn start(State(state): State<AppState>, signed_in: SignedIn, Form(form
                 idempotency_key => crate::ids::new_id("console"),
             };
             render(
-                crate::api::errors::status(error.kind),
+                crate::web::errors::status(error.kind),
                 "conversations.html",
                 page_context(&signed_in, "conversations", context),
             )
@@ -386,9 +391,9 @@ pub struct Extra {
 
 /// `POST /console/conversations/{id}/{kind}`: a contact card (`card`), a poll (`poll`), a
 /// tapback on one of the thread's messages (`react`) or the cancel of a scheduled one
-/// (`cancel`), through the API's own functions.
+/// (`cancel`), through the send path, as the API.
 pub async fn send_extra(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path((id, kind)): Path<(String, String)>,
     Form(form): Form<Extra>,
@@ -403,32 +408,32 @@ pub async fn send_extra(
     let caller = &signed_in.principal;
     let key = Some(form.idempotency_key.as_str()).filter(|k| !k.is_empty());
     let sent = async {
-        if let Err((_, retry_after)) = state.limits().check_all(&[Policy::Send], &caller.caller()).await {
+        if let Err((_, retry_after)) = state.limits.check_all(&[Policy::Send], &caller.caller()).await {
             return Err(ApiError::rate_limited(retry_after));
         }
         // A tapback or a cancel names a message: only one of this thread.
-        let of_thread = async || match db::messages::get(&state.db, &caller.org_id, &form.message_id).await? {
+        let of_thread = async || match db::messages::get(&state.sender.db, &caller.org_id, &form.message_id).await? {
             Some(target) if target.conversation_id == conversation.id => Ok(()),
             _ => Err(ApiError::not_found("message").with("field", "message_id")),
         };
         match kind.as_str() {
             "card" => {
                 let raw = json!({"conversation_id": conversation.id, "name": form.name, "phone": form.phone});
-                crate::send::card::send_card_request(&state, caller, raw, key, None).await.map(drop)
+                crate::send::card::send_card_request(&state.sender, caller, raw, key, None).await.map(drop)
             }
             "poll" => {
                 let options: Vec<&str> = form.options.lines().map(str::trim).filter(|o| !o.is_empty()).collect();
                 let raw = json!({"conversation_id": conversation.id, "question": form.question, "options": options});
-                crate::send::poll::send_poll_request(&state, caller, raw, key, None).await.map(drop)
+                crate::send::poll::send_poll_request(&state.sender, caller, raw, key, None).await.map(drop)
             }
             "react" => {
                 of_thread().await?;
                 let raw = json!({"reaction": form.reaction});
-                crate::send::reaction::add(&state, caller, &form.message_id, raw, key).await.map(drop)
+                crate::send::reaction::add(&state.sender, caller, &form.message_id, raw, key).await.map(drop)
             }
             "cancel" => {
                 of_thread().await?;
-                crate::send::cancel(&state, caller, &form.message_id).await.map(drop)
+                crate::send::cancel(&state.sender, caller, &form.message_id).await.map(drop)
             }
             _ => Err(ApiError::not_found("action")),
         }
@@ -436,7 +441,7 @@ pub async fn send_extra(
     match sent.await {
         Ok(_) => Redirect::to(&format!("/console/conversations/{}", conversation.id)).into_response(),
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             thread_page(&state, &signed_in, &conversation.id, status, Some(describe(&error)), "").await
         }
     }
@@ -444,7 +449,7 @@ pub async fn send_extra(
 
 /// One send, through the API's send path and its send rate limit, as the staff member.
 async fn submit(
-    state: &AppState,
+    state: &Services,
     signed_in: &SignedIn,
     request: serde_json::Value,
     idempotency_key: &str,
@@ -452,13 +457,13 @@ async fn submit(
 ) -> Result<Message, ApiError> {
     let caller = &signed_in.principal;
     caller.require(Scope::Send)?;
-    if let Err((_, retry_after)) = state.limits().check_all(&[Policy::Send], &caller.caller()).await {
+    if let Err((_, retry_after)) = state.limits.check_all(&[Policy::Send], &caller.caller()).await {
         return Err(ApiError::rate_limited(retry_after));
     }
     let key = (!idempotency_key.is_empty()).then_some(idempotency_key);
     let accepted = match uploads.is_empty() {
-        true => send_text(state, caller, request, key, None).await?,
-        false => send_uploads(state, caller, request, key, uploads).await?,
+        true => send_text(&state.sender, caller, request, key, None).await?,
+        false => send_uploads(&state.sender, caller, request, key, uploads).await?,
     };
     Ok(accepted.message)
 }
@@ -466,7 +471,7 @@ async fn submit(
 /// `POST /console/conversations/{id}/typing`: shows the line typing in the conversation (the
 /// compose box calls it while someone types). 204, or the API's refusal as plain text.
 pub async fn typing(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     Form(form): Form<super::session::CsrfForm>,
@@ -474,19 +479,19 @@ pub async fn typing(
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
-    match crate::send::signals::typing(&state, &signed_in.principal, &id).await {
+    match crate::send::signals::typing(&state.sender, &signed_in.principal, &id).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(error) => (crate::api::errors::status(error.kind), describe(&error)).into_response(),
+        Err(error) => (crate::web::errors::status(error.kind), describe(&error)).into_response(),
     }
 }
 
 /// `GET /console/attachments/{id}`: a file of one of the organisation's messages.
-pub async fn attachment(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+pub async fn attachment(State(state): State<Services>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Read) {
         return refused(&error);
     }
-    let found = match db::attachments::get(&state.db, &signed_in.principal.org_id, &id).await {
-        Ok(Some(attachment)) => crate::api::attachments::file_response(&state, &attachment).await,
+    let found = match db::attachments::get(&state.sender.db, &signed_in.principal.org_id, &id).await {
+        Ok(Some(attachment)) => crate::web::files::file_response(&state.sender.media, &attachment).await,
         Ok(None) => Err(ApiError::not_found("attachment")),
         Err(error) => return unavailable(error),
     };
@@ -499,7 +504,7 @@ pub async fn attachment(State(state): State<AppState>, signed_in: SignedIn, Path
 /// `GET /console/conversations/{id}/live`: the thread's messages again whenever one arrives or
 /// moves or someone starts or stops typing, as server-sent events of rendered HTML. Each open thread reads its messages once a
 /// second, so a change made by any instance shows within about a second.
-pub async fn live(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+pub async fn live(State(state): State<Services>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Read) {
         return refused(&error);
     }

@@ -20,32 +20,34 @@ use super::{
     shared::{describe, line_choices, page_context, refused, unavailable},
 };
 use crate::{
-    api::{AppState, groups::participants},
     db::{self, Page, conversations::ConversationFilter},
     domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::ApiError,
     fields::phone_field,
+    send::groups::participants,
     send::{
         groups::{self, CHANGES_PATH, ChangeInput, GroupInput},
         request::idempotency,
     },
+    services::Services,
 };
 
 /// `GET /console/groups`.
-pub async fn list(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn list(State(state): State<Services>, signed_in: SignedIn) -> Response {
     list_page(&state, &signed_in, StatusCode::OK, context! {}).await
 }
 
-async fn list_page(state: &AppState, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
+async fn list_page(state: &Services, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
     let caller = &signed_in.principal;
     if let Err(error) = caller.require(Scope::Read) {
         return refused(&error);
     }
     let all = Page { limit: 200, before: None };
-    let found = match db::conversations::list(&state.db, &caller.org_id, &ConversationFilter::default(), &all).await {
-        Ok(found) => found.rows,
-        Err(error) => return unavailable(error),
-    };
+    let found =
+        match db::conversations::list(&state.sender.db, &caller.org_id, &ConversationFilter::default(), &all).await {
+            Ok(found) => found.rows,
+            Err(error) => return unavailable(error),
+        };
     let groups: Vec<_> = found
         .into_iter()
         .filter(|c| c.kind == ConversationKind::Group)
@@ -76,7 +78,7 @@ pub struct NewGroup {
 }
 
 /// `POST /console/groups`: participants one per line (or comma-separated).
-pub async fn create(State(state): State<AppState>, signed_in: SignedIn, Form(form): Form<NewGroup>) -> Response {
+pub async fn create(State(state): State<Services>, signed_in: SignedIn, Form(form): Form<NewGroup>) -> Response {
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
@@ -93,24 +95,24 @@ pub async fn create(State(state): State<AppState>, signed_in: SignedIn, Form(for
             line_id: Some(form.line_id.clone()).filter(|l| !l.is_empty()),
             line_e164: None,
         };
-        groups::create(&state, &signed_in.principal, input, key).await
+        groups::create(&state.sender, &signed_in.principal, input, key).await
     };
     match made.await {
         Ok(sent) => Redirect::to(&format!("/console/groups/{}", sent.group.id)).into_response(),
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             list_page(&state, &signed_in, status, context! { error => describe(&error) }).await
         }
     }
 }
 
 /// `GET /console/groups/{id}`.
-pub async fn group(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+pub async fn group(State(state): State<Services>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
     group_page(&state, &signed_in, &id, StatusCode::OK, context! {}).await
 }
 
 async fn group_page(
-    state: &AppState,
+    state: &Services,
     signed_in: &SignedIn,
     id: &str,
     status: StatusCode,
@@ -119,7 +121,7 @@ async fn group_page(
     if let Err(error) = signed_in.principal.require(Scope::Read) {
         return refused(&error);
     }
-    let group = match db::conversations::get(&state.db, &signed_in.principal.org_id, id).await {
+    let group = match db::conversations::get(&state.sender.db, &signed_in.principal.org_id, id).await {
         Ok(Some(group)) if group.kind == ConversationKind::Group => group,
         Ok(_) => return refused(&ApiError::not_found("group")),
         Err(error) => return unavailable(error),
@@ -147,7 +149,7 @@ pub struct Change {
 
 /// `POST /console/groups/{id}/{action}`: `rename`, `add`, `remove` or `leave`.
 pub async fn change(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path((id, action)): Path<(String, String)>,
     Form(form): Form<Change>,
@@ -167,7 +169,7 @@ pub async fn change(
         };
         let raw = json!({"group": id, "action": action, "name": form.name, "phone": form.phone});
         let key = idempotency(Some(&form.idempotency_key), None, CHANGES_PATH, &raw)?;
-        groups::change(&state, &signed_in.principal, &id, input, key).await
+        groups::change(&state.sender, &signed_in.principal, &id, input, key).await
     };
     match done.await {
         Ok(sent) => {
@@ -179,7 +181,7 @@ pub async fn change(
         }
         Err(error) if error.kind == crate::error::ErrorKind::NotFound => refused(&error),
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             group_page(&state, &signed_in, &id, status, context! { error => describe(&error) }).await
         }
     }

@@ -1,6 +1,6 @@
 //! API keys: the organisation's active keys, and creating (scopes and line binding), rotating
-//! (with a grace period) and revoking them, through the API's own functions
-//! (`api::keys::{create, rotate, revoke}`). A new key's secret is on the page that answers the
+//! (with a grace period) and revoking them, through the keys service the API
+//! uses (`services::keys::{create, rotate, revoke}`). A new key's secret is on the page that answers the
 //! form, once, with a button that copies it; it is never shown again.
 
 use axum::{
@@ -18,25 +18,25 @@ use super::{
     shared::{describe, form_pairs, line_choices, page_context, refused, unavailable},
 };
 use crate::{
-    api::{AppState, keys::CreateKey},
     clock,
     db::{self, Page},
     domain::scope::Scope,
+    services::{Services, keys::CreateKey},
 };
 
 /// `GET /console/keys`.
-pub async fn list(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn list(State(state): State<Services>, signed_in: SignedIn) -> Response {
     page(&state, &signed_in, StatusCode::OK, context! {}).await
 }
 
 /// The page, with what the last form left: a new secret, or an error.
-async fn page(state: &AppState, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
+async fn page(state: &Services, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
     let caller = &signed_in.principal;
     if let Err(error) = caller.require(Scope::Keys) {
         return refused(&error);
     }
     let all = Page { limit: 100, before: None };
-    let keys = match db::keys::list_active(&state.db, &caller.org_id, caller.bound_line(), &all).await {
+    let keys = match db::keys::list_active(&state.sender.db, &caller.org_id, caller.bound_line(), &all).await {
         Ok(found) => found.rows,
         Err(error) => return unavailable(error),
     };
@@ -60,7 +60,7 @@ async fn page(state: &AppState, signed_in: &SignedIn, status: StatusCode, extra:
 }
 
 /// `POST /console/keys`: `scope` once per ticked box.
-pub async fn create(State(state): State<AppState>, signed_in: SignedIn, body: axum::body::Bytes) -> Response {
+pub async fn create(State(state): State<Services>, signed_in: SignedIn, body: axum::body::Bytes) -> Response {
     let form = form_pairs(&body);
     if !csrf_ok(&signed_in, &form.one("csrf")) {
         return csrf_refused();
@@ -70,13 +70,13 @@ pub async fn create(State(state): State<AppState>, signed_in: SignedIn, body: ax
         scopes: form.all("scope"),
         line_id: Some(form.one("line_id")).filter(|l| !l.is_empty()),
     };
-    match crate::api::keys::create(&state, &signed_in.principal, request).await {
+    match crate::services::keys::create(&state, &signed_in.principal, request).await {
         Ok((key, secret)) => {
             let created = context! { id => key.id, name => key.name, secret };
             page(&state, &signed_in, StatusCode::CREATED, context! { created }).await
         }
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             page(&state, &signed_in, status, context! { error => describe(&error) }).await
         }
     }
@@ -92,7 +92,7 @@ pub struct Rotate {
 
 /// `POST /console/keys/{id}/rotate`.
 pub async fn rotate(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     Form(form): Form<Rotate>,
@@ -101,7 +101,7 @@ pub async fn rotate(
         return csrf_refused();
     }
     let grace = form.grace_seconds.unwrap_or(86_400);
-    match crate::api::keys::rotate(&state, &signed_in.principal, &id, grace).await {
+    match crate::services::keys::rotate(&state, &signed_in.principal, &id, grace).await {
         Ok((key, secret, ends)) => {
             let created = context! { id => key.id, name => key.name, secret, replaces => id,
             old_until => clock::rfc3339(ends) };
@@ -113,7 +113,7 @@ pub async fn rotate(
 
 /// `POST /console/keys/{id}/revoke`.
 pub async fn revoke(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
@@ -121,7 +121,7 @@ pub async fn revoke(
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
-    match crate::api::keys::revoke(&state, &signed_in.principal, &id).await {
+    match crate::services::keys::revoke(&state, &signed_in.principal, &id).await {
         Ok(_) => Redirect::to("/console/keys").into_response(),
         Err(error) => refused(&error),
     }

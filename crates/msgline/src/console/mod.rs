@@ -31,13 +31,13 @@ use axum::{
     routing::{get, post},
 };
 
-use crate::api::AppState;
+use crate::services::Services;
 
 pub use session::LINK_MS;
 
 /// The console's routes: the public ones (sign-in, a sign-in link, the assets) and the pages that
 /// need a session.
-pub fn router(state: AppState) -> Router<AppState> {
+pub fn router(state: Services) -> Router<Services> {
     let signed_in = Router::new()
         .route("/console", get(overview::page))
         .route("/console/sign-out", post(session::sign_out))
@@ -46,7 +46,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route(
             "/console/conversations/{id}/messages",
             // The files of one message together up to the media limit, and its text besides.
-            post(conversations::send).layer(DefaultBodyLimit::max(state.config.media_max_bytes as usize + (1 << 20))),
+            post(conversations::send)
+                .layer(DefaultBodyLimit::max(state.sender.config.media_max_bytes as usize + (1 << 20))),
         )
         .route("/console/conversations/{id}/typing", post(conversations::typing))
         .route("/console/attachments/{id}", get(conversations::attachment))

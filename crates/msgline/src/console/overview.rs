@@ -7,10 +7,10 @@ use serde::Serialize;
 
 use super::{pages::render, session::SignedIn};
 use crate::{
-    api::AppState,
     clock,
     db::{self, Page, messages::MessageFilter},
     domain::{lifecycle::MessageStatus, scope::Scope},
+    services::Services,
 };
 
 #[derive(Serialize)]
@@ -45,7 +45,7 @@ struct Failing {
 }
 
 /// `GET /console`.
-pub async fn page(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn page(State(state): State<Services>, signed_in: SignedIn) -> Response {
     match gather(&state, &signed_in).await {
         Ok(context) => render(StatusCode::OK, "overview.html", context),
         Err(error) => {
@@ -55,9 +55,9 @@ pub async fn page(State(state): State<AppState>, signed_in: SignedIn) -> Respons
     }
 }
 
-async fn gather(state: &AppState, signed_in: &SignedIn) -> sqlx::Result<minijinja::Value> {
+async fn gather(state: &Services, signed_in: &SignedIn) -> sqlx::Result<minijinja::Value> {
     let org_id = &signed_in.principal.org_id;
-    let lines = db::lines::list_for_org(&state.db, org_id, &Page { limit: 100, before: None }).await?;
+    let lines = db::lines::list_for_org(&state.sender.db, org_id, &Page { limit: 100, before: None }).await?;
     let lines: Vec<LineRow> = lines
         .rows
         .iter()
@@ -72,11 +72,11 @@ async fn gather(state: &AppState, signed_in: &SignedIn) -> sqlx::Result<minijinj
         })
         .collect();
     let now = clock::now_ms();
-    let sends = db::stats::sends_by_status(&state.db, org_id, now - 24 * 3_600_000).await?;
+    let sends = db::stats::sends_by_status(&state.sender.db, org_id, now - 24 * 3_600_000).await?;
     let mut attention = Vec::new();
     for status in [MessageStatus::Unknown, MessageStatus::Failed] {
         let filter = MessageFilter { status: Some(status), ..MessageFilter::default() };
-        let page = db::messages::list(&state.db, org_id, &filter, &Page { limit: 10, before: None }).await?;
+        let page = db::messages::list(&state.sender.db, org_id, &filter, &Page { limit: 10, before: None }).await?;
         attention.extend(page.rows.into_iter().map(|listed| {
             let message = listed.message;
             Attention {
@@ -93,7 +93,7 @@ async fn gather(state: &AppState, signed_in: &SignedIn) -> sqlx::Result<minijinj
     // Webhook endpoints are the owners' to see (the API's webhooks scope).
     let mut failing = Vec::new();
     if signed_in.principal.scopes.contains(Scope::Webhooks) {
-        let hooks = db::webhooks::list(&state.db, org_id, None, &Page { limit: 100, before: None }).await?;
+        let hooks = db::webhooks::list(&state.sender.db, org_id, None, &Page { limit: 100, before: None }).await?;
         failing.extend(hooks.rows.into_iter().filter(|h| !h.enabled || h.failing_since.is_some()).map(|h| Failing {
             state: if h.enabled { "failing" } else { "disabled" },
             since: clock::rfc3339_opt(if h.enabled { h.failing_since } else { h.disabled_at }),

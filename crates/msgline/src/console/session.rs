@@ -28,7 +28,6 @@ use sha2::Sha256;
 
 use super::pages::{notice, render};
 use crate::{
-    api::{AppState, listener::ClientAddr},
     caller::Principal,
     clock,
     db::{self, staff::Staff},
@@ -37,6 +36,8 @@ use crate::{
         staff::{check_password, decoy_hash, hash_password, parse_email, verify_password},
     },
     ratelimit::Policy,
+    services::Services,
+    web::listener::ClientAddr,
 };
 
 /// A session ends after this long without a request.
@@ -83,7 +84,7 @@ struct CookieSpec {
 }
 
 impl CookieSpec {
-    fn of(state: &AppState) -> Self {
+    fn of(state: &Services) -> Self {
         Self::for_https(https(state))
     }
 
@@ -103,8 +104,8 @@ impl CookieSpec {
 }
 
 /// Whether the console is reached over https (`MSGLINE_PUBLIC_URL`).
-fn https(state: &AppState) -> bool {
-    state.config.public_url.as_deref().is_some_and(|url| url.starts_with("https://"))
+fn https(state: &Services) -> bool {
+    state.sender.config.public_url.as_deref().is_some_and(|url| url.starts_with("https://"))
 }
 
 /// A request that carries more than one session cookie.
@@ -179,14 +180,14 @@ fn same_origin(headers: &HeaderMap, https: bool) -> bool {
     origin.split_once("://").is_some_and(|(sent, rest)| sent.eq_ignore_ascii_case(scheme) && rest == host)
 }
 
-fn cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
+fn cookie(state: &Services, token: &str, max_age_s: i64) -> HeaderValue {
     let spec = CookieSpec::of(state);
     spec.header(token, spec.path, max_age_s)
 }
 
 /// Expiries of the session cookie on each path in `paths` other than its own (over http only:
 /// a `__Host-` cookie has no other path).
-fn expiries<'a>(state: &AppState, paths: impl IntoIterator<Item = &'a str>) -> Vec<HeaderValue> {
+fn expiries<'a>(state: &Services, paths: impl IntoIterator<Item = &'a str>) -> Vec<HeaderValue> {
     let spec = CookieSpec::of(state);
     if spec.secure {
         return Vec::new();
@@ -196,7 +197,7 @@ fn expiries<'a>(state: &AppState, paths: impl IntoIterator<Item = &'a str>) -> V
 
 /// The refusal of a request with two session cookies: every cookie of the name on the request's
 /// path and above is expired, so that signing in again starts clean.
-fn two_sessions(state: &AppState, path: &str) -> Response {
+fn two_sessions(state: &Services, path: &str) -> Response {
     let mut prefixes: Vec<&str> = path.match_indices('/').skip(1).map(|(at, _)| &path[..at]).collect();
     prefixes.push(path.trim_end_matches('/'));
     let mut response = notice(
@@ -216,7 +217,7 @@ fn two_sessions(state: &AppState, path: &str) -> Response {
 /// Every signed-in page: a live session, else the sign-in page; a state change also needs the
 /// session's CSRF token (checked by the handler's form) and a same-origin request; the request
 /// counts against the staff member's rate limit.
-pub async fn require(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+pub async fn require(State(state): State<Services>, mut req: Request, next: Next) -> Response {
     // First, so that a cross-site post is refused as such (its cookie stays home: SameSite=Lax).
     if req.method() != axum::http::Method::GET && !same_origin(req.headers(), https(&state)) {
         return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
@@ -227,7 +228,7 @@ pub async fn require(State(state): State<AppState>, mut req: Request, next: Next
         Err(TwoSessions) => return two_sessions(&state, req.uri().path()),
     };
     let now = clock::now_ms();
-    let session = match db::staff::session(&state.db, &hash_secret(&token), now, IDLE_MS).await {
+    let session = match db::staff::session(&state.sender.db, &hash_secret(&token), now, IDLE_MS).await {
         Ok(Some(session)) => session,
         Ok(None) => return Redirect::to("/console/sign-in").into_response(),
         Err(error) => {
@@ -236,7 +237,7 @@ pub async fn require(State(state): State<AppState>, mut req: Request, next: Next
         }
     };
     let principal = Principal::staff(&session.staff.org_id, &session.staff.id, session.staff.role.scopes());
-    if let Err((_, retry_after)) = state.limits().check_all(&[Policy::Global], &principal.caller()).await {
+    if let Err((_, retry_after)) = state.limits.check_all(&[Policy::Global], &principal.caller()).await {
         return notice(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many requests",
@@ -244,7 +245,7 @@ pub async fn require(State(state): State<AppState>, mut req: Request, next: Next
         );
     }
     if now - session.last_seen_at > TOUCH_MS
-        && let Err(error) = db::staff::touch_session(&state.db, &session.id, now).await
+        && let Err(error) = db::staff::touch_session(&state.sender.db, &session.id, now).await
     {
         tracing::warn!(error = %error, "a console session's last use could not be written");
     }
@@ -289,7 +290,7 @@ pub struct SignInForm {
 /// `POST /console/sign-in`. A wrong password, an unknown email and an account without a
 /// password all answer the same, in about the same time.
 pub async fn sign_in(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     ConnectInfo(ClientAddr(address)): ConnectInfo<ClientAddr>,
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
@@ -312,7 +313,7 @@ pub async fn sign_in(
         Ok(None) => {}
         Err(error) => return unavailable(error),
     }
-    let account = match db::staff::for_sign_in(&state.db, &email).await {
+    let account = match db::staff::for_sign_in(&state.sender.db, &email).await {
         Ok(account) => account,
         Err(error) => return unavailable(error),
     };
@@ -323,7 +324,7 @@ pub async fn sign_in(
     let staff = match (account, stored.is_some(), matches) {
         (Some((staff, _)), true, Some(true)) => staff,
         _ => {
-            if let Err(error) = db::staff::record_failure(&state.db, &subjects, now).await {
+            if let Err(error) = db::staff::record_failure(&state.sender.db, &subjects, now).await {
                 return unavailable(error);
             }
             return render(
@@ -337,11 +338,11 @@ pub async fn sign_in(
 }
 
 /// How long a sign-in must wait, if one of its subjects failed too often lately.
-async fn throttled(state: &AppState, subjects: &[String], now: i64) -> sqlx::Result<Option<i64>> {
+async fn throttled(state: &Services, subjects: &[String], now: i64) -> sqlx::Result<Option<i64>> {
     let mut wait_ms = 0;
     for subject in subjects {
         let limit = if subject.starts_with("email:") { FAILURES_PER_EMAIL } else { FAILURES_PER_ADDRESS };
-        let (count, oldest) = db::staff::failures_since(&state.db, subject, now - FAILURE_WINDOW_MS).await?;
+        let (count, oldest) = db::staff::failures_since(&state.sender.db, subject, now - FAILURE_WINDOW_MS).await?;
         if count >= limit {
             wait_ms = wait_ms.max(oldest.unwrap_or(now) + FAILURE_WINDOW_MS - now);
         }
@@ -352,8 +353,8 @@ async fn throttled(state: &AppState, subjects: &[String], now: i64) -> sqlx::Res
 /// Starts a session for `staff` and sends them to the overview. The session cookie is first;
 /// then the same name is expired on each of the console's sections, where a page on another port
 /// of this host may have planted its own session for the browser to send first.
-async fn start(state: &AppState, staff: &Staff, now: i64) -> Response {
-    match db::staff::start_session(&state.db, &staff.id, now, LIFETIME_MS).await {
+async fn start(state: &Services, staff: &Staff, now: i64) -> Response {
+    match db::staff::start_session(&state.sender.db, &staff.id, now, LIFETIME_MS).await {
         Ok(token) => {
             let mut response = Redirect::to("/console").into_response();
             let headers = response.headers_mut();
@@ -375,7 +376,7 @@ fn unavailable(error: impl std::fmt::Display) -> Response {
 
 /// `POST /console/sign-out`: ends the session, wherever it is used.
 pub async fn sign_out(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
@@ -384,7 +385,7 @@ pub async fn sign_out(
         return csrf_refused();
     }
     if let Ok(Some(token)) = cookie_token(&headers, CookieSpec::of(&state).name)
-        && let Err(error) = db::staff::end_session(&state.db, &hash_secret(&token)).await
+        && let Err(error) = db::staff::end_session(&state.sender.db, &hash_secret(&token)).await
     {
         return unavailable(error);
     }
@@ -400,8 +401,8 @@ pub struct LinkQuery {
 }
 
 /// `GET /console/welcome?token=…`: the page of a one-time sign-in link.
-pub async fn welcome_page(State(state): State<AppState>, Query(query): Query<LinkQuery>) -> Response {
-    match db::staff::by_link(&state.db, &hash_secret(&query.token), clock::now_ms()).await {
+pub async fn welcome_page(State(state): State<Services>, Query(query): Query<LinkQuery>) -> Response {
+    match db::staff::by_link(&state.sender.db, &hash_secret(&query.token), clock::now_ms()).await {
         Ok(Some(staff)) => {
             render(StatusCode::OK, "welcome.html", context! { email => staff.email, token => query.token })
         }
@@ -429,12 +430,12 @@ pub struct WelcomeForm {
 }
 
 /// `POST /console/welcome`: sets the password, uses up the link, and signs in.
-pub async fn welcome(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<WelcomeForm>) -> Response {
+pub async fn welcome(State(state): State<Services>, headers: HeaderMap, Form(form): Form<WelcomeForm>) -> Response {
     if !same_origin(&headers, https(&state)) {
         return notice(StatusCode::FORBIDDEN, "Refused", "This request did not come from a page of this console.");
     }
     let now = clock::now_ms();
-    let staff = match db::staff::by_link(&state.db, &hash_secret(&form.token), now).await {
+    let staff = match db::staff::by_link(&state.sender.db, &hash_secret(&form.token), now).await {
         Ok(Some(staff)) => staff,
         Ok(None) => return expired_link(),
         Err(error) => return unavailable(error),
@@ -455,7 +456,7 @@ pub async fn welcome(State(state): State<AppState>, headers: HeaderMap, Form(for
     let Some(hash) = hashing(move || hash_password(&password)).await else {
         return unavailable("the password could not be hashed");
     };
-    if let Err(error) = db::staff::set_password(&state.db, &staff.id, &hash, now).await {
+    if let Err(error) = db::staff::set_password(&state.sender.db, &staff.id, &hash, now).await {
         return unavailable(error);
     }
     start(&state, &staff, now).await

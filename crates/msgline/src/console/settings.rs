@@ -1,6 +1,6 @@
 //! Settings (the automatic STOP, START and HELP replies) and Staff (invite, change role, remove),
 //! both for owners. The replies are saved through the API's own `PATCH /settings`
-//! (`api::opt_outs::update_replies`); staff changes end or change sessions at once, since every
+//! (`services::opt_outs::update_replies`); staff changes end or change sessions at once, since every
 //! request reads its session and role from the database.
 
 use axum::{
@@ -18,10 +18,10 @@ use super::{
     shared::{describe, page_context, unavailable},
 };
 use crate::{
-    api::{AppState, opt_outs::UpdateSettings},
     clock,
     db::{self, orgs::Replies},
     domain::staff::{Role, parse_email},
+    services::{Services, opt_outs::UpdateSettings},
 };
 
 /// Owners only: the settings and the staff are the organisation's, beyond a member's role.
@@ -40,11 +40,11 @@ fn replies_context(replies: &Replies) -> minijinja::Value {
 }
 
 /// `GET /console/settings`.
-pub async fn settings(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn settings(State(state): State<Services>, signed_in: SignedIn) -> Response {
     if let Some(refusal) = owner_only(&signed_in) {
         return refusal;
     }
-    match db::orgs::replies(state.db.reader(), &signed_in.principal.org_id).await {
+    match db::orgs::replies(state.sender.db.reader(), &signed_in.principal.org_id).await {
         Ok(replies) => {
             let context = context! { replies => replies_context(&replies) };
             render(StatusCode::OK, "settings.html", page_context(&signed_in, "settings", context))
@@ -70,7 +70,7 @@ pub struct RepliesForm {
 
 /// `POST /console/settings`: an empty reply goes back to the default.
 pub async fn save_settings(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Form(form): Form<RepliesForm>,
 ) -> Response {
@@ -86,11 +86,11 @@ pub async fn save_settings(
         help_reply: Some(form.help_reply),
         fallback: Some(form.fallback).filter(|f| !f.is_empty()).map(serde_json::Value::String),
     };
-    let (status, context) = match crate::api::opt_outs::update_replies(&state, &signed_in.principal, body).await {
+    let (status, context) = match crate::services::opt_outs::update_replies(&state, &signed_in.principal, body).await {
         Ok(replies) => (StatusCode::OK, context! { replies => replies_context(&replies), saved => "Saved." }),
-        Err(error) => match db::orgs::replies(state.db.reader(), &signed_in.principal.org_id).await {
+        Err(error) => match db::orgs::replies(state.sender.db.reader(), &signed_in.principal.org_id).await {
             Ok(replies) => (
-                crate::api::errors::status(error.kind),
+                crate::web::errors::status(error.kind),
                 context! { replies => replies_context(&replies), error => describe(&error) },
             ),
             Err(error) => return unavailable(error),
@@ -100,15 +100,15 @@ pub async fn save_settings(
 }
 
 /// `GET /console/staff`.
-pub async fn staff(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn staff(State(state): State<Services>, signed_in: SignedIn) -> Response {
     staff_page(&state, &signed_in, StatusCode::OK, context! {}).await
 }
 
-async fn staff_page(state: &AppState, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
+async fn staff_page(state: &Services, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
     if let Some(refusal) = owner_only(signed_in) {
         return refusal;
     }
-    match db::staff::list(&state.db, &signed_in.principal.org_id).await {
+    match db::staff::list(&state.sender.db, &signed_in.principal.org_id).await {
         Ok(members) => {
             let members: Vec<_> = members
                 .iter()
@@ -134,7 +134,7 @@ pub struct Invite {
 }
 
 /// `POST /console/staff`: adds a member and shows their one-time sign-in link, once.
-pub async fn invite(State(state): State<AppState>, signed_in: SignedIn, Form(form): Form<Invite>) -> Response {
+pub async fn invite(State(state): State<Services>, signed_in: SignedIn, Form(form): Form<Invite>) -> Response {
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
@@ -150,9 +150,9 @@ pub async fn invite(State(state): State<AppState>, signed_in: SignedIn, Form(for
         return staff_page(&state, &signed_in, StatusCode::BAD_REQUEST, refuse("choose owner or member".into())).await;
     };
     let now = clock::now_ms();
-    match db::staff::create(&state.db, &signed_in.principal.org_id, &email, role, None, now, LINK_MS).await {
+    match db::staff::create(&state.sender.db, &signed_in.principal.org_id, &email, role, None, now, LINK_MS).await {
         Ok((member, link)) => {
-            let url = format!("{}/console/welcome?token={}", state.config.public_base(), link.token);
+            let url = format!("{}/console/welcome?token={}", state.sender.config.public_base(), link.token);
             let invited = context! { email => member.email, url, until => clock::rfc3339(link.expires_at) };
             staff_page(&state, &signed_in, StatusCode::CREATED, context! { invited }).await
         }
@@ -174,7 +174,7 @@ pub struct Change {
 
 /// `POST /console/staff/{id}/role`. The last owner stays an owner.
 pub async fn change_role(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     Form(form): Form<Change>,
@@ -195,7 +195,7 @@ pub async fn change_role(
     {
         return refusal;
     }
-    match db::staff::set_role(&state.db, org_id, &id, role, clock::now_ms()).await {
+    match db::staff::set_role(&state.sender.db, org_id, &id, role, clock::now_ms()).await {
         Ok(true) => Redirect::to("/console/staff").into_response(),
         Ok(false) => notice(StatusCode::NOT_FOUND, "Not found", "There is no such staff member."),
         Err(error) => unavailable(error),
@@ -204,7 +204,7 @@ pub async fn change_role(
 
 /// `POST /console/staff/{id}/remove`: their sessions end at once. The last owner stays.
 pub async fn remove(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,
@@ -218,7 +218,7 @@ pub async fn remove(
     if let Some(refusal) = last_owner(&state, &signed_in, &id).await {
         return refusal;
     }
-    match db::staff::remove(&state.db, Some(&signed_in.principal.org_id), &id, clock::now_ms()).await {
+    match db::staff::remove(&state.sender.db, Some(&signed_in.principal.org_id), &id, clock::now_ms()).await {
         Ok(true) => Redirect::to("/console/staff").into_response(),
         Ok(false) => notice(StatusCode::NOT_FOUND, "Not found", "There is no such staff member."),
         Err(error) => unavailable(error),
@@ -226,9 +226,9 @@ pub async fn remove(
 }
 
 /// The refusal to take away the organisation's last owner, if `id` is that owner.
-async fn last_owner(state: &AppState, signed_in: &SignedIn, id: &str) -> Option<Response> {
+async fn last_owner(state: &Services, signed_in: &SignedIn, id: &str) -> Option<Response> {
     let org_id = &signed_in.principal.org_id;
-    let members = match db::staff::list(&state.db, org_id).await {
+    let members = match db::staff::list(&state.sender.db, org_id).await {
         Ok(members) => members,
         Err(error) => return Some(unavailable(error)),
     };

@@ -6,9 +6,9 @@ use minijinja::context;
 
 use super::{pages::notice, session::SignedIn};
 use crate::{
-    api::AppState,
     db::{self, Page},
     error::ApiError,
+    services::Services,
 };
 
 /// A page's context with the header's: `page` names the navigation entry it is under.
@@ -32,7 +32,7 @@ pub fn describe(error: &ApiError) -> String {
 
 /// A refusal (a scope the role lacks, something not found) as a page, with the API's status.
 pub fn refused(error: &ApiError) -> Response {
-    notice(crate::api::errors::status(error.kind), "Not allowed", &describe(error))
+    notice(crate::web::errors::status(error.kind), "Not allowed", &describe(error))
 }
 
 pub fn unavailable(error: impl std::fmt::Display) -> Response {
@@ -61,7 +61,7 @@ impl FormPairs {
 }
 
 /// The organisation's lines as a form's choices (`{id, e164}`).
-pub async fn line_choices(state: &AppState, org_id: &str) -> sqlx::Result<Vec<minijinja::Value>> {
-    let lines = db::lines::list_for_org(&state.db, org_id, &Page { limit: 100, before: None }).await?;
+pub async fn line_choices(state: &Services, org_id: &str) -> sqlx::Result<Vec<minijinja::Value>> {
+    let lines = db::lines::list_for_org(&state.sender.db, org_id, &Page { limit: 100, before: None }).await?;
     Ok(lines.rows.into_iter().map(|l| context! { id => l.id, e164 => l.e164 }).collect())
 }

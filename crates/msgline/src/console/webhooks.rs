@@ -15,24 +15,24 @@ use super::{
     shared::{describe, form_pairs, line_choices, page_context, refused, unavailable},
 };
 use crate::{
-    api::{AppState, webhooks::CreateWebhook},
     clock,
     db::{self, Page},
     domain::{scope::Scope, webhook::EVENT_TYPES},
+    services::{Services, webhooks::CreateWebhook},
 };
 
 /// `GET /console/webhooks`.
-pub async fn list(State(state): State<AppState>, signed_in: SignedIn) -> Response {
+pub async fn list(State(state): State<Services>, signed_in: SignedIn) -> Response {
     list_page(&state, &signed_in, StatusCode::OK, context! {}).await
 }
 
-async fn list_page(state: &AppState, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
+async fn list_page(state: &Services, signed_in: &SignedIn, status: StatusCode, extra: minijinja::Value) -> Response {
     let caller = &signed_in.principal;
     if let Err(error) = caller.require(Scope::Webhooks) {
         return refused(&error);
     }
     let all = Page { limit: 100, before: None };
-    let hooks = match db::webhooks::list(&state.db, &caller.org_id, caller.bound_line(), &all).await {
+    let hooks = match db::webhooks::list(&state.sender.db, &caller.org_id, caller.bound_line(), &all).await {
         Ok(found) => found.rows,
         Err(error) => return unavailable(error),
     };
@@ -53,7 +53,7 @@ async fn list_page(state: &AppState, signed_in: &SignedIn, status: StatusCode, e
 }
 
 /// `POST /console/webhooks`: `event` once per ticked box.
-pub async fn create(State(state): State<AppState>, signed_in: SignedIn, body: axum::body::Bytes) -> Response {
+pub async fn create(State(state): State<Services>, signed_in: SignedIn, body: axum::body::Bytes) -> Response {
     let form = form_pairs(&body);
     if !csrf_ok(&signed_in, &form.one("csrf")) {
         return csrf_refused();
@@ -64,25 +64,25 @@ pub async fn create(State(state): State<AppState>, signed_in: SignedIn, body: ax
         description: Some(form.one("description")),
         line_id: Some(form.one("line_id")).filter(|l| !l.is_empty()),
     };
-    match crate::api::webhooks::create(&state, &signed_in.principal, request).await {
+    match crate::services::webhooks::create(&state, &signed_in.principal, request).await {
         Ok(hook) => {
             let created = context! { id => hook.id, url => hook.url, secret => hook.secret };
             list_page(&state, &signed_in, StatusCode::CREATED, context! { created }).await
         }
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             list_page(&state, &signed_in, status, context! { error => describe(&error) }).await
         }
     }
 }
 
 /// `GET /console/webhooks/{id}`: the endpoint and its latest delivery attempts.
-pub async fn endpoint(State(state): State<AppState>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
+pub async fn endpoint(State(state): State<Services>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
     endpoint_page(&state, &signed_in, &id, StatusCode::OK, context! {}).await
 }
 
 async fn endpoint_page(
-    state: &AppState,
+    state: &Services,
     signed_in: &SignedIn,
     id: &str,
     status: StatusCode,
@@ -91,12 +91,12 @@ async fn endpoint_page(
     if let Err(error) = signed_in.principal.require(Scope::Webhooks) {
         return refused(&error);
     }
-    let hook = match crate::api::webhooks::find(state, &signed_in.principal, id).await {
+    let hook = match crate::services::webhooks::find(state, &signed_in.principal, id).await {
         Ok(hook) => hook,
         Err(error) => return refused(&error),
     };
     let page = Page { limit: 50, before: None };
-    let attempts = match db::webhook_deliveries::list_attempts(&state.db, &hook.id, None, &page).await {
+    let attempts = match db::webhook_deliveries::list_attempts(&state.sender.db, &hook.id, None, &page).await {
         Ok(found) => found.rows,
         Err(error) => return unavailable(error),
     };
@@ -124,7 +124,7 @@ async fn endpoint_page(
 /// `POST /console/webhooks/{id}/{action}`: `replay` (`hours` back), `rotate`, `disable`,
 /// `enable` or `delete`.
 pub async fn act(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     signed_in: SignedIn,
     Path((id, action)): Path<(String, String)>,
     body: axum::body::Bytes,
@@ -138,18 +138,18 @@ pub async fn act(
         "replay" => {
             let hours: i64 = form.one("hours").parse().unwrap_or(1).clamp(1, 24 * 30);
             let since = clock::now_ms() - hours * 3_600_000;
-            crate::api::webhooks::replay_since(&state, caller, &id, since)
+            crate::services::webhooks::replay_since(&state, caller, &id, since)
                 .await
                 .map(|(_, queued)| context! { notice => format!("{queued} events of the last {hours} hours queued again; the endpoint is enabled.") })
         }
-        "rotate" => crate::api::webhooks::rotate(&state, caller, &id, 86_400)
+        "rotate" => crate::services::webhooks::rotate(&state, caller, &id, 86_400)
             .await
             .map(|hook| context! { secret => hook.secret }),
-        "disable" | "enable" => crate::api::webhooks::set_enabled(&state, caller, &id, action == "enable")
+        "disable" | "enable" => crate::services::webhooks::set_enabled(&state, caller, &id, action == "enable")
             .await
             .map(|hook| context! { notice => if hook.enabled { "Enabled." } else { "Disabled: nothing is delivered until it is enabled or replayed." } }),
         "delete" => {
-            return match crate::api::webhooks::delete(&state, caller, &id).await {
+            return match crate::services::webhooks::delete(&state, caller, &id).await {
                 Ok(_) => Redirect::to("/console/webhooks").into_response(),
                 Err(error) => refused(&error),
             };
@@ -160,7 +160,7 @@ pub async fn act(
         Ok(extra) => endpoint_page(&state, &signed_in, &id, StatusCode::OK, extra).await,
         Err(error) if error.kind == crate::error::ErrorKind::NotFound => refused(&error),
         Err(error) => {
-            let status = crate::api::errors::status(error.kind);
+            let status = crate::web::errors::status(error.kind);
             endpoint_page(&state, &signed_in, &id, status, context! { error => describe(&error) }).await
         }
     }

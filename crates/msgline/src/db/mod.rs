@@ -66,7 +66,7 @@ pub struct Db {
     reader: AnyPool,
     backend: Backend,
     /// Shared commits for writes that read nothing back.
-    group: Option<GroupWriter>,
+    group: Option<GroupWriter<reports::LineReports>>,
     /// On a SQLite file: readers that map rows on their own thread (see [`Db::read_rows`]).
     native_readers: Option<std::sync::Arc<native::Readers>>,
     /// On PostgreSQL: connections of the PostgreSQL driver itself for [`Db::read_rows`], whose
@@ -221,7 +221,7 @@ impl Db {
     }
 
     /// The group committer.
-    fn group(&self) -> Option<&GroupWriter> {
+    fn group(&self) -> Option<&GroupWriter<reports::LineReports>> {
         self.group.as_ref()
     }
 

@@ -65,9 +65,27 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
             .await;
     }
     if let Some(group) = db.group().filter(|_| backend == super::Backend::Postgres) {
-        return group.apply_reports(line_id.to_string(), reports).await;
+        return group.plan_in_commit(LineReports { line_id: line_id.to_string(), reports }).await;
     }
     db.transaction(async |tx| apply_in(tx, line_id, &reports).await).await
+}
+
+/// A line's status reports, planned inside a shared commit on PostgreSQL: the messages are read
+/// locked after the commit's batches, and each moves from where it stands.
+pub(super) struct LineReports {
+    line_id: String,
+    reports: Vec<StatusReport>,
+}
+
+impl super::engine::group_commit::InCommit for LineReports {
+    /// Per report, whether it moved its message.
+    type Answer = Vec<bool>;
+
+    async fn plan(conn: &mut AnyConnection, units: Vec<&Self>) -> sqlx::Result<(Vec<Vec<bool>>, Vec<Batch>)> {
+        let lines: Vec<(&str, &[StatusReport])> =
+            units.iter().map(|unit| (unit.line_id.as_str(), unit.reports.as_slice())).collect();
+        plan(conn, super::Backend::Postgres, &lines, true).await
+    }
 }
 
 /// Applies a line's reports inside a transaction already open (a callback whose other events

@@ -8,11 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
 use super::ListQuery;
-use super::{
-    Backend, Db, Page, Paged,
-    webhooks::{self, Webhook},
-};
-use crate::{clock, domain::webhook::EVENT_TYPES, ids};
+use super::{Backend, Db, Page, Paged};
 
 fn skip_locked(db: &Db) -> &'static str {
     match db.backend() {
@@ -293,60 +289,6 @@ pub async fn list_attempts(
         .eq("event_id", event_id)
         .fetch(db, page, attempt_from_row, |a| &a.id)
         .await
-}
-
-/// Why a replay was refused.
-#[derive(Debug)]
-pub enum ReplayError {
-    TooMany(usize),
-    Db(sqlx::Error),
-}
-
-impl From<sqlx::Error> for ReplayError {
-    fn from(error: sqlx::Error) -> Self {
-        ReplayError::Db(error)
-    }
-}
-
-/// Queues again, for one endpoint, every event of its subscription created at or after `since`
-/// (and not before the endpoint itself), except those it already has waiting; enables the
-/// endpoint if it was disabled. Returns how many it queued; more than `max` is refused.
-pub async fn replay(db: &Db, webhook: &Webhook, since: i64, max: usize) -> Result<usize, ReplayError> {
-    let types: Vec<&str> = EVENT_TYPES.into_iter().filter(|t| webhook.events.matches(t)).collect();
-    let type_list = (0..types.len()).map(|i| format!("${}", 4 + i)).collect::<Vec<_>>().join(", ");
-    let mut sql = format!(
-        "SELECT id FROM events WHERE org_id = $1 AND created_at >= $2 AND NOT EXISTS (SELECT 1 FROM \
-         webhook_deliveries d WHERE d.webhook_id = $3 AND d.event_id = events.id AND d.state IN ('pending', 'claimed')) \
-         AND type IN ({type_list})"
-    );
-    if webhook.line_id.is_some() {
-        // Each event's message by its key: the messages have no index by line.
-        let n = 4 + types.len();
-        sql.push_str(&format!(" AND (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) = ${n}"));
-    }
-    sql.push_str(&format!(" ORDER BY id LIMIT {}", max + 1));
-
-    let mut tx = db.begin().await?;
-    let mut query = sqlx::query(&sql).bind(&webhook.org_id).bind(since.max(webhook.created_at)).bind(&webhook.id);
-    for kind in &types {
-        query = query.bind(*kind);
-    }
-    if let Some(line_id) = &webhook.line_id {
-        query = query.bind(line_id);
-    }
-    let event_ids: Vec<String> =
-        query.fetch_all(&mut *tx).await?.iter().map(|r| r.try_get(0)).collect::<sqlx::Result<_>>()?;
-    if event_ids.len() > max {
-        return Err(ReplayError::TooMany(max));
-    }
-    let now = clock::now_ms();
-    webhooks::enable(&mut tx, &webhook.id, now).await?;
-    let deliveries: Vec<(String, &str)> = event_ids.iter().map(|e| (ids::new_id("whd"), e.as_str())).collect();
-    let mut batch = super::Batch::new();
-    super::webhook_fan_out::stage_deliveries(&mut batch, &webhook.org_id, &webhook.id, &deliveries, now, None);
-    batch.execute(&mut tx).await?;
-    tx.commit().await?;
-    Ok(event_ids.len())
 }
 
 /// Up to `$2` deliveries settled before `$1`, found through `webhook_deliveries_settled`. The

@@ -3,16 +3,19 @@
 //! as many events as it has free posts, and the first deliveries are written already claimed by
 //! it, with their endpoints at hand: a new event goes from its fan-out to its post with no claim
 //! between. What a fan-out makes beyond that is written pending, due at once, for the next
-//! claims ([`super::webhook_deliveries::claim_due`]).
+//! claims ([`super::webhook_deliveries::claim_due`]). A replay is a fan-out too: an endpoint's
+//! events of a span, delivered to it again.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use sqlx::Row;
 
 use super::{
     Arg, Batch, Db,
     webhook_deliveries::Claimed,
     webhooks::{self, Webhook},
 };
-use crate::{clock, ids};
+use crate::{clock, domain::webhook::EVENT_TYPES, ids};
 
 /// Rows per multi-row insert (two parameters each, well under every engine's limit).
 const INSERT_CHUNK: usize = 400;
@@ -113,8 +116,10 @@ pub struct FannedOut {
 /// in the events' order, claimed until `claimed_until`; the rest pending), and the events marked
 /// done. Returns the writes and the claimed deliveries.
 fn plan(events: &[Pending], endpoints: &[Webhook], now: i64, claim: usize, claimed_until: i64) -> (Batch, Vec<Ready>) {
-    // Per endpoint and per state (claimed first), the deliveries to write.
-    let mut rows: BTreeMap<(&str, bool), (&Webhook, Vec<(String, &str)>)> = BTreeMap::new();
+    // Per endpoint and per state (claimed first), the deliveries to write: each an id and the
+    // event it delivers.
+    type Deliveries<'a> = (&'a Webhook, Vec<(String, &'a str)>);
+    let mut rows: BTreeMap<(&str, bool), Deliveries> = BTreeMap::new();
     let mut ready = Vec::new();
     for pending in events {
         for endpoint in endpoints.iter().filter(|w| w.org_id == pending.org_id) {
@@ -207,6 +212,60 @@ pub async fn fan_out(db: &Db, limit: usize, claim: usize, claimed_until: i64) ->
     batch.execute(&mut tx).await?;
     tx.commit().await?;
     Ok(FannedOut { events: events.len(), ready })
+}
+
+/// Why a replay was refused.
+#[derive(Debug)]
+pub enum ReplayError {
+    TooMany(usize),
+    Db(sqlx::Error),
+}
+
+impl From<sqlx::Error> for ReplayError {
+    fn from(error: sqlx::Error) -> Self {
+        ReplayError::Db(error)
+    }
+}
+
+/// Queues again, for one endpoint, every event of its subscription created at or after `since`
+/// (and not before the endpoint itself), except those it already has waiting; enables the
+/// endpoint if it was disabled. Returns how many it queued; more than `max` is refused.
+pub async fn replay(db: &Db, webhook: &Webhook, since: i64, max: usize) -> Result<usize, ReplayError> {
+    let types: Vec<&str> = EVENT_TYPES.into_iter().filter(|t| webhook.events.matches(t)).collect();
+    let type_list = (0..types.len()).map(|i| format!("${}", 4 + i)).collect::<Vec<_>>().join(", ");
+    let mut sql = format!(
+        "SELECT id FROM events WHERE org_id = $1 AND created_at >= $2 AND NOT EXISTS (SELECT 1 FROM \
+         webhook_deliveries d WHERE d.webhook_id = $3 AND d.event_id = events.id AND d.state IN ('pending', 'claimed')) \
+         AND type IN ({type_list})"
+    );
+    if webhook.line_id.is_some() {
+        // Each event's message by its key: the messages have no index by line.
+        let n = 4 + types.len();
+        sql.push_str(&format!(" AND (SELECT m.line_id FROM messages m WHERE m.id = events.message_id) = ${n}"));
+    }
+    sql.push_str(&format!(" ORDER BY id LIMIT {}", max + 1));
+
+    let mut tx = db.begin().await?;
+    let mut query = sqlx::query(&sql).bind(&webhook.org_id).bind(since.max(webhook.created_at)).bind(&webhook.id);
+    for kind in &types {
+        query = query.bind(*kind);
+    }
+    if let Some(line_id) = &webhook.line_id {
+        query = query.bind(line_id);
+    }
+    let event_ids: Vec<String> =
+        query.fetch_all(&mut *tx).await?.iter().map(|r| r.try_get(0)).collect::<sqlx::Result<_>>()?;
+    if event_ids.len() > max {
+        return Err(ReplayError::TooMany(max));
+    }
+    let now = clock::now_ms();
+    webhooks::enable(&mut tx, &webhook.id, now).await?;
+    let deliveries: Vec<(String, &str)> = event_ids.iter().map(|e| (ids::new_id("whd"), e.as_str())).collect();
+    let mut batch = Batch::new();
+    stage_deliveries(&mut batch, &webhook.org_id, &webhook.id, &deliveries, now, None);
+    batch.execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(event_ids.len())
 }
 
 #[cfg(test)]

@@ -15,9 +15,9 @@ use crate::{
 
 /// The send path's handles; cheap to clone.
 #[derive(Clone)]
-pub struct Sender(Arc<Parts>);
+pub struct Sender(Arc<Handles>);
 
-pub struct Parts {
+pub struct Handles {
     pub db: Db,
     pub config: Config,
     pub lines: LineDirectory,
@@ -35,9 +35,10 @@ pub struct Parts {
     pub org_defaults: super::org_defaults::OrgDefaults,
 }
 
+/// The one `Deref` on the way to a handle: `sender.db` is the send path's database.
 impl Deref for Sender {
-    type Target = Parts;
-    fn deref(&self) -> &Parts {
+    type Target = Handles;
+    fn deref(&self) -> &Handles {
         &self.0
     }
 }
@@ -45,7 +46,7 @@ impl Deref for Sender {
 impl Sender {
     pub fn new(db: Db, config: Config) -> anyhow::Result<Self> {
         let media = MediaStore::open(&config.media_store)?;
-        Ok(Sender(Arc::new(Parts {
+        Ok(Sender(Arc::new(Handles {
             lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone(), media.clone())),
             dispatch: Dispatch::new(config.dispatch_concurrency),
             egress: Egress::new(config.allow_private_targets),
@@ -61,12 +62,12 @@ impl Sender {
     }
 
     /// A handle that does not keep the send path alive (for what the send path itself holds).
-    pub fn downgrade(&self) -> std::sync::Weak<Parts> {
+    pub fn downgrade(&self) -> std::sync::Weak<Handles> {
         Arc::downgrade(&self.0)
     }
 
     /// The send path again from a [`Sender::downgrade`], while it is alive.
-    pub fn upgrade(weak: &std::sync::Weak<Parts>) -> Option<Sender> {
+    pub fn upgrade(weak: &std::sync::Weak<Handles>) -> Option<Sender> {
         weak.upgrade().map(Sender)
     }
 }

@@ -2,6 +2,8 @@
 //! the request waits for the line's answer (up to the bridge timeout) to say which of the spec's
 //! outcomes happened: created, unknown, or the line's refusal.
 
+use std::collections::BTreeSet;
+
 use serde_json::json;
 use sqlx::AnyConnection;
 
@@ -24,6 +26,7 @@ use crate::{
         phone::E164,
     },
     error::{ApiError, ApiResult},
+    fields::phone_field,
     send::Sender,
 };
 
@@ -554,4 +557,21 @@ fn check_change(
         ));
     }
     Ok(())
+}
+
+/// Normalises participants to E.164 and drops duplicates; 2 to 31 distinct numbers.
+pub fn participants(raw: Vec<String>, default_country: Option<&str>) -> ApiResult<Vec<E164>> {
+    let mut distinct = BTreeSet::new();
+    for (i, number) in raw.iter().enumerate() {
+        let phone = phone_field("participants", number, default_country)
+            .map_err(|e| e.with_message(format!("participant {} ({number:?}) is not a valid phone number", i + 1)))?;
+        distinct.insert(phone);
+    }
+    if distinct.len() < 2 || distinct.len() > MAX_PARTICIPANTS {
+        return Err(ApiError::invalid(
+            "participants",
+            format!("a group has 2 to {MAX_PARTICIPANTS} distinct participants, not {}", distinct.len()),
+        ));
+    }
+    Ok(distinct.into_iter().collect())
 }

@@ -8,8 +8,15 @@ use crate::{
     egress::EgressError,
     error::{ApiError, ApiResult, ErrorKind},
     media,
-    send::{Sender, request::Upload},
+    send::Sender,
 };
+
+/// A file sent with a message as uploaded bytes (the console's compose form) rather than fetched
+/// from a URL.
+pub struct Upload {
+    pub filename: Option<String>,
+    pub bytes: Vec<u8>,
+}
 
 /// The most attachments one message carries.
 pub const MAX_MEDIA: usize = 10;

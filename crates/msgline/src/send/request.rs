@@ -18,7 +18,7 @@ use crate::{
     },
     error::{ApiError, ApiResult},
     fields::{from_ref, phone_field, required_text},
-    send::Sender,
+    send::{Sender, media::Upload},
 };
 
 /// The longest message text, in characters.
@@ -237,13 +237,6 @@ pub async fn send_text(
         input.payload = Some(Payload::Media(input.attachments.iter().map(|a| a.summary()).collect()));
     }
     super::submit(state, caller, input, idempotency).await
-}
-
-/// A file sent with a message as uploaded bytes (the console's compose form) rather than fetched
-/// from a URL.
-pub struct Upload {
-    pub filename: Option<String>,
-    pub bytes: Vec<u8>,
 }
 
 /// `POST /messages` with uploaded files instead of `media_urls`: the same send, `kind: media`,

@@ -27,7 +27,7 @@ use utoipa::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::BASE;
-use crate::api::AppState;
+use crate::services::Services;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -57,7 +57,7 @@ use crate::api::AppState;
 )]
 pub struct Root;
 
-pub fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(openapi_json))
 }
 

@@ -6,7 +6,9 @@
 //! If a shared commit fails (one request's statement breaks a constraint), it is rolled back
 //! and every request's batch is retried alone, so each gets its own answer.
 
-use sqlx::{AnyPool, Executor};
+use std::future::Future;
+
+use sqlx::{AnyConnection, AnyPool, Executor};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, Batch, MAX_GROUP};
@@ -27,17 +29,31 @@ use super::{Backend, Batch, MAX_GROUP};
 const LANE_SETTINGS: &str = "SET enable_seqscan = off; SET enable_hashjoin = off; SET enable_mergejoin = off; \
                              SET plan_cache_mode = force_generic_plan";
 
-/// What a request asks of a commit.
-enum Work {
-    Batch(Batch),
-    /// A line's status reports (PostgreSQL): recorded, read and moved inside the commit.
-    Reports(String, Vec<super::reports::StatusReport>),
+/// Work a commit plans inside itself (on PostgreSQL): it reads what it needs after the commit's
+/// batches, with the rows it reads locked, decides its writes from what it read, and answers.
+/// Every unit of the kind in one commit is planned together. The engine knows no table: what
+/// a unit reads and writes is its own (a line's status reports are one kind, in `reports`).
+pub(in crate::db) trait InCommit: Send + Sync + Sized + 'static {
+    /// What a unit's request is answered; a batch's request gets the default.
+    type Answer: Default + Send + 'static;
+
+    /// Plans `units` inside the commit on `conn`: per unit its answer, in order, and the writes.
+    fn plan<'a>(
+        conn: &'a mut AnyConnection,
+        units: Vec<&'a Self>,
+    ) -> impl Future<Output = sqlx::Result<(Vec<Self::Answer>, Vec<Batch>)>> + Send + 'a;
 }
 
-struct Job {
-    work: Work,
-    /// For reports, which were new; for a batch, nothing.
-    done: oneshot::Sender<sqlx::Result<Vec<bool>>>,
+/// What a request asks of a commit.
+enum Work<P> {
+    Batch(Batch),
+    /// Planned inside the commit ([`InCommit`]).
+    Planned(P),
+}
+
+struct Job<P: InCommit> {
+    work: Work<P>,
+    done: oneshot::Sender<sqlx::Result<P::Answer>>,
 }
 
 /// Committers working side by side (`lanes`: one on SQLite's single writer, several on
@@ -45,15 +61,20 @@ struct Job {
 /// first lane alone moves existing messages (the dispatcher's outcomes, the lines' reports): two
 /// transactions moving the same message would wait on each other's row locks, each through the
 /// other's commit, and could deadlock; one lane runs them one commit after another.
-#[derive(Clone)]
-pub struct GroupWriter {
-    lanes: std::sync::Arc<Vec<mpsc::Sender<Job>>>,
+pub struct GroupWriter<P: InCommit> {
+    lanes: std::sync::Arc<Vec<mpsc::Sender<Job<P>>>>,
     next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// On a SQLite file: the committer thread's queue of units of work.
     native: Option<mpsc::Sender<Box<dyn super::native::Unit>>>,
 }
 
-impl GroupWriter {
+impl<P: InCommit> Clone for GroupWriter<P> {
+    fn clone(&self) -> Self {
+        Self { lanes: self.lanes.clone(), next: self.next.clone(), native: self.native.clone() }
+    }
+}
+
+impl<P: InCommit> GroupWriter<P> {
     /// One lane on SQLite's single writer, its statements run by a thread with its own
     /// connection to `file` (see [`super::native`]), with or without a checkpointer.
     pub fn start_sqlite(writer: AnyPool, file: &std::path::Path, checkpointer: bool) -> anyhow::Result<Self> {
@@ -109,7 +130,7 @@ impl GroupWriter {
         Ok(Self::with_lanes(lanes))
     }
 
-    fn with_lanes(lanes: Vec<mpsc::Sender<Job>>) -> Self {
+    fn with_lanes(lanes: Vec<mpsc::Sender<Job<P>>>) -> Self {
         Self { lanes: std::sync::Arc::new(lanes), next: Default::default(), native: None }
     }
 
@@ -141,42 +162,37 @@ impl GroupWriter {
         self.send(lane, Work::Batch(batch)).await.map(drop)
     }
 
-    /// Applies a line's status reports on PostgreSQL's lane that moves messages; returns, per
-    /// report, whether it was new.
-    pub(in crate::db) async fn apply_reports(
-        &self,
-        line_id: String,
-        reports: Vec<super::reports::StatusReport>,
-    ) -> sqlx::Result<Vec<bool>> {
-        self.send(0, Work::Reports(line_id, reports)).await
+    /// Plans `unit` inside a commit on PostgreSQL's lane that moves messages, and answers it.
+    pub(in crate::db) async fn plan_in_commit(&self, unit: P) -> sqlx::Result<P::Answer> {
+        self.send(0, Work::Planned(unit)).await
     }
 
-    async fn send(&self, lane: usize, work: Work) -> sqlx::Result<Vec<bool>> {
+    async fn send(&self, lane: usize, work: Work<P>) -> sqlx::Result<P::Answer> {
         let (done, answer) = oneshot::channel();
         self.lanes[lane].send(Job { work, done }).await.map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
     }
 }
 
-async fn run(writer: AnyPool, mut rx: mpsc::Receiver<Job>) {
+async fn run<P: InCommit>(writer: AnyPool, mut rx: mpsc::Receiver<Job<P>>) {
     let mut group = Vec::with_capacity(MAX_GROUP);
     while rx.recv_many(&mut group, MAX_GROUP).await > 0 {
-        let jobs: Vec<Job> = std::mem::take(&mut group);
+        let jobs: Vec<Job<P>> = std::mem::take(&mut group);
         if let Err(error) = commit_group(&writer, jobs).await {
             tracing::error!(error = %error, "group commit failed");
         }
     }
 }
 
-async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
+async fn commit_group<P: InCommit>(writer: &AnyPool, jobs: Vec<Job<P>>) -> sqlx::Result<()> {
     let mut conn = writer.acquire().await?;
     if Backend::of(&conn) == Backend::Postgres {
         return commit_group_postgres(&mut conn, jobs).await;
     }
-    fn batch(job: &Job) -> &Batch {
+    fn batch<P: InCommit>(job: &Job<P>) -> &Batch {
         match &job.work {
             Work::Batch(batch) => batch,
-            Work::Reports(..) => unreachable!("reports are applied on SQLite by their own transaction"),
+            Work::Planned(_) => unreachable!("planned work runs on SQLite in its own transaction"),
         }
     }
     let mut combined = Batch::new();
@@ -188,7 +204,7 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
     match combined.execute(&mut conn).await {
         Ok(()) => {
             for job in jobs {
-                let _ = job.done.send(Ok(Vec::new()));
+                let _ = job.done.send(Ok(P::Answer::default()));
             }
         }
         Err(_) => {
@@ -207,7 +223,7 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
                     result
                 }
                 .await;
-                let _ = job.done.send(result.map(|()| Vec::new()));
+                let _ = job.done.send(result.map(|()| P::Answer::default()));
             }
         }
     }
@@ -217,7 +233,7 @@ async fn commit_group(writer: &AnyPool, jobs: Vec<Job>) -> sqlx::Result<()> {
 /// On PostgreSQL many requests share one transaction and one commit, and a statement they all
 /// repeat runs once for all of them (see [`super::merge`]); a failure aborts the transaction, so
 /// each request is then retried alone.
-async fn commit_group_postgres(conn: &mut sqlx::AnyConnection, jobs: Vec<Job>) -> sqlx::Result<()> {
+async fn commit_group_postgres<P: InCommit>(conn: &mut AnyConnection, jobs: Vec<Job<P>>) -> sqlx::Result<()> {
     use sqlx::Connection;
     let shared = async {
         let mut tx = conn.begin().await?;
@@ -252,11 +268,11 @@ async fn commit_group_postgres(conn: &mut sqlx::AnyConnection, jobs: Vec<Job>) -
 }
 
 /// The jobs' work inside one transaction; per job, its answer.
-async fn run_postgres(conn: &mut sqlx::AnyConnection, jobs: &[Job]) -> sqlx::Result<Vec<Vec<bool>>> {
-    let lines: Vec<(&str, &[super::reports::StatusReport])> = jobs
+async fn run_postgres<P: InCommit>(conn: &mut AnyConnection, jobs: &[Job<P>]) -> sqlx::Result<Vec<P::Answer>> {
+    let planned: Vec<&P> = jobs
         .iter()
         .filter_map(|job| match &job.work {
-            Work::Reports(line, reports) => Some((line.as_str(), reports.as_slice())),
+            Work::Planned(unit) => Some(unit),
             Work::Batch(_) => None,
         })
         .collect();
@@ -264,20 +280,20 @@ async fn run_postgres(conn: &mut sqlx::AnyConnection, jobs: &[Job]) -> sqlx::Res
         .iter()
         .filter_map(|job| match &job.work {
             Work::Batch(batch) => Some(batch),
-            Work::Reports(..) => None,
+            Work::Planned(_) => None,
         })
         .collect();
     super::merge::execute(conn, &batches, super::merge::Lookup::Keyed).await?;
-    // After the batches (the dispatcher's record of a line's answer may move a message the
-    // reports are about), with the messages locked: their moves start from where they stand.
-    let (fresh, moves) = super::reports::plan(conn, Backend::Postgres, &lines, true).await?;
-    super::merge::execute(conn, &moves.iter().collect::<Vec<_>>(), super::merge::Lookup::Keyed).await?;
-    let mut fresh = fresh.into_iter();
+    // After the batches (the dispatcher's record of a line's answer may move a message a
+    // line's reports are about): what is planned starts from where the rows stand.
+    let (answers, writes) = P::plan(conn, planned).await?;
+    super::merge::execute(conn, &writes.iter().collect::<Vec<_>>(), super::merge::Lookup::Keyed).await?;
+    let mut answers = answers.into_iter();
     Ok(jobs
         .iter()
         .map(|job| match job.work {
-            Work::Batch(_) => Vec::new(),
-            Work::Reports(..) => fresh.next().unwrap_or_default(),
+            Work::Batch(_) => P::Answer::default(),
+            Work::Planned(_) => answers.next().unwrap_or_default(),
         })
         .collect())
 }
@@ -302,11 +318,23 @@ impl NativeLane<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Batch, GroupWriter, Job, Work, mpsc};
+    use super::{Batch, GroupWriter, InCommit, Job, Work, mpsc};
+
+    /// No work planned in the commit: these tests route batches only.
+    struct NothingPlanned;
+
+    impl InCommit for NothingPlanned {
+        type Answer = ();
+
+        async fn plan(_: &mut sqlx::AnyConnection, units: Vec<&Self>) -> sqlx::Result<(Vec<Self::Answer>, Vec<Batch>)> {
+            Ok((units.iter().map(|_| ()).collect(), Vec::new()))
+        }
+    }
 
     /// Which lane each batch reaches, its commit answered at once.
     async fn lanes_of(batches: Vec<Batch>) -> Vec<usize> {
-        let (senders, mut receivers): (Vec<_>, Vec<_>) = (0..4).map(|_| mpsc::channel::<Job>(64)).unzip();
+        let (senders, mut receivers): (Vec<_>, Vec<_>) =
+            (0..4).map(|_| mpsc::channel::<Job<NothingPlanned>>(64)).unzip();
         let writer = GroupWriter::with_lanes(senders);
         let mut lanes = Vec::new();
         for batch in batches {
@@ -323,7 +351,7 @@ mod tests {
                 tokio::task::yield_now().await;
             };
             assert!(matches!(job.work, Work::Batch(_)));
-            job.done.send(Ok(Vec::new())).unwrap();
+            job.done.send(Ok(())).unwrap();
             commit.await.unwrap().unwrap();
             lanes.push(lane);
         }

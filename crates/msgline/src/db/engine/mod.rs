@@ -24,4 +24,4 @@ pub(in crate::db) const MAX_GROUP: usize = 256;
 // What the engine uses of the storage layer around it.
 #[cfg(test)]
 use super::is_unique_violation;
-use super::{Backend, Columns, Db, SQLITE_READER_PRAGMAS, column_index, reports};
+use super::{Backend, Columns, Db, SQLITE_READER_PRAGMAS, column_index};
