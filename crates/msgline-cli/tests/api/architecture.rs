@@ -101,10 +101,25 @@ fn server_crate() -> PathBuf {
 }
 
 /// module → (module it imports → the files that do).
-fn imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// Every source file of the server library: its path under `src/` and its code without comments.
+fn sources() -> Vec<(String, String)> {
     let src = server_crate().join("src");
     let mut files = Vec::new();
     source_files(&src, &mut files);
+    files
+        .iter()
+        .map(|file| {
+            let relative = file.strip_prefix(&src).expect("under src").to_string_lossy().to_string();
+            (relative, code_of(&std::fs::read_to_string(file).expect("a source file")))
+        })
+        .collect()
+}
+
+/// The top-level modules' imports.
+fn imports() -> Graph {
+    let src = server_crate().join("src");
     // Names lib.rs hands on at the crate's root (`pub use config::Config;`) belong to their module.
     let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
     let root_names: BTreeMap<String, String> = lib
@@ -117,15 +132,13 @@ fn imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
             Some((name.to_string(), path.split("::").next()?.to_string()))
         })
         .collect();
-    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
-    for file in files {
-        let relative = file.strip_prefix(&src).expect("under src").to_string_lossy().to_string();
+    let mut graph = Graph::new();
+    for (relative, code) in sources() {
         // lib.rs declares the modules and the library's surface.
         if relative == "lib.rs" {
             continue;
         }
         let module = relative.split('/').next().unwrap().trim_end_matches(".rs").to_string();
-        let code = code_of(&std::fs::read_to_string(&file).expect("a source file"));
         let entry = graph.entry(module.clone()).or_default();
         for named in modules_named(&code) {
             let named = root_names.get(&named).cloned().unwrap_or(named);
@@ -173,7 +186,7 @@ fn every_module_has_a_layer_and_imports_only_downwards_or_beside_without_a_circl
 }
 
 /// Each import of one edge by another, as a sentence naming the files.
-fn edge_crossings(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>) -> Vec<String> {
+fn edge_crossings(graph: &Graph) -> Vec<String> {
     let mut wrong = Vec::new();
     for edge in EDGES {
         for (target, files) in graph.get(*edge).into_iter().flatten() {
@@ -202,13 +215,12 @@ fn an_edge_importing_another_is_found() {
 /// Inside each folder of the server library: a module directly in it (`db/webhooks.rs`,
 /// `send/groups.rs`, `db/engine/` with what is under it) → the sibling modules it names
 /// (`super::x`, `crate::db::x`) → the files that do. Keys are `folder/module`.
-fn sibling_imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
+fn sibling_imports() -> Graph {
     let src = server_crate().join("src");
-    let mut files = Vec::new();
-    source_files(&src, &mut files);
-    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
-    for file in files {
-        let relative = file.strip_prefix(&src).expect("under src").to_string_lossy().to_string();
+    // Each folder's module names, read once.
+    let mut siblings_of: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut graph = Graph::new();
+    for (relative, code) in sources() {
         let parts: Vec<&str> = relative.split('/').collect();
         // `super::` means the folder in its own files and a module's mod.rs, not deeper down.
         let (folder, module, super_is_folder) = match parts.as_slice() {
@@ -217,12 +229,13 @@ fn sibling_imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
             [folder, module, "mod.rs"] => (*folder, *module, true),
             [folder, module, ..] => (*folder, *module, false),
         };
-        let siblings: BTreeSet<String> = std::fs::read_dir(src.join(folder))
-            .expect("a folder")
-            .map(|e| e.expect("an entry").file_name().to_string_lossy().trim_end_matches(".rs").to_string())
-            .filter(|name| name != "mod")
-            .collect();
-        let code = code_of(&std::fs::read_to_string(&file).expect("a source file"));
+        let siblings = siblings_of.entry(folder.to_string()).or_insert_with(|| {
+            std::fs::read_dir(src.join(folder))
+                .expect("a folder")
+                .map(|e| e.expect("an entry").file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+                .filter(|name| name != "mod")
+                .collect()
+        });
         let mut named = names_after(&code, &format!("crate::{folder}::"));
         if super_is_folder {
             named.extend(names_after(&code, "super::"));
@@ -236,7 +249,7 @@ fn sibling_imports() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
 }
 
 /// Every circle among the modules of one folder.
-fn sibling_circles(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>) -> Vec<String> {
+fn sibling_circles(graph: &Graph) -> Vec<String> {
     let mut circles: Vec<String> =
         graph.keys().filter_map(|start| circle_from(graph, start)).map(|circle| circle.join(" -> ")).collect();
     circles.sort();
@@ -267,7 +280,7 @@ fn a_circle_inside_a_folder_is_found() {
 }
 
 /// The shortest path of imports from `start` back to itself, if there is one.
-fn circle_from(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<String>>>, start: &str) -> Option<Vec<String>> {
+fn circle_from(graph: &Graph, start: &str) -> Option<Vec<String>> {
     let mut came_from: BTreeMap<String, String> = BTreeMap::new();
     let mut queue = std::collections::VecDeque::from([start.to_string()]);
     while let Some(here) = queue.pop_front() {

@@ -11,7 +11,7 @@ use crate::{
 };
 
 /// The resident memory of a process, in MiB.
-fn rss_mib(pid: u32) -> f64 {
+pub(crate) fn rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the server's status");
     let kb: f64 = status
         .lines()

@@ -12,19 +12,9 @@ use tokio::{
 
 use crate::{
     helpers::{TestDb, cli_value, serve_process, spawn_app_with},
+    hostile::rss_mib,
     simline::free_port,
 };
-
-/// The resident memory of a process, in MiB.
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the server's status");
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS");
-    kb / 1024.0
-}
 
 /// `msgline admin staff create … --password-stdin` on `database_url`.
 async fn staff_with_password(database_url: &str, org_id: &str, email: &str, password: &str) {
@@ -152,52 +142,39 @@ async fn healthz(stream: &mut TcpStream) -> (u16, String) {
     (code, text.split("\r\n\r\n").nth(1).unwrap_or_default().to_string())
 }
 
-#[tokio::test]
-async fn connections_past_the_caps_are_refused_with_a_json_error_and_freed_places_are_taken_again() {
+/// A server with these caps: `held` connections taken, the next one is refused with `code` and
+/// the JSON error `error`, and once one of the held is closed a new one is answered.
+async fn past_a_cap(per_address: usize, total: usize, held: usize, code: u16, error: &str) {
     let app = spawn_app_with(|c| {
-        c.max_connections_per_address = 4;
-        c.max_connections = 100;
+        c.max_connections_per_address = per_address;
+        c.max_connections = total;
     })
     .await;
     let address = format!("127.0.0.1:{}", app.port);
-    let mut held = Vec::new();
-    for _ in 0..4 {
-        held.push(TcpStream::connect(&address).await.unwrap());
+    let mut open = Vec::new();
+    for _ in 0..held {
+        open.push(TcpStream::connect(&address).await.unwrap());
     }
-    // The four are counted once the server has taken them.
+    // The held ones are counted once the server has taken them.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut fifth = TcpStream::connect(&address).await.unwrap();
-    let (code, body) = healthz(&mut fifth).await;
-    assert_eq!(code, 429, "{body}");
-    let error: Value = serde_json::from_str(&body).expect("a JSON error");
-    assert_eq!(error["error"], "rate_limited");
+    let mut next = TcpStream::connect(&address).await.unwrap();
+    let (answered, body) = healthz(&mut next).await;
+    assert_eq!(answered, code, "{body}");
+    let refusal: Value = serde_json::from_str(&body).expect("a JSON error");
+    assert_eq!(refusal["error"], error);
     // A place freed is a place taken again.
-    drop(held.pop());
+    drop(open.pop());
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut again = TcpStream::connect(&address).await.unwrap();
     assert_eq!(healthz(&mut again).await.0, 200);
 }
 
 #[tokio::test]
+async fn connections_past_the_caps_are_refused_with_a_json_error_and_freed_places_are_taken_again() {
+    past_a_cap(4, 100, 4, 429, "rate_limited").await;
+}
+
+#[tokio::test]
 async fn connections_past_the_servers_total_are_refused_with_503() {
-    let app = spawn_app_with(|c| {
-        c.max_connections_per_address = 100;
-        c.max_connections = 3;
-    })
-    .await;
-    let address = format!("127.0.0.1:{}", app.port);
-    let mut held = Vec::new();
-    for _ in 0..3 {
-        held.push(TcpStream::connect(&address).await.unwrap());
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut fourth = TcpStream::connect(&address).await.unwrap();
-    let (code, body) = healthz(&mut fourth).await;
-    assert_eq!(code, 503, "{body}");
-    let error: Value = serde_json::from_str(&body).expect("a JSON error");
-    assert_eq!(error["error"], "internal_error");
-    held.clear();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let mut again = TcpStream::connect(&address).await.unwrap();
-    assert_eq!(healthz(&mut again).await.0, 200);
+    past_a_cap(100, 3, 3, 503, "internal_error").await;
 }

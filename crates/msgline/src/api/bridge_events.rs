@@ -147,22 +147,19 @@ async fn apply_hook(state: &Services, line_id: &str, hook: &Hook<'_>) -> ApiResu
     })?;
     // A device never sends its webhook again, so a NUL in it is taken out rather than the
     // message refused (a msgline bridge gets a 400, as an API body would, and resends fixed).
-    events = events.into_iter().map(BridgeEvent::without_nul).collect();
-    // Nor is a text longer than a message holds refused: it is cut, and the cut is logged.
+    // Nor is a text longer than a message holds refused: it is cut, and the cut is logged. The
+    // sender's rules are the bridge protocol's: an empty or absurd one is refused.
     events = events
         .into_iter()
         .map(|event| {
-            let (event, cut) = event.capped();
+            let (event, cut) = event.without_nul().capped();
             if let Some(chars) = cut {
                 tracing::warn!(line = %line.id, event = %event.id, chars, "an arriving text was cut to the longest a message holds");
             }
-            event
+            event.check().map_err(|(field, why)| ApiError::invalid(field, why))?;
+            Ok(event)
         })
-        .collect();
-    // The sender's rules are the bridge protocol's: an empty or absurd one is refused.
-    for event in &events {
-        event.check().map_err(|(field, why)| ApiError::invalid(field, why))?;
-    }
+        .collect::<ApiResult<_>>()?;
     // A device's webhook is not always sent again: a file it cannot give now is left out rather
     // than the message refused.
     fetch_files(state, &line, &mut events, false).await?;

@@ -151,6 +151,8 @@ pub async fn act(
         "delete" => {
             return match crate::services::webhooks::delete(&state, caller, &id).await {
                 Ok(_) => Redirect::to("/console/webhooks").into_response(),
+                // The database failing is not a refusal: the page says so, as before the move.
+                Err(error) if error.kind == crate::error::ErrorKind::Internal => unavailable(error),
                 Err(error) => refused(&error),
             };
         }
