@@ -19,10 +19,16 @@ use crate::{
         self,
         agents::{Agent, Run, ToolCall},
     },
+    domain::id::AgentId,
     error::ApiError,
-    ratelimit::Policy,
-    ratelimit::RateLimits,
-    send::{Sender, card::send_card_request, poll::send_poll_request, request::send_text},
+    fields::from_value,
+    ratelimit::{Policy, RateLimits},
+    send::{
+        Sender,
+        card::{SendCard, send_card_request},
+        poll::send_poll_request,
+        request::{SendFields, SendMessage, send_text},
+    },
 };
 
 /// What the hosted agents work with: the send path (their tools are its sends), the rate limits
@@ -101,15 +107,11 @@ pub enum Outcome {
     RateLimited(u64),
 }
 
-/// Counts one send of an agent against the rate limits, as a request of its own caller: every
-/// message an agent sends, tool call or reply, is counted. `Err` holds the seconds to wait.
+/// Counts one send of an agent against the global rate policy, as a request of its own caller:
+/// every message an agent sends, tool call or reply, is counted (a text also against the send
+/// policy, where the send path accepts it). `Err` holds the seconds to wait.
 async fn may_send(state: &Agents, principal: &Principal) -> Result<(), u64> {
-    state
-        .limits
-        .check_all(&[Policy::Global, Policy::Send], &principal.caller())
-        .await
-        .map(drop)
-        .map_err(|(_, wait)| wait)
+    state.limits.check_all(&[Policy::Global], &principal.caller()).await.map(drop).map_err(|(_, wait)| wait)
 }
 
 pub async fn execute(state: &Agents, run: &Run) -> anyhow::Result<Outcome> {
@@ -172,12 +174,19 @@ impl Effects<'_> {
                 if let Err(retry_after) = may_send(state, principal).await {
                     return Outcome::RateLimited(retry_after);
                 }
-                let raw = json!({"conversation_id": run.conversation_id, "body": text});
+                let fields =
+                    SendFields { conversation_id: Some(run.conversation_id.as_str().into()), ..Default::default() };
+                let reply = SendMessage { body: Some(text), fields, ..Default::default() };
                 let key = format!("agent-{}-reply", run.id);
-                if let Err(error) = send_text(state, principal, raw, Some(&key), Some(&agent.id)).await
-                    && error.code != "idempotency_key_reused"
-                {
-                    tracing::warn!(run = %run.id, error = %error, "the agent's reply could not be sent");
+                let agent_id = AgentId::from(agent.id.as_str());
+                match send_text(state, principal, reply, Some(&key), Some(&agent_id)).await {
+                    Err(error) if error.code == "rate_limited" => {
+                        return Outcome::RateLimited(error.retry_after.unwrap_or(1));
+                    }
+                    Err(error) if error.code != "idempotency_key_reused" => {
+                        tracing::warn!(run = %run.id, error = %error, "the agent's reply could not be sent");
+                    }
+                    _ => {}
                 }
             }
         }
@@ -350,14 +359,23 @@ async fn perform(
     }
     let key = format!("agent-{}-{seq}", run.id);
     let raw = Value::Object(args);
+    let agent_id = AgentId::from(agent.id.as_str());
     let sent = match name {
-        "messaging_send" => send_text(state, principal, raw, Some(&key), Some(&agent.id)).await,
-        "send_contact_card" => {
-            let mut raw = raw;
-            raw["agent_id"] = json!(agent.id);
-            send_card_request(state, principal, raw, Some(&key), Some(&agent.id)).await
-        }
-        _ => send_poll_request(state, principal, raw, Some(&key), Some(&agent.id)).await,
+        "messaging_send" => match from_value(raw) {
+            Ok(request) => send_text(state, principal, request, Some(&key), Some(&agent_id)).await,
+            Err(error) => Err(error),
+        },
+        "send_contact_card" => match from_value::<SendCard>(raw) {
+            Ok(card) => {
+                let card = SendCard { agent_id: Some(agent_id.clone()), ..card };
+                send_card_request(state, principal, card, Some(&key), Some(&agent_id)).await
+            }
+            Err(error) => Err(error),
+        },
+        _ => match from_value(raw) {
+            Ok(poll) => send_poll_request(state, principal, poll, Some(&key), Some(&agent_id)).await,
+            Err(error) => Err(error),
+        },
     };
     match sent {
         Ok(sent) => {

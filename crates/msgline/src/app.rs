@@ -83,7 +83,7 @@ pub fn wire(db: Db, config: Config) -> anyhow::Result<Services> {
         None => RateLimits::new(config.rate_limit_per_minute, config.send_rate_limit_per_minute),
     });
     let auth = Arc::new(AuthCache::new(Duration::from_secs(config.key_cache_seconds)));
-    let sender = Sender::new(db, config)?;
+    let sender = Sender::new(db, config, limits.clone())?;
     crate::workers::dispatcher::take_handovers(&sender);
     let agents = Agents::new(sender.clone(), limits.clone());
     Ok(Services::new(sender, auth, limits, agents))

@@ -10,7 +10,7 @@ use super::{extract::ApiQuery, openapi::schemas};
 use crate::{
     caller::Principal,
     clock,
-    domain::scope::Scope,
+    domain::{id::LineId, scope::Scope},
     error::{ApiError, ApiResult},
     fields::phone_field,
     send::{availability, resolve_line},
@@ -53,7 +53,8 @@ async fn get_availability(
     let to =
         query.to.filter(|t| !t.trim().is_empty()).ok_or_else(|| ApiError::invalid("to", "give the number as to"))?;
     let phone = phone_field("to", &to, query.default_country.as_deref())?;
-    let line = resolve_line(&state.sender, &caller, query.line_id.as_deref(), None).await?;
+    let line_id = query.line_id.map(LineId::from);
+    let line = resolve_line(&state.sender, &caller, line_id.as_ref(), None).await?;
     let found = availability::check(&state.sender, &caller.org_id, &line, &phone).await?;
     Ok(Json(json!({
         "to": phone.as_str(),

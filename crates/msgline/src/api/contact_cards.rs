@@ -2,7 +2,6 @@
 //! (scope `messaging_send`).
 
 use axum::{extract::State, http::HeaderMap, response::Response};
-use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
@@ -10,7 +9,12 @@ use super::{
     messages::{IdempotencyKey, header_key, respond},
     openapi::schemas,
 };
-use crate::{caller::Principal, error::ApiResult, send::card::send_card_request, services::Services};
+use crate::{
+    caller::Principal,
+    error::ApiResult,
+    send::card::{SendCard, send_card_request},
+    services::Services,
+};
 
 pub fn router() -> OpenApiRouter<Services> {
     OpenApiRouter::new().routes(routes!(send_card))
@@ -38,8 +42,8 @@ async fn send_card(
     State(state): State<Services>,
     caller: Principal,
     headers: HeaderMap,
-    ApiJson(raw): ApiJson<Value>,
+    ApiJson(request): ApiJson<SendCard>,
 ) -> ApiResult<Response> {
-    let sent = send_card_request(&state.sender, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    let sent = send_card_request(&state.sender, &caller, request, header_key(&headers)?.as_deref(), None).await?;
     Ok(respond(sent))
 }

@@ -22,7 +22,7 @@ use crate::send::groups::participants;
 use crate::{
     caller::Principal,
     db::{self, group_changes::ChangeState},
-    domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
+    domain::{id::LineId, lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::{ApiError, ApiResult},
     fields::{bounded, from_ref, phone_field, required_text},
     send::{
@@ -115,8 +115,9 @@ async fn create_group(
     .transpose()?
     .map(E164::into_string);
     // The fingerprint is made from the normalised request once the line is known.
-    let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), "/groups", &raw)?;
-    let input = GroupInput { participants, body, name, line_id: request.line_id, line_e164 };
+    let key =
+        idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), "/groups", String::new)?;
+    let input = GroupInput { participants, body, name, line_id: request.line_id.map(LineId::from), line_e164 };
     Ok(respond_group(groups::create(&state.sender, &caller, input, key).await?))
 }
 
@@ -221,7 +222,8 @@ async fn rename_group(
     let request: RenameGroup = from_ref(&raw)?;
     let name = request.name.ok_or_else(|| ApiError::invalid("name", "name is required (\"\" removes it)"))?;
     let name = bounded("name", Some(name), 100)?.unwrap_or_default();
-    let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
+    let key =
+        idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, String::new)?;
     let input = ChangeInput { name: Some(name), ..ChangeInput::default() };
     Ok(respond_change(groups::change(&state.sender, &caller, &id, input, key).await?))
 }
@@ -273,7 +275,8 @@ async fn change_participants(
     if add.is_empty() && remove.is_empty() {
         return Err(ApiError::invalid("add", "give at least one number to add or remove"));
     }
-    let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
+    let key =
+        idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, String::new)?;
     let input = ChangeInput { name: None, add, remove, leave: false };
     Ok(respond_change(groups::change(&state.sender, &caller, &id, input, key).await?))
 }
@@ -317,7 +320,8 @@ async fn leave_group(
     caller.require(Scope::Send)?;
     let raw = body.map(|ApiJson(raw)| raw).unwrap_or_else(|| serde_json::json!({}));
     let request: LeaveGroup = from_ref(&raw)?;
-    let key = idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, &raw)?;
+    let key =
+        idempotency(header_key(&headers)?.as_deref(), request.idempotency_key.as_deref(), CHANGES_PATH, String::new)?;
     let input = ChangeInput { leave: true, ..ChangeInput::default() };
     Ok(respond_change(groups::change(&state.sender, &caller, &id, input, key).await?))
 }

@@ -25,7 +25,11 @@ use crate::{
         scope::Scope,
     },
     error::{ApiError, ApiResult},
-    send::{Accepted, request::send_text},
+    send::{
+        Accepted,
+        reaction::{self, SendReaction},
+        request::{SendMessage, send_text},
+    },
     services::Services,
     web::errors::replayed,
 };
@@ -64,7 +68,12 @@ pub fn respond(sent: Accepted) -> Response {
         extra: message.payload.as_ref().and_then(Payload::envelope_extra),
     };
     let status = if sent.replayed { StatusCode::OK } else { StatusCode::ACCEPTED };
-    replayed((status, Json(body)).into_response(), sent.replayed)
+    let mut response = replayed((status, Json(body)).into_response(), sent.replayed);
+    // The send policy's allowance joins the global one in the `RateLimit` headers (see `authenticate`).
+    if let Some(allowance) = sent.allowance {
+        response.extensions_mut().insert(allowance);
+    }
+    response
 }
 
 /// A send's answer, written straight to the response (no JSON tree in between: it is built for
@@ -111,9 +120,9 @@ async fn send_message(
     State(state): State<Services>,
     caller: Principal,
     headers: HeaderMap,
-    ApiJson(raw): ApiJson<Value>,
+    ApiJson(request): ApiJson<SendMessage>,
 ) -> ApiResult<Response> {
-    let sent = send_text(&state.sender, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    let sent = send_text(&state.sender, &caller, request, header_key(&headers)?.as_deref(), None).await?;
     Ok(respond(sent))
 }
 
@@ -261,9 +270,9 @@ async fn add_reaction(
     caller: Principal,
     Path(id): Path<String>,
     headers: HeaderMap,
-    ApiJson(raw): ApiJson<Value>,
+    ApiJson(request): ApiJson<SendReaction>,
 ) -> ApiResult<Response> {
-    let sent = crate::send::reaction::add(&state.sender, &caller, &id, raw, header_key(&headers)?.as_deref()).await?;
+    let sent = reaction::add(&state.sender, &caller, &id, request, header_key(&headers)?.as_deref()).await?;
     Ok(respond(sent))
 }
 

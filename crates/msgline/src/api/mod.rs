@@ -26,7 +26,7 @@ use std::time::Instant;
 use axum::{
     Router,
     extract::{MatchedPath, Request, State},
-    http::{HeaderName, HeaderValue, Method, header},
+    http::{HeaderName, HeaderValue, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
@@ -37,7 +37,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::{
     error::{ApiError, ErrorKind},
     ids,
-    ratelimit::Policy,
+    ratelimit::{Allowance, Policy},
     services::Services,
 };
 
@@ -165,10 +165,9 @@ async fn authenticate(State(state): State<Services>, mut req: Request, next: Nex
         Ok(principal) => principal,
         Err(error) => return error.into_response(),
     };
-    let is_send = req.method() == Method::POST
-        && req.extensions().get::<MatchedPath>().is_some_and(|p| p.as_str().strip_prefix(BASE) == Some("/messages"));
-    let policies: &[Policy] = if is_send { &[Policy::Global, Policy::Send] } else { &[Policy::Global] };
-    let allowances = match state.limits.check_all(policies, &principal.caller()).await {
+    // The send policy is counted where a send is accepted (`send::rates`), for every edge alike;
+    // its allowance comes back on the response.
+    let mut allowances = match state.limits.check_all(&[Policy::Global], &principal.caller()).await {
         Ok(allowances) => allowances,
         Err((policy, retry_after)) => {
             crate::metrics::rate_limited(policy.name());
@@ -177,6 +176,7 @@ async fn authenticate(State(state): State<Services>, mut req: Request, next: Nex
     };
     req.extensions_mut().insert(principal);
     let mut response = next.run(req).await;
+    allowances.extend(response.extensions_mut().remove::<Allowance>());
     let policy = allowances.iter().map(|a| a.policy_item()).collect::<Vec<_>>().join(", ");
     let remaining = allowances.iter().map(|a| a.state_item()).collect::<Vec<_>>().join(", ");
     let headers = response.headers_mut();

@@ -20,7 +20,7 @@ use crate::{
     db,
     domain::scope::Scope,
     error::{ApiError, ApiResult},
-    send::poll::send_poll_request,
+    send::poll::{SendPoll, send_poll_request},
     services::Services,
 };
 
@@ -49,9 +49,9 @@ async fn send_poll(
     State(state): State<Services>,
     caller: Principal,
     headers: HeaderMap,
-    ApiJson(raw): ApiJson<Value>,
+    ApiJson(request): ApiJson<SendPoll>,
 ) -> ApiResult<Response> {
-    let sent = send_poll_request(&state.sender, &caller, raw, header_key(&headers)?.as_deref(), None).await?;
+    let sent = send_poll_request(&state.sender, &caller, request, header_key(&headers)?.as_deref(), None).await?;
     Ok(respond(sent))
 }
 

@@ -13,7 +13,6 @@ use axum::{
 };
 use minijinja::context;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::{
     pages::{notice, render, render_fragment},
@@ -33,10 +32,12 @@ use crate::{
         scope::Scope,
     },
     error::ApiError,
-    ratelimit::Policy,
     send::{
+        card::SendCard,
         media::Upload,
-        request::{send_text, send_uploads},
+        poll::SendPoll,
+        reaction::SendReaction,
+        request::{SendFields, SendMessage, send_text, send_uploads},
     },
     services::Services,
 };
@@ -332,7 +333,8 @@ pub async fn send(
         Ok(conversation) => conversation,
         Err(response) => return response,
     };
-    let request = json!({"conversation_id": conversation.id, "body": form.body});
+    let request =
+        SendMessage { body: Some(form.body.clone()), fields: in_thread(&conversation.id), ..SendMessage::default() };
     match submit(&state, &signed_in, request, &form.idempotency_key, uploads).await {
         Ok(_) => Redirect::to(&format!("/console/conversations/{}", conversation.id)).into_response(),
         Err(error) => {
@@ -348,7 +350,8 @@ pub async fn start(State(state): State<Services>, signed_in: SignedIn, Form(form
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
-    let request = json!({"to": form.to.trim(), "body": form.body});
+    let to = SendFields { to: Some(form.to.trim().to_string()), ..SendFields::default() };
+    let request = SendMessage { body: Some(form.body.clone()), fields: to, ..SendMessage::default() };
     match submit(&state, &signed_in, request, &form.idempotency_key, Vec::new()).await {
         Ok(message) => Redirect::to(&format!("/console/conversations/{}", message.conversation_id)).into_response(),
         Err(error) => {
@@ -408,9 +411,6 @@ pub async fn send_extra(
     let caller = &signed_in.principal;
     let key = Some(form.idempotency_key.as_str()).filter(|k| !k.is_empty());
     let sent = async {
-        if let Err((_, retry_after)) = state.limits.check_all(&[Policy::Send], &caller.caller()).await {
-            return Err(ApiError::rate_limited(retry_after));
-        }
         // A tapback or a cancel names a message: only one of this thread.
         let of_thread = async || match db::messages::get(&state.sender.db, &caller.org_id, &form.message_id).await? {
             Some(target) if target.conversation_id == conversation.id => Ok(()),
@@ -418,18 +418,27 @@ pub async fn send_extra(
         };
         match kind.as_str() {
             "card" => {
-                let raw = json!({"conversation_id": conversation.id, "name": form.name, "phone": form.phone});
-                crate::send::card::send_card_request(&state.sender, caller, raw, key, None).await.map(drop)
+                let card = SendCard {
+                    name: Some(form.name.clone()),
+                    phone: Some(form.phone.clone()),
+                    fields: in_thread(&conversation.id),
+                    ..SendCard::default()
+                };
+                crate::send::card::send_card_request(&state.sender, caller, card, key, None).await.map(drop)
             }
             "poll" => {
-                let options: Vec<&str> = form.options.lines().map(str::trim).filter(|o| !o.is_empty()).collect();
-                let raw = json!({"conversation_id": conversation.id, "question": form.question, "options": options});
-                crate::send::poll::send_poll_request(&state.sender, caller, raw, key, None).await.map(drop)
+                let options = form.options.lines().map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect();
+                let poll = SendPoll {
+                    question: Some(form.question.clone()),
+                    options: Some(options),
+                    fields: in_thread(&conversation.id),
+                };
+                crate::send::poll::send_poll_request(&state.sender, caller, poll, key, None).await.map(drop)
             }
             "react" => {
                 of_thread().await?;
-                let raw = json!({"reaction": form.reaction});
-                crate::send::reaction::add(&state.sender, caller, &form.message_id, raw, key).await.map(drop)
+                let reaction = SendReaction { reaction: Some(form.reaction.clone()), idempotency_key: None };
+                crate::send::reaction::add(&state.sender, caller, &form.message_id, reaction, key).await.map(drop)
             }
             "cancel" => {
                 of_thread().await?;
@@ -447,19 +456,20 @@ pub async fn send_extra(
     }
 }
 
-/// One send, through the API's send path and its send rate limit, as the staff member.
+/// The fields of a send into an existing conversation.
+fn in_thread(conversation_id: &str) -> SendFields {
+    SendFields { conversation_id: Some(conversation_id.into()), ..SendFields::default() }
+}
+
+/// One text, through the API's send path (and so its send rate policy), as the staff member.
 async fn submit(
     state: &Services,
     signed_in: &SignedIn,
-    request: serde_json::Value,
+    request: SendMessage,
     idempotency_key: &str,
     uploads: Vec<Upload>,
 ) -> Result<Message, ApiError> {
     let caller = &signed_in.principal;
-    caller.require(Scope::Send)?;
-    if let Err((_, retry_after)) = state.limits.check_all(&[Policy::Send], &caller.caller()).await {
-        return Err(ApiError::rate_limited(retry_after));
-    }
     let key = (!idempotency_key.is_empty()).then_some(idempotency_key);
     let accepted = match uploads.is_empty() {
         true => send_text(&state.sender, caller, request, key, None).await?,

@@ -12,7 +12,6 @@ use axum::{
 };
 use minijinja::context;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{
     pages::render,
@@ -21,7 +20,7 @@ use super::{
 };
 use crate::{
     db::{self, Page, conversations::ConversationFilter},
-    domain::{lifecycle::ConversationKind, phone::E164, scope::Scope},
+    domain::{id::LineId, lifecycle::ConversationKind, phone::E164, scope::Scope},
     error::ApiError,
     fields::phone_field,
     send::groups::participants,
@@ -86,13 +85,13 @@ pub async fn create(State(state): State<Services>, signed_in: SignedIn, Form(for
         signed_in.principal.require(Scope::Send)?;
         let numbers: Vec<String> =
             form.participants.split([',', '\n']).map(str::trim).filter(|n| !n.is_empty()).map(String::from).collect();
-        let raw = json!({"participants": numbers, "name": form.name, "body": form.body, "line_id": form.line_id});
-        let key = idempotency(Some(&form.idempotency_key), None, "/groups", &raw)?;
+        // The fingerprint is made from the normalised request once the line is known.
+        let key = idempotency(Some(&form.idempotency_key), None, "/groups", String::new)?;
         let input = GroupInput {
             participants: participants(numbers, None)?,
             body: crate::fields::required_text("body", Some(form.body.clone()), 10_000)?,
             name: Some(form.name.trim().to_string()).filter(|n| !n.is_empty()),
-            line_id: Some(form.line_id.clone()).filter(|l| !l.is_empty()),
+            line_id: Some(form.line_id.clone()).filter(|l| !l.is_empty()).map(LineId::from),
             line_e164: None,
         };
         groups::create(&state.sender, &signed_in.principal, input, key).await
@@ -167,8 +166,8 @@ pub async fn change(
             "leave" => ChangeInput { leave: true, ..ChangeInput::default() },
             _ => return Err(ApiError::not_found("action")),
         };
-        let raw = json!({"group": id, "action": action, "name": form.name, "phone": form.phone});
-        let key = idempotency(Some(&form.idempotency_key), None, CHANGES_PATH, &raw)?;
+        // The fingerprint is made from the change once the group is read.
+        let key = idempotency(Some(&form.idempotency_key), None, CHANGES_PATH, String::new)?;
         groups::change(&state.sender, &signed_in.principal, &id, input, key).await
     };
     match done.await {

@@ -1,6 +1,7 @@
 //! `Idempotency-Key`: up to 255 printable ASCII characters, quoted or bare; and the request
 //! fingerprint stored beside it.
 
+use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -34,6 +35,17 @@ pub fn fingerprint(path: &str, request: &Value) -> String {
     // serde_json's map keeps keys sorted, so the text of a Value is canonical.
     let digest = Sha256::digest(format!("POST {path}\n{request}").as_bytes());
     crate::ids::hex(&digest)
+}
+
+/// The fingerprint of a typed request: the fields it was sent with, as sent, in canonical form
+/// (keys sorted; a field left out or sent as `null` is not there). For a body with no `null` and
+/// no field msgline does not read, that is the body as it came, so it equals [`fingerprint`] of
+/// the body itself: keys stored before requests were typed (fingerprinted from the raw body) still
+/// replay. A field msgline ignores no longer makes two requests differ.
+pub fn fingerprint_of(path: &str, request: &impl Serialize) -> String {
+    // A request type holds strings, numbers, lists and JSON values: nothing that fails to serialize.
+    let value = serde_json::to_value(request).expect("a request's fields serialize");
+    fingerprint(path, &value)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub const MAX_TEXT_CHARS: usize = 10_000;
 pub const MAX_HANDLE_CHARS: usize = 254;
 
 pub mod apikey;
+pub mod id;
 pub mod idempotency;
 pub mod lifecycle;
 pub mod opt_out;

@@ -1,8 +1,7 @@
 //! A contact-card send (`POST /contact-cards` and the agents' `send_contact_card`): a saveable
 //! vCard 3.0 with its photo, and a caption as the message text.
 
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use super::{
     Accepted,
@@ -12,6 +11,8 @@ use crate::{
     caller::Principal,
     db,
     domain::{
+        id::AgentId,
+        idempotency::fingerprint_of,
         lifecycle::MessageKind,
         payload::{CardSummary, Payload},
         phone::E164,
@@ -21,34 +22,44 @@ use crate::{
     },
     egress::EgressError,
     error::{ApiError, ApiResult},
-    fields::{bounded, email_field, from_ref, required_text},
+    fields::{bounded, email_field, required_text},
     send::Sender,
 };
 
 /// `POST /contact-cards`: the card, and who receives it.
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[schema(example = json!({"to": "+12015550123", "name": "Ann Lee", "phone": "+12015550177", "email": "ann@example.com"}))]
 pub struct SendCard {
     /// A hosted agent whose name, line number and photo fill what is omitted.
-    agent_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub agent_id: Option<AgentId>,
     /// The card's name (required unless `agent_id`), up to 200 characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 200)]
-    name: Option<String>,
+    pub name: Option<String>,
     /// The card's number, E.164 (required unless `agent_id`).
-    phone: Option<String>,
-    email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 200)]
-    organization: Option<String>,
+    pub organization: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 2000)]
-    note: Option<String>,
+    pub note: Option<String>,
     /// An `https://` URL of a JPEG, PNG or GIF of at most 200 KB.
-    photo_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub photo_url: Option<String>,
     /// The same image as base64 or a `data:image/...;base64,` URL (not both photo fields).
-    photo_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub photo_base64: Option<String>,
     /// The text sent with the card; defaults to `name`.
-    caption: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
     #[serde(flatten)]
-    fields: SendFields,
+    pub fields: SendFields,
 }
 
 /// The card's photo: fetched, decoded, or the default.
@@ -80,15 +91,16 @@ pub async fn photo(state: &Sender, url: Option<&str>, base64: Option<&str>) -> A
 pub async fn send_card_request(
     state: &Sender,
     caller: &Principal,
-    raw: Value,
+    mut request: SendCard,
     header_key: Option<&str>,
-    sending_agent: Option<&str>,
+    sending_agent: Option<&AgentId>,
 ) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
-    let mut request: SendCard = from_ref(&raw)?;
     // A replay is answered from its key before anything that may have changed since (the agent
     // it named) is read.
-    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/contact-cards", &raw)?;
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/contact-cards", || {
+        fingerprint_of("/contact-cards", &request)
+    })?;
     if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
         return Ok(sent);
     }
@@ -122,7 +134,7 @@ pub async fn send_card_request(
     };
     request.fields.prepare().await;
     let mut input = request.fields.into_input(caption, MessageKind::ContactCard)?;
-    input.agent_id = sending_agent.map(str::to_string);
+    input.agent_id = sending_agent.cloned();
     let photo = match agent_photo {
         Some(stored) => Photo::from_base64(&stored).unwrap_or_else(|_| Photo::service_mark()),
         None => photo(state, request.photo_url.as_deref(), request.photo_base64.as_deref()).await?,

@@ -11,6 +11,7 @@ use crate::{
     dispatch::Dispatch,
     egress::Egress,
     media::MediaStore,
+    ratelimit::RateLimits,
 };
 
 /// The send path's handles; cheap to clone.
@@ -33,6 +34,8 @@ pub struct Handles {
     pub media: MediaStore,
     /// Organisations' defaults for their sends.
     pub org_defaults: super::org_defaults::OrgDefaults,
+    /// The rate limits: sends count against the send policy where they are accepted.
+    pub limits: Arc<RateLimits>,
 }
 
 /// The one `Deref` on the way to a handle: `sender.db` is the send path's database.
@@ -44,7 +47,7 @@ impl Deref for Sender {
 }
 
 impl Sender {
-    pub fn new(db: Db, config: Config) -> anyhow::Result<Self> {
+    pub fn new(db: Db, config: Config, limits: Arc<RateLimits>) -> anyhow::Result<Self> {
         let media = MediaStore::open(&config.media_store)?;
         Ok(Sender(Arc::new(Handles {
             lines: LineDirectory::new(db.clone(), BridgeClient::new(&config, db.clone(), media.clone())),
@@ -56,6 +59,7 @@ impl Sender {
                 config.key_cache_seconds,
             )),
             media,
+            limits,
             db,
             config,
         })))

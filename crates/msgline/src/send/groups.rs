@@ -21,6 +21,7 @@ use crate::{
         messages::{Message, NewMessage},
     },
     domain::{
+        id::LineId,
         idempotency::fingerprint,
         lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
         phone::E164,
@@ -38,7 +39,7 @@ pub struct GroupInput {
     pub participants: Vec<E164>,
     pub body: String,
     pub name: Option<String>,
-    pub line_id: Option<String>,
+    pub line_id: Option<LineId>,
     pub line_e164: Option<String>,
 }
 
@@ -137,7 +138,7 @@ pub async fn create(
     input: GroupInput,
     key: Option<Idempotency>,
 ) -> ApiResult<GroupSent> {
-    let line = resolve_line(state, principal, input.line_id.as_deref(), input.line_e164.as_deref()).await?;
+    let line = resolve_line(state, principal, input.line_id.as_ref(), input.line_e164.as_deref()).await?;
     let mut participants: Vec<E164> = input.participants.into_iter().filter(|p| p.as_str() != line.e164).collect();
     participants.sort();
     if participants.len() < 2 {

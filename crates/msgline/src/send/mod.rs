@@ -10,6 +10,7 @@ pub mod groups;
 pub mod media;
 mod org_defaults;
 pub mod poll;
+mod rates;
 pub mod reaction;
 pub mod request;
 mod resolve;
@@ -29,28 +30,31 @@ use crate::{
         messages::{Message, NewMessage},
     },
     domain::{
+        id::{AgentId, LineId},
         idempotency::IdempotencyKey,
-        lifecycle::{ConversationKind, Direction, MessageKind, MessageStatus},
+        lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
         payload::Payload,
+        phone::E164,
     },
     error::{ApiError, ApiResult},
+    ratelimit::Allowance,
 };
 
 /// One outbound message, as parsed from a request.
 #[derive(Debug, Clone, Default)]
 pub struct SendInput {
     pub recipient: Recipient,
-    pub line_id: Option<String>,
-    /// The line's own number (`from` or `line_e164`), already E.164.
-    pub line_e164: Option<String>,
-    /// `sms`, `imessage`, or `None` for the automatic choice.
-    pub channel: Option<String>,
+    pub line_id: Option<LineId>,
+    /// The line's own number (`from` or `line_e164`).
+    pub line_e164: Option<E164>,
+    /// The channel asked for, or `None` for the automatic choice.
+    pub channel: Option<Channel>,
     pub body: String,
     /// `text`, `contact_card` or `poll`.
     pub kind: MessageKind,
     /// What the message carries beside its text (a card's summary, a poll, a reaction, files).
     pub payload: Option<Payload>,
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentId>,
     /// iMessage or nothing (polls): an SMS-only recipient or line is `poll_requires_imessage`.
     pub imessage_only: bool,
     /// What the line attaches (a contact card's vCard).
@@ -106,6 +110,20 @@ impl Idempotency {
 pub struct Accepted {
     pub message: Message,
     pub replayed: bool,
+    /// What the caller's send rate policy has left, when the send was counted against it (texts:
+    /// [`rates`]); the API shows it in the `RateLimit` headers.
+    pub allowance: Option<Allowance>,
+}
+
+impl Accepted {
+    fn new(message: Message, replayed: bool) -> Self {
+        Accepted { message, replayed, allowance: None }
+    }
+
+    /// The send as counted against the send rate policy.
+    fn counted(self, allowance: Allowance) -> Self {
+        Accepted { allowance: Some(allowance), ..self }
+    }
 }
 
 /// Why a key's earlier request gives no answer to replay: it is still running, or it was a
@@ -144,7 +162,7 @@ fn outbound(
         body: input.body.clone(),
         payload: input.payload.clone(),
         status: if input.send_at.is_some() { MessageStatus::Scheduled } else { MessageStatus::Queued },
-        agent_id: input.agent_id.clone(),
+        agent_id: input.agent_id.as_ref().map(|id| id.to_string()),
         attachment: input.attachment.clone(),
     }
 }
@@ -161,7 +179,7 @@ pub async fn prior(
     match found {
         None => Ok(None),
         Some((message, fingerprint)) if fingerprint == idem.fingerprint => {
-            Ok(Some(Accepted { message: message.as_accepted(), replayed: true }))
+            Ok(Some(Accepted::new(message.as_accepted(), true)))
         }
         Some(_) => Err(unanswered(&Prior::Mismatch)),
     }
@@ -193,7 +211,7 @@ async fn fallback_plan(
     now: i64,
 ) -> ApiResult<db::messages::Fallback> {
     let direct = matches!(target.destination, resolve::Destination::Direct { .. });
-    if input.kind != MessageKind::Text || target.channel != crate::domain::lifecycle::Channel::Imessage || !direct {
+    if input.kind != MessageKind::Text || target.channel != Channel::Imessage || !direct {
         return Ok(db::messages::Fallback::default());
     }
     let watch = match input.fallback {
@@ -356,7 +374,7 @@ pub async fn submit(
                     None if input.send_at.is_none() => state.dispatch.wake(),
                     None => {}
                 }
-                return Ok(Accepted { message, replayed: false });
+                return Ok(Accepted::new(message, false));
             }
             Err(error) if db::is_unique_violation(&error) => {
                 if let Some(sent) = prior(state, principal, idempotency.as_ref()).await? {

@@ -3,32 +3,32 @@
 //! it is idempotent and follows the lifecycle like any message.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Accepted, Idempotency, Recipient, SendInput, request::idempotency};
 use crate::{
     caller::Principal,
     db::{self, reactions::NewReaction},
     domain::{
+        idempotency::fingerprint,
         lifecycle::{Channel, Direction, MessageKind, MessageStatus, Tapback},
         reaction,
         scope::Scope,
     },
     error::{ApiError, ApiResult, ErrorKind},
-    fields::from_value,
     send::Sender,
 };
 
 /// `POST /messages/{id}/reactions`.
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"reaction": "love"}))]
 pub struct SendReaction {
     /// The tapback.
     #[schema(required = true, value_type = Option<Tapback>)]
-    reaction: Option<String>,
+    pub reaction: Option<String>,
     /// The same as the `Idempotency-Key` header (both given and different: 400).
     #[schema(min_length = 1, max_length = 255)]
-    idempotency_key: Option<String>,
+    pub idempotency_key: Option<String>,
 }
 
 /// The route's idempotency path: a key is scoped by it, and the fingerprint names the target.
@@ -45,11 +45,10 @@ pub async fn add(
     state: &Sender,
     caller: &Principal,
     target_id: &str,
-    raw: Value,
+    request: SendReaction,
     header_key: Option<&str>,
 ) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
-    let request: SendReaction = from_value(raw)?;
     let text = request.reaction.ok_or_else(|| ApiError::invalid("reaction", "reaction is required"))?;
     let tapback = parse_tapback("reaction", &text)?;
     let idempotency = keyed(header_key, request.idempotency_key.as_deref(), target_id, tapback, false)?;
@@ -81,7 +80,7 @@ fn keyed(
     removed: bool,
 ) -> ApiResult<Option<Idempotency>> {
     let asked = json!({"target": target_id, "reaction": tapback, "removed": removed});
-    idempotency(header_key, body_key, PATH, &asked)
+    idempotency(header_key, body_key, PATH, || fingerprint(PATH, &asked))
 }
 
 async fn submit(
@@ -129,9 +128,9 @@ async fn submit(
         }
     };
     let input = SendInput {
-        recipient: Recipient { conversation_id: Some(target.conversation_id.clone()), ..Recipient::default() },
-        line_id: Some(line.id.clone()),
-        channel: Some("imessage".into()),
+        recipient: Recipient { conversation_id: Some(target.conversation_id.as_str().into()), ..Recipient::default() },
+        line_id: Some(line.id.as_str().into()),
+        channel: Some(Channel::Imessage),
         body: reaction::fallback_text(tapback, removed, &target.body),
         kind: MessageKind::Reaction,
         payload: Some(

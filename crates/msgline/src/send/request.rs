@@ -2,7 +2,7 @@
 //! idempotency) and the text message of `POST /messages`. The HTTP handlers and the hosted agents
 //! both start here, so a request means the same whoever makes it.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Accepted, Idempotency, Recipient, SendInput};
@@ -10,14 +10,15 @@ use crate::{
     caller::Principal,
     clock,
     domain::{
-        idempotency::{IdempotencyKey, fingerprint},
-        lifecycle::MessageKind,
+        id::{AgentId, ContactId, ConversationId, LineId},
+        idempotency::{IdempotencyKey, fingerprint_of},
+        lifecycle::{Channel, MessageKind},
         payload::Payload,
         phone::E164,
         scope::Scope,
     },
     error::{ApiError, ApiResult},
-    fields::{from_ref, phone_field, required_text},
+    fields::{phone_field, required_text},
     send::{Sender, media::Upload},
 };
 
@@ -26,30 +27,47 @@ pub const MAX_BODY_CHARS: usize = crate::domain::MAX_TEXT_CHARS;
 
 /// The fields every send shares: recipient, line, channel. At least one of `to`, `contact_id`
 /// and `conversation_id`; when several are given they must name the same recipient.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+///
+/// Read once from the request's body into these types; what was sent is kept as sent (numbers
+/// and `send_at` unparsed) so that the idempotency fingerprint is the request's own canonical form
+/// ([`fingerprint_of`]). The body's `idempotency_key` is not part of it.
+#[derive(Debug, Default, Deserialize, Serialize, utoipa::ToSchema)]
 pub struct SendFields {
     /// The recipient, E.164 (`+12015550123`); a national number needs `default_country`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     /// An existing conversation (a direct thread, or a group).
-    pub conversation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub conversation_id: Option<ConversationId>,
     /// An existing contact.
-    pub contact_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub contact_id: Option<ContactId>,
     /// The line to send from; else the key's line, else the organisation's only line.
-    pub line_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub line_id: Option<LineId>,
     /// The line to send from, by its number.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     /// The same as `from`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line_e164: Option<String>,
     /// `sms` or `imessage`; omitted: iMessage where the recipient is reachable over it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<crate::domain::lifecycle::Channel>)]
     pub channel: Option<String>,
     /// ISO 3166 code (`US`), only for a national-format number.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub default_country: Option<String>,
     /// The same as the `Idempotency-Key` header (both given and different: 400).
+    #[serde(skip_serializing)]
     #[schema(min_length = 1, max_length = 255)]
     pub idempotency_key: Option<String>,
     /// Send later: an RFC 3339 time at least `MSGLINE_SCHEDULE_MIN_SECONDS` (60) and at most 90
     /// days ahead. The message is `scheduled` until then, and can be canceled.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub send_at: Option<Value>,
 }
@@ -85,14 +103,15 @@ impl SendFields {
         };
         let line_e164 = match line_e164 {
             Some((field, number)) => {
-                Some(E164::parse(number, None).map_err(|e| ApiError::invalid(field, e.describe(number)))?.into_string())
+                Some(E164::parse(number, None).map_err(|e| ApiError::invalid(field, e.describe(number)))?)
             }
             None => None,
         };
         let channel = match self.channel.as_deref() {
             None | Some("") => None,
-            Some("sms") | Some("imessage") => self.channel.clone(),
-            Some(_) => return Err(ApiError::invalid("channel", "channel must be sms or imessage")),
+            Some(name) => Some(
+                name.parse::<Channel>().map_err(|_| ApiError::invalid("channel", "channel must be sms or imessage"))?,
+            ),
         };
         // Read here rather than by serde, so that any wrong value is refused naming the field.
         let send_at = match self.send_at {
@@ -115,12 +134,13 @@ impl SendFields {
 }
 
 /// The request's idempotency: the `Idempotency-Key` header or the body's `idempotency_key`
-/// (both given and different: 400), with a fingerprint of the request.
+/// (both given and different: 400), with the request's `fingerprint` (made only when there is a
+/// key: [`fingerprint_of`] for a typed request).
 pub fn idempotency(
     header: Option<&str>,
     body_key: Option<&str>,
     path: &'static str,
-    raw: &Value,
+    fingerprint: impl FnOnce() -> String,
 ) -> ApiResult<Option<Idempotency>> {
     let header = match header {
         Some(value) => Some(IdempotencyKey::parse(value).map_err(|e| ApiError::invalid("Idempotency-Key", e))?),
@@ -137,39 +157,34 @@ pub fn idempotency(
         (Some(key), _) | (None, Some(key)) => key,
         (None, None) => return Ok(None),
     };
-    // The body's key is not part of what the request asks (a copy only when it is there).
-    let fingerprint = match raw.as_object().filter(|object| object.contains_key("idempotency_key")) {
-        Some(object) => {
-            let mut object = object.clone();
-            object.remove("idempotency_key");
-            fingerprint(path, &Value::Object(object))
-        }
-        None => fingerprint(path, raw),
-    };
-    Ok(Some(Idempotency { key, path, fingerprint }))
+    Ok(Some(Idempotency { key, path, fingerprint: fingerprint() }))
 }
 
-/// `POST /messages`.
-#[derive(Deserialize, utoipa::ToSchema)]
+/// `POST /messages`: read once at the edge, handed to [`send_text`] as it is.
+#[derive(Debug, Default, Deserialize, Serialize, utoipa::ToSchema)]
 #[schema(example = json!({"to": "+12015550123", "body": "Your order has shipped"}))]
 pub struct SendMessage {
     /// The text, 1 to 10,000 characters; with `media_urls`, an optional caption.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(min_length = 1, max_length = 10000)]
-    body: Option<String>,
+    pub body: Option<String>,
     /// Up to 10 https URLs of files to send (each at most `MSGLINE_MEDIA_MAX_BYTES`, 25 MB by
     /// default); the message is then `kind: media`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 10)]
-    media_urls: Option<Vec<String>>,
+    pub media_urls: Option<Vec<String>>,
     /// `sms`: if the message goes over iMessage and fails, send its text as SMS from the same
     /// line; `none`: never, whatever the organisation's default (`GET /settings`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, example = "sms")]
-    fallback: Option<Value>,
+    pub fallback: Option<Value>,
     /// With SMS fallback: also fall back if the iMessage is still not delivered after this
     /// many seconds (1 to 86,400). It may then still arrive too.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400)]
-    fallback_after_seconds: Option<Value>,
+    pub fallback_after_seconds: Option<Value>,
     #[serde(flatten)]
-    fields: SendFields,
+    pub fields: SendFields,
 }
 
 /// The longest `fallback_after_seconds`: a day.
@@ -202,22 +217,25 @@ fn fallback_request(fallback: Option<Value>, after: Option<Value>) -> ApiResult<
     Ok((wanted, after_ms))
 }
 
-/// `POST /messages` after the HTTP layer; hosted agents send through it too.
+/// `POST /messages` after the edge (the API, the console, a hosted agent): counted against the
+/// caller's send rate policy, then accepted for delivery.
 pub async fn send_text(
     state: &Sender,
     caller: &Principal,
-    raw: Value,
+    request: SendMessage,
     header_key: Option<&str>,
-    agent_id: Option<&str>,
+    agent_id: Option<&AgentId>,
 ) -> ApiResult<Accepted> {
     caller.require(Scope::Send)?;
-    let request: SendMessage = from_ref(&raw)?;
+    let allowance = super::rates::charge_send(state, caller).await?;
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", || {
+        fingerprint_of("/messages", &request)
+    })?;
     let media_urls = request.media_urls.unwrap_or_default();
     let body = match (&request.body, media_urls.is_empty()) {
         (None, false) => String::new(),
         _ => required_text("body", request.body, MAX_BODY_CHARS)?,
     };
-    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &raw)?;
     let kind = if media_urls.is_empty() { MessageKind::Text } else { MessageKind::Media };
     let (fallback, fallback_after_ms) = fallback_request(request.fallback, request.fallback_after_seconds)?;
     if fallback == Some(true) && kind == MessageKind::Media {
@@ -227,55 +245,131 @@ pub async fn send_text(
     let mut input = request.fields.into_input(body, kind)?;
     input.fallback = fallback;
     input.fallback_after_ms = fallback_after_ms;
-    input.agent_id = agent_id.map(str::to_string);
+    input.agent_id = agent_id.cloned();
     if !media_urls.is_empty() {
         // A replay answers what the first request got, without fetching anything again.
         if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
-            return Ok(sent);
+            return Ok(sent.counted(allowance));
         }
         input.attachments = super::media::fetch_all(state, &caller.org_id, &media_urls).await?;
         input.payload = Some(Payload::Media(input.attachments.iter().map(|a| a.summary()).collect()));
     }
-    super::submit(state, caller, input, idempotency).await
+    super::submit(state, caller, input, idempotency).await.map(|sent| sent.counted(allowance))
 }
 
-/// `POST /messages` with uploaded files instead of `media_urls`: the same send, `kind: media`,
-/// the text an optional caption. The idempotency fingerprint covers the files' digests, so a key
-/// reused with other files is a conflict. Without files it is [`send_text`].
+/// A text with uploaded files (the console's compose box) instead of `media_urls`: the same send,
+/// `kind: media`, the text an optional caption. The idempotency fingerprint covers the files'
+/// digests, so a key reused with other files is a conflict. Without files it is [`send_text`].
 pub async fn send_uploads(
     state: &Sender,
     caller: &Principal,
-    raw: Value,
+    request: SendMessage,
     header_key: Option<&str>,
     uploads: Vec<Upload>,
 ) -> ApiResult<Accepted> {
     if uploads.is_empty() {
-        return send_text(state, caller, raw, header_key, None).await;
+        return send_text(state, caller, request, header_key, None).await;
     }
     caller.require(Scope::Send)?;
-    let request: SendMessage = from_ref(&raw)?;
+    let allowance = super::rates::charge_send(state, caller).await?;
     if request.media_urls.is_some() {
         return Err(ApiError::invalid("media_urls", "send files as uploads or as media_urls, not both"));
     }
+    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", || {
+        let files: Vec<String> = uploads
+            .iter()
+            .map(|u| {
+                use sha2::Digest;
+                crate::ids::hex(&sha2::Sha256::digest(&u.bytes))
+            })
+            .collect();
+        fingerprint_of("/messages", &WithFiles { request: &request, files })
+    })?;
     let body = match request.body.filter(|b| !b.trim().is_empty()) {
         Some(body) => required_text("body", Some(body), MAX_BODY_CHARS)?,
         None => String::new(),
     };
-    let mut fingerprinted = raw.clone();
-    fingerprinted["files"] = uploads
-        .iter()
-        .map(|u| {
-            use sha2::Digest;
-            Value::from(crate::ids::hex(&sha2::Sha256::digest(&u.bytes)))
-        })
-        .collect();
-    let idempotency = idempotency(header_key, request.fields.idempotency_key.as_deref(), "/messages", &fingerprinted)?;
     request.fields.prepare().await;
     let mut input = request.fields.into_input(body, MessageKind::Media)?;
     if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
-        return Ok(sent);
+        return Ok(sent.counted(allowance));
     }
     input.attachments = super::media::store_uploads(state, &caller.org_id, uploads).await?;
     input.payload = Some(Payload::Media(input.attachments.iter().map(|a| a.summary()).collect()));
-    super::submit(state, caller, input, idempotency).await
+    super::submit(state, caller, input, idempotency).await.map(|sent| sent.counted(allowance))
+}
+
+/// What a send with uploaded files is fingerprinted from: its fields and the files' digests.
+#[derive(Serialize)]
+struct WithFiles<'a> {
+    #[serde(flatten)]
+    request: &'a SendMessage,
+    files: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{SendMessage, WithFiles};
+    use crate::{
+        domain::idempotency::{fingerprint, fingerprint_of},
+        fields::parse_json,
+        send::{card::SendCard, poll::SendPoll},
+    };
+
+    /// The fingerprint keys were stored with before requests were typed: the body as it came,
+    /// without its `idempotency_key`.
+    fn stored_before(path: &str, body: &Value) -> String {
+        let mut body = body.clone();
+        body.as_object_mut().unwrap().remove("idempotency_key");
+        fingerprint(path, &body)
+    }
+
+    fn typed<T: serde::de::DeserializeOwned>(body: &Value) -> T {
+        parse_json(body.to_string().as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_key_stored_before_requests_were_typed_still_matches_its_request() {
+        let texts = [
+            json!({"to": "+12015550123", "body": "Your order has shipped"}),
+            json!({"body": "hi", "conversation_id": "conv_1", "line_id": "line_1", "channel": "sms",
+                   "idempotency_key": "k-1", "send_at": "2026-12-01T09:00:00Z", "fallback": "sms",
+                   "fallback_after_seconds": 30, "default_country": "US", "to": "2015550123"}),
+            json!({"media_urls": ["https://example.com/a.png"], "contact_id": "ct_1", "from": "+12015550100",
+                   "line_e164": "+12015550100", "body": "caption \u{e9} \"quoted\" \\ /"}),
+        ];
+        for body in &texts {
+            let request: SendMessage = typed(body);
+            assert_eq!(fingerprint_of("/messages", &request), stored_before("/messages", body), "{body}");
+        }
+        let poll =
+            json!({"to": "+12015550123", "question": "Lunch?", "options": ["Pizza", "Tacos"], "channel": "imessage"});
+        let parsed: SendPoll = typed(&poll);
+        assert_eq!(fingerprint_of("/polls", &parsed), stored_before("/polls", &poll));
+        let card = json!({"to": "+12015550123", "agent_id": "agt_1", "name": "Ann", "phone": "+12015550177",
+                          "email": "a@example.com", "organization": "Acme", "note": "n", "photo_url": "https://x/y.png",
+                          "caption": "Ann's card", "idempotency_key": "c-1"});
+        let parsed: SendCard = typed(&card);
+        assert_eq!(fingerprint_of("/contact-cards", &parsed), stored_before("/contact-cards", &card));
+        // With uploaded files, the files' digests were added to the body.
+        let body = json!({"conversation_id": "conv_1", "body": "look"});
+        let request: SendMessage = typed(&body);
+        let mut before = body.clone();
+        before["files"] = json!(["ab12"]);
+        let with_files = WithFiles { request: &request, files: vec!["ab12".into()] };
+        assert_eq!(fingerprint_of("/messages", &with_files), fingerprint("/messages", &before));
+    }
+
+    #[test]
+    fn the_fingerprint_leaves_out_nulls_and_fields_msgline_does_not_read_but_keeps_every_value() {
+        let plain: SendMessage = typed(&json!({"to": "+12015550123", "body": "hi"}));
+        let noisy: SendMessage = typed(&json!({"body": "hi", "channel": null, "to": "+12015550123", "extra": 1}));
+        assert_eq!(fingerprint_of("/messages", &plain), fingerprint_of("/messages", &noisy));
+        let other: SendMessage = typed(&json!({"to": "+12015550123", "body": "hi!"}));
+        assert_ne!(fingerprint_of("/messages", &plain), fingerprint_of("/messages", &other));
+        // The same fields on another route are another request.
+        assert_ne!(fingerprint_of("/messages", &plain), fingerprint_of("/polls", &plain));
+    }
 }

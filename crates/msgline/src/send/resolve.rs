@@ -5,6 +5,7 @@ use crate::{
     caller::Principal,
     db::{self, conversations::Conversation, lines::Line},
     domain::{
+        id::{ContactId, ConversationId, LineId},
         lifecycle::{Channel, ConversationKind},
         phone::E164,
     },
@@ -16,8 +17,8 @@ use crate::{
 #[derive(Debug, Clone, Default)]
 pub struct Recipient {
     pub to: Option<E164>,
-    pub conversation_id: Option<String>,
-    pub contact_id: Option<String>,
+    pub conversation_id: Option<ConversationId>,
+    pub contact_id: Option<ContactId>,
 }
 
 /// A resolved send: the line, the channel and where the message goes.
@@ -137,7 +138,7 @@ fn line_mismatch() -> ApiError {
 pub async fn resolve_line(
     state: &Sender,
     principal: &Principal,
-    line_id: Option<&str>,
+    line_id: Option<&LineId>,
     line_e164: Option<&str>,
 ) -> ApiResult<Line> {
     let named = match (line_id, line_e164) {
@@ -220,14 +221,17 @@ pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -
     let line = match &conversation {
         Some(conversation) => {
             let line = state.lines.get(&conversation.line_id).await?.ok_or_else(|| ApiError::not_found("line"))?;
-            let named_other = input.line_id.as_ref().is_some_and(|id| id != &line.id)
-                || input.line_e164.as_ref().is_some_and(|e164| e164 != &line.e164);
+            let named_other = input.line_id.as_ref().is_some_and(|id| *id != line.id)
+                || input.line_e164.as_ref().is_some_and(|e164| e164.as_str() != line.e164);
             if named_other {
                 return Err(ApiError::invalid("line_id", "the conversation is on another line"));
             }
             line
         }
-        None => resolve_line(state, principal, input.line_id.as_deref(), input.line_e164.as_deref()).await?,
+        None => {
+            let e164 = input.line_e164.as_ref().map(E164::as_str);
+            resolve_line(state, principal, input.line_id.as_ref(), e164).await?
+        }
     };
 
     // The one phone the named recipients agree on (none for a group conversation).
@@ -358,31 +362,30 @@ async fn choose_channel(
     };
     let phone = match destination {
         Destination::Group { .. } => {
-            if input.channel.as_deref() == Some("sms") {
+            if input.channel == Some(Channel::Sms) {
                 return Err(ApiError::invalid("channel", "group conversations are iMessage only"));
             }
             return Ok((Channel::Imessage, None));
         }
         Destination::Direct { phone, .. } => phone,
     };
-    match input.channel.as_deref() {
-        Some("sms") if input.imessage_only => return Err(poll_refusal()),
-        Some("sms") => {
+    match input.channel {
+        Some(Channel::Sms) if input.imessage_only => return Err(poll_refusal()),
+        Some(Channel::Sms) => {
             if capabilities.is_some_and(|c| !c.sms) {
                 return Err(ApiError::invalid("channel", "this line cannot send SMS"));
             }
             return Ok((Channel::Sms, None));
         }
-        Some("imessage") if capabilities.is_some_and(|c| !c.imessage) => {
+        Some(Channel::Imessage) if capabilities.is_some_and(|c| !c.imessage) => {
             return Err(if input.imessage_only {
                 poll_refusal()
             } else {
                 ApiError::invalid("channel", "this line cannot send iMessage")
             });
         }
-        Some("imessage") if !input.imessage_only => return Ok((Channel::Imessage, None)),
-        Some("imessage") | None => {}
-        Some(_) => return Err(ApiError::invalid("channel", "channel must be sms or imessage")),
+        Some(Channel::Imessage) if !input.imessage_only => return Ok((Channel::Imessage, None)),
+        Some(Channel::Imessage) | None => {}
     }
     // Automatic choice (and every poll): is the recipient reachable over iMessage?
     let line_has_imessage = capabilities.is_none_or(|c| c.imessage);
