@@ -8,7 +8,9 @@ use crate::{BenchArgs, Harness, client, drive, summary};
 /// (its 50 newest conversations with their contacts), then one thread page (its 50 latest
 /// messages), each for the scenario's time. Two results: `console-list` and `console-thread`.
 pub(crate) async fn scenario(h: &Harness, args: &BenchArgs, seeded: &str) -> anyhow::Result<Vec<Value>> {
-    let org_id: String = sqlx::query_scalar("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(h.db.writer()).await?;
+    let org_id: String =
+        h.db.write(async |conn| sqlx::query_scalar("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(conn).await)
+            .await?;
     let password = "bench owner's password";
     let config = msgline::Config::default();
     msgline::admin::create_staff(&h.db, &config, &org_id, "bench-owner@example.com", "owner", Some(password)).await?;

@@ -28,36 +28,39 @@ pub async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
 
 async fn through_kannel(h: &Harness, args: &BenchArgs, sendsms: &str) -> anyhow::Result<Value> {
     let smsbox = sendsms.split("/cgi-bin/").next().unwrap_or_default();
-    let org_id: String = sqlx::query("SELECT org_id FROM lines WHERE e164 = $1")
-        .bind(&h.line_e164)
-        .fetch_one(h.db.writer())
+    let org_id: String =
+        h.db.write(async |conn| {
+            sqlx::query("SELECT org_id FROM lines WHERE e164 = $1").bind(&h.line_e164).fetch_one(conn).await
+        })
         .await?
         .try_get(0)?;
-    let line_id =
-        match sqlx::query("SELECT id FROM lines WHERE e164 = $1").bind(E164).fetch_optional(h.db.writer()).await? {
-            Some(row) => row.try_get::<String, _>(0)?,
-            None => {
-                // scripts/kannel's sendsms user: bench/bench.
-                let setup = admin::LineSetup {
-                    e164: E164,
-                    kind: "dedicated",
-                    org_id: Some(&org_id),
-                    bridge_url: smsbox,
-                    bridge_token: None,
-                    bridge_kind: "kannel",
-                    bridge_username: Some("bench"),
-                    bridge_password: Some("bench"),
-                    kannel_smsc: None,
-                };
-                admin::create_line(&h.db, setup).await?["line_id"].as_str().unwrap_or_default().to_string()
-            }
-        };
+    let line_id = match h
+        .db
+        .write(async |conn| sqlx::query("SELECT id FROM lines WHERE e164 = $1").bind(E164).fetch_optional(conn).await)
+        .await?
+    {
+        Some(row) => row.try_get::<String, _>(0)?,
+        None => {
+            // scripts/kannel's sendsms user: bench/bench.
+            let setup = admin::LineSetup {
+                e164: E164,
+                kind: "dedicated",
+                org_id: Some(&org_id),
+                bridge_url: smsbox,
+                bridge_token: None,
+                bridge_kind: "kannel",
+                bridge_username: Some("bench"),
+                bridge_password: Some("bench"),
+                kannel_smsc: None,
+            };
+            admin::create_line(&h.db, setup).await?["line_id"].as_str().unwrap_or_default().to_string()
+        }
+    };
     // Each Kannel start has new ports: the line follows.
-    sqlx::query("UPDATE lines SET bridge_url = $1 WHERE id = $2")
-        .bind(smsbox)
-        .bind(&line_id)
-        .execute(h.db.writer())
-        .await?;
+    h.db.write(async |conn| {
+        sqlx::query("UPDATE lines SET bridge_url = $1 WHERE id = $2").bind(smsbox).bind(&line_id).execute(conn).await
+    })
+    .await?;
 
     let (mut accepted, started, ended) = sends_from(h, args, E164).await;
     accepted["scenario"] = json!("kannel-line accepted");
@@ -68,7 +71,9 @@ async fn through_kannel(h: &Harness, args: &BenchArgs, sendsms: &str) -> anyhow:
         let db = h.db.clone();
         let line_id = line_id.clone();
         async move {
-            sqlx::query(sql).bind(&line_id).bind(started).bind(ended).fetch_one(db.writer()).await?.try_get::<i64, _>(0)
+            db.write(async |conn| sqlx::query(sql).bind(&line_id).bind(started).bind(ended).fetch_one(conn).await)
+                .await?
+                .try_get::<i64, _>(0)
         }
     };
     while count(
@@ -81,15 +86,11 @@ async fn through_kannel(h: &Harness, args: &BenchArgs, sendsms: &str) -> anyhow:
     {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let rows = sqlx::query(
-        "SELECT created_at, COALESCE(sent_at, delivered_at) FROM messages WHERE line_id = $1 AND created_at >= $2 \
-         AND created_at <= $3",
-    )
-    .bind(&line_id)
-    .bind(started)
-    .bind(ended)
-    .fetch_all(h.db.writer())
-    .await?;
+    let sql = "SELECT created_at, COALESCE(sent_at, delivered_at) FROM messages WHERE line_id = $1 \
+               AND created_at >= $2 AND created_at <= $3";
+    let rows =
+        h.db.write(async |conn| sqlx::query(sql).bind(&line_id).bind(started).bind(ended).fetch_all(conn).await)
+            .await?;
     // Not taken by the fake SMSC by the deadline, failed or unknown: an error. smsbox calls back
     // its two reports at once: a message whose `delivered` came before its `sent` has no
     // sent_at, and its delivered_at is when it was known to be taken.
@@ -97,15 +98,11 @@ async fn through_kannel(h: &Harness, args: &BenchArgs, sendsms: &str) -> anyhow:
     let mut result = summary("kannel-line", samples, span, "messages");
     // What the errors are: the accepted messages never reported taken, by status.
     let mut not_sent = serde_json::Map::new();
-    let rows = sqlx::query(
-        "SELECT status, COUNT(*) FROM messages WHERE line_id = $1 AND created_at >= $2 AND created_at <= $3 \
-         AND COALESCE(sent_at, delivered_at) IS NULL GROUP BY status",
-    )
-    .bind(&line_id)
-    .bind(started)
-    .bind(ended)
-    .fetch_all(h.db.writer())
-    .await?;
+    let sql = "SELECT status, COUNT(*) FROM messages WHERE line_id = $1 AND created_at >= $2 AND created_at <= $3 \
+               AND COALESCE(sent_at, delivered_at) IS NULL GROUP BY status";
+    let rows =
+        h.db.write(async |conn| sqlx::query(sql).bind(&line_id).bind(started).bind(ended).fetch_all(conn).await)
+            .await?;
     for row in rows {
         not_sent.insert(row.try_get::<String, _>(0)?, json!(row.try_get::<i64, _>(1)?));
     }

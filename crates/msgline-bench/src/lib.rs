@@ -192,7 +192,7 @@ impl Harness {
             };
             let name = format!("msgline_bench_{}", ids::new_id("db").trim_start_matches("db_"));
             let admin_db = Db::connect(&admin_url).await?;
-            sqlx::query(&format!("CREATE DATABASE {name}")).execute(admin_db.writer()).await?;
+            admin_db.write(async |conn| sqlx::query(&format!("CREATE DATABASE {name}")).execute(conn).await).await?;
             admin_db.close().await;
             let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_string()).unwrap_or(admin_url.clone());
             (format!("{base}/{name}"), None, Some((admin_url, name)))
@@ -259,8 +259,11 @@ impl Harness {
         if let Some((admin_url, name)) = self.pg_cleanup.take()
             && let Ok(admin_db) = Db::connect(&admin_url).await
         {
-            let _ =
-                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(admin_db.writer()).await;
+            let _ = admin_db
+                .write(async |conn| {
+                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(conn).await
+                })
+                .await;
             admin_db.close().await;
         }
     }
@@ -269,8 +272,9 @@ impl Harness {
         match self.db.backend() {
             Backend::Sqlite => "SQLite WAL, synchronous=NORMAL".into(),
             Backend::Postgres => {
-                let value: String = sqlx::query("SHOW synchronous_commit")
-                    .fetch_one(self.db.writer())
+                let value: String = self
+                    .db
+                    .write(async |conn| sqlx::query("SHOW synchronous_commit").fetch_one(conn).await)
                     .await
                     .and_then(|r| r.try_get(0))
                     .unwrap_or_else(|_| "?".into());
@@ -411,17 +415,19 @@ async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Valu
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut expected = 0;
     while Instant::now() < deadline {
-        expected = sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1")
-            .bind(since)
-            .fetch_one(h.db.writer())
+        expected =
+            h.db.write(async |conn| {
+                sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1").bind(since).fetch_one(conn).await
+            })
             .await?
             .try_get::<i64, _>(0)? as u64;
         let got = received.good.load(Ordering::Relaxed) + received.bad.load(Ordering::Relaxed);
         if got >= expected && expected > 0 {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let settled: u64 = sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1")
-                .bind(since)
-                .fetch_one(h.db.writer())
+            let settled: u64 =
+                h.db.write(async |conn| {
+                    sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1").bind(since).fetch_one(conn).await
+                })
                 .await?
                 .try_get::<i64, _>(0)? as u64;
             if settled == expected {

@@ -31,10 +31,13 @@ pub(crate) async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Ve
         let mut pair = Vec::new();
         for scheduled in [false, true] {
             let (status, outbox) = if scheduled { ("scheduled", "'pending'") } else { ("canceled", "NULL") };
-            sqlx::query(&format!(
-                "UPDATE messages SET status = '{status}', outbox_state = {outbox} WHERE body = 'far ahead'"
-            ))
-            .execute(h.db.writer())
+            h.db.write(async |conn| {
+                sqlx::query(&format!(
+                    "UPDATE messages SET status = '{status}', outbox_state = {outbox} WHERE body = 'far ahead'"
+                ))
+                .execute(conn)
+                .await
+            })
             .await?;
             settle(h).await?;
             let (mut send, ..) = scenario_send(h, args).await;
@@ -51,25 +54,26 @@ pub(crate) async fn scenario(h: &Harness, args: &BenchArgs) -> anyhow::Result<Ve
     msgline::seed_bench_scheduled(&h.db, burst, msgline::clock::now_ms() + 60 * day, "burst").await?;
     settle(h).await?;
     let due = msgline::clock::now_ms() + 1_000;
-    sqlx::query("UPDATE messages SET send_at = $1, available_at = $1 WHERE body = 'burst' AND status = 'scheduled'")
-        .bind(due)
-        .execute(h.db.writer())
-        .await?;
+    h.db.write(async |conn| {
+        sqlx::query("UPDATE messages SET send_at = $1, available_at = $1 WHERE body = 'burst' AND status = 'scheduled'")
+            .bind(due)
+            .execute(conn)
+            .await
+    })
+    .await?;
     let deadline = Instant::now() + Duration::from_secs(600);
     let waiting = loop {
-        let waiting: i64 = sqlx::query(
-            "SELECT COUNT(*) FROM messages WHERE body = 'burst' AND status IN ('scheduled', 'queued', 'unknown')",
-        )
-        .fetch_one(h.db.writer())
-        .await?
-        .try_get(0)?;
+        let sql = "SELECT COUNT(*) FROM messages WHERE body = 'burst' AND status IN ('scheduled', 'queued', 'unknown')";
+        let waiting: i64 = h.db.write(async |conn| sqlx::query(sql).fetch_one(conn).await).await?.try_get(0)?;
         if waiting == 0 || Instant::now() > deadline {
             break waiting;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let last: Option<i64> = sqlx::query("SELECT MAX(submitted_at) FROM messages WHERE body = 'burst'")
-        .fetch_one(h.db.writer())
+    let last: Option<i64> =
+        h.db.write(async |conn| {
+            sqlx::query("SELECT MAX(submitted_at) FROM messages WHERE body = 'burst'").fetch_one(conn).await
+        })
         .await?
         .try_get(0)?;
     let span = Duration::from_millis((last.unwrap_or(due) - due).max(1) as u64);
@@ -91,7 +95,8 @@ async fn settle(h: &Harness) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
     if h.db.backend() == msgline::Backend::Sqlite {
         loop {
-            let row = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(h.db.writer()).await?;
+            let row =
+                h.db.write(async |conn| sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(conn).await).await?;
             let busy: i64 = row.try_get(0)?;
             if busy == 0 || Instant::now() > deadline {
                 break;
@@ -99,7 +104,7 @@ async fn settle(h: &Harness) -> anyhow::Result<()> {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     } else {
-        sqlx::query("VACUUM (ANALYZE) messages").execute(h.db.writer()).await?;
+        h.db.write(async |conn| sqlx::query("VACUUM (ANALYZE) messages").execute(conn).await).await?;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     Ok(())

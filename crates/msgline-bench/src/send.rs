@@ -38,23 +38,23 @@ pub(crate) async fn sends_from(h: &Harness, args: &BenchArgs, from: &str) -> (Va
 pub(crate) async fn scenario_e2e(h: &Harness, from: i64, to: i64) -> anyhow::Result<Value> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let pending: i64 = sqlx::query(
-            "SELECT COUNT(*) FROM messages WHERE created_at >= $1 AND created_at <= $2 AND sent_at IS NULL AND status <> 'failed'",
-        )
-        .bind(from)
-        .bind(to)
-        .fetch_one(h.db.writer())
-        .await?
-        .try_get(0)?;
+        let sql = "SELECT COUNT(*) FROM messages WHERE created_at >= $1 AND created_at <= $2 AND sent_at IS NULL \
+                   AND status <> 'failed'";
+        let pending: i64 =
+            h.db.write(async |conn| sqlx::query(sql).bind(from).bind(to).fetch_one(conn).await).await?.try_get(0)?;
         if pending == 0 || Instant::now() > deadline {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let rows = sqlx::query("SELECT created_at, sent_at FROM messages WHERE created_at >= $1 AND created_at <= $2")
-        .bind(from)
-        .bind(to)
-        .fetch_all(h.db.writer())
+    let rows =
+        h.db.write(async |conn| {
+            sqlx::query("SELECT created_at, sent_at FROM messages WHERE created_at >= $1 AND created_at <= $2")
+                .bind(from)
+                .bind(to)
+                .fetch_all(conn)
+                .await
+        })
         .await?;
     // Accepted but not sent by the deadline (or failed, which the simulated line never does):
     // an error, not a message left out of the count.

@@ -162,12 +162,16 @@ async fn paced(h: &Harness, args: &BenchArgs, rate: f64, window_seconds: f64) ->
 }
 
 async fn pending_deliveries(h: &Harness) -> anyhow::Result<(i64, i64)> {
-    let row = sqlx::query(
-        "SELECT COALESCE(SUM(CASE WHEN state IN ('pending', 'claimed') THEN 1 ELSE 0 END), 0), \
+    let row =
+        h.db.write(async |conn| {
+            sqlx::query(
+                "SELECT COALESCE(SUM(CASE WHEN state IN ('pending', 'claimed') THEN 1 ELSE 0 END), 0), \
          COALESCE(SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END), 0) FROM webhook_deliveries",
-    )
-    .fetch_one(h.db.writer())
-    .await?;
+            )
+            .fetch_one(conn)
+            .await
+        })
+        .await?;
     Ok((row.try_get(0)?, row.try_get(1)?))
 }
 
@@ -179,8 +183,10 @@ const SUBSCRIPTION: &str = "messaging.message.delivered";
 
 /// Messages not yet delivered: each must be, before its event can be.
 async fn undelivered_messages(h: &Harness) -> anyhow::Result<i64> {
-    Ok(sqlx::query("SELECT COUNT(*) FROM messages WHERE status <> 'delivered'")
-        .fetch_one(h.db.writer())
+    Ok(h.db
+        .write(async |conn| {
+            sqlx::query("SELECT COUNT(*) FROM messages WHERE status <> 'delivered'").fetch_one(conn).await
+        })
         .await?
         .try_get(0)?)
 }
@@ -233,10 +239,14 @@ pub(super) async fn scenario_soak(h: &Harness, args: &BenchArgs) -> anyhow::Resu
     let drain_started = Instant::now();
     let (undelivered, left, failed) = drain(h, Duration::from_secs_f64((args.seconds * 2.0).max(120.0))).await?;
     let drain_seconds = drain_started.elapsed().as_secs_f64();
-    let events: i64 = sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1 AND type = $2")
-        .bind(since)
-        .bind(SUBSCRIPTION)
-        .fetch_one(h.db.writer())
+    let events: i64 =
+        h.db.write(async |conn| {
+            sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1 AND type = $2")
+                .bind(since)
+                .bind(SUBSCRIPTION)
+                .fetch_one(conn)
+                .await
+        })
         .await?
         .try_get(0)?;
     let delivered = calls.delivered.lock().expect("delivered lock").len() as i64;

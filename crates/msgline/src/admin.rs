@@ -24,8 +24,7 @@ pub async fn create_org(db: &Db, name: &str) -> anyhow::Result<Value> {
     let org = db::orgs::create(db, name).await?;
     let scopes = Scopes::all();
     let (key, secret) =
-        db::keys::create(db.writer(), NewKey { org_id: &org.id, name: "admin", scopes: &scopes, line_id: None })
-            .await?;
+        db::keys::create(db, NewKey { org_id: &org.id, name: "admin", scopes: &scopes, line_id: None }).await?;
     Ok(json!({"org_id": org.id, "api_key": secret, "key_id": key.id}))
 }
 
@@ -48,8 +47,7 @@ pub async fn create_key(
         );
     }
     let (key, secret) =
-        db::keys::create(db.writer(), NewKey { org_id, name: name.unwrap_or("unnamed"), scopes: &scopes, line_id })
-            .await?;
+        db::keys::create(db, NewKey { org_id, name: name.unwrap_or("unnamed"), scopes: &scopes, line_id }).await?;
     Ok(json!({"key_id": key.id, "api_key": secret, "scopes": key.scopes.names(), "line_id": key.line_id}))
 }
 

@@ -115,9 +115,7 @@ async fn may_send(state: &Agents, principal: &Principal) -> Result<(), u64> {
 }
 
 pub async fn execute(state: &Agents, run: &Run) -> anyhow::Result<Outcome> {
-    let mut conn = state.db.writer().acquire().await?;
-    let agent = db::agents::get_any(&mut conn, &run.agent_id).await?;
-    drop(conn);
+    let agent = state.db.write(async |conn| db::agents::get_any(conn, &run.agent_id).await).await?;
     let Some(agent) = agent.filter(|a| a.enabled) else {
         return Ok(Outcome::ModelError("the agent was disabled or deleted".into()));
     };

@@ -25,7 +25,7 @@ impl Application {
         db.migrate().await?;
         numbering_plan.await?;
         if config.bench_routes {
-            crate::api::bench::prepare(&db).await?;
+            crate::db::bench::prepare(&db).await?;
         }
         let addr = config.listen_addr()?;
         let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;

@@ -58,12 +58,12 @@ pub use db::Backend;
 pub use db::Db;
 pub use services::Services;
 
-/// Fills a database with messages for the bench's read scenario (`api/bench.rs`).
-pub use api::bench::seed_messages as seed_bench_messages;
-/// `msgline bench`'s seeder of scheduled messages (the `scheduled` scenario).
-pub use api::bench::seed_scheduled as seed_bench_scheduled;
 /// `msgline openapi`: the OpenAPI 3.1 document of the HTTP API.
 pub use api::openapi::document as openapi_document;
+/// Fills a database with messages for the bench's read scenario (`db/bench.rs`).
+pub use db::bench::seed_messages as seed_bench_messages;
+/// `msgline bench`'s seeder of scheduled messages (the `scheduled` scenario).
+pub use db::bench::seed_scheduled as seed_bench_scheduled;
 /// A Standard Webhooks signature (docs/webhooks.md), as msgline signs its deliveries.
 pub use domain::webhook::sign as sign_webhook;
 /// `msgline mcp`: an MCP server on stdio, acting with an API key against a running server.

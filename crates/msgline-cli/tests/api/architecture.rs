@@ -1,8 +1,10 @@
 //! The architecture test: the top-level modules of the server library (`crates/msgline/src/`)
 //! import each other only downwards, in the order written below, and never in a circle. It reads
 //! the `crate::…` paths of every source file, so a new import that points up, or a new module that
-//! has no place, fails here with the files that do it. And the server library depends on none of
-//! the tools built on it (crates/msgline-sim, -bench, -demo, -cli): they sit above it.
+//! has no place, fails here with the files that do it. The storage layer has one door: nothing
+//! outside `src/db/` calls a pool, and `db/engine/` names none of the table modules it serves.
+//! And the server library depends on none of the tools built on it (crates/msgline-sim, -bench,
+//! -demo, -cli): they sit above it.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -229,13 +231,7 @@ fn sibling_imports() -> Graph {
             [folder, module, "mod.rs"] => (*folder, *module, true),
             [folder, module, ..] => (*folder, *module, false),
         };
-        let siblings = siblings_of.entry(folder.to_string()).or_insert_with(|| {
-            std::fs::read_dir(src.join(folder))
-                .expect("a folder")
-                .map(|e| e.expect("an entry").file_name().to_string_lossy().trim_end_matches(".rs").to_string())
-                .filter(|name| name != "mod")
-                .collect()
-        });
+        let siblings = siblings_of.entry(folder.to_string()).or_insert_with(|| modules_in(&src.join(folder)));
         let mut named = names_after(&code, &format!("crate::{folder}::"));
         if super_is_folder {
             named.extend(names_after(&code, "super::"));
@@ -246,6 +242,15 @@ fn sibling_imports() -> Graph {
         }
     }
     graph
+}
+
+/// The modules a folder declares: its files and folders (`webhooks.rs`, `engine/`), but `mod.rs`.
+fn modules_in(folder: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(folder)
+        .expect("a folder")
+        .map(|e| e.expect("an entry").file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+        .filter(|name| name != "mod")
+        .collect()
 }
 
 /// Every circle among the modules of one folder.
@@ -338,4 +343,101 @@ fn the_server_library_depends_on_none_of_the_tools() {
             assert!(!code.contains(&path), "{} names {path}", file.display());
         }
     }
+}
+
+/// What only `db` calls: its pools (and the tests' own accessors to them, compiled for the tests
+/// alone), and the question of where an opt-out is checked, which the send path leaves to
+/// `db::opt_outs::check_now_or_at_commit`.
+const DB_ONLY: &[&str] = &[".reader()", ".writer()", ".reader_for_tests()", ".writer_for_tests()", "refuses_in_commit"];
+
+/// Each call of what only `db` calls, made by a file outside `src/db/`, as a sentence naming the
+/// file and the line.
+fn pool_calls_outside_db(sources: &[(String, String)]) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (relative, code) in sources.iter().filter(|(relative, _)| !relative.starts_with("db/")) {
+        for (at, line) in code.lines().enumerate() {
+            for call in DB_ONLY.iter().filter(|call| line.contains(**call)) {
+                wrong.push(format!("{relative}:{} calls {call}", at + 1));
+            }
+        }
+    }
+    wrong.sort();
+    wrong
+}
+
+#[test]
+fn nothing_outside_db_calls_a_pool() {
+    let wrong = pool_calls_outside_db(&sources());
+    assert!(
+        wrong.is_empty(),
+        "the pools are db's alone; outside src/db/ use Db's operations (commit, transaction, read, write) or a \
+         table module's function:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_pool_called_outside_db_is_found() {
+    // Planted calls: a worker reading through the pool itself, as the fallback worker did, and the
+    // send path asking where refusals run; `db`'s own files call the pools freely.
+    let planted = [
+        ("workers/fallback.rs", "let due = 1;\nlet _ = state.db.reader(); // not .writer()"),
+        ("send/resolve.rs", "if state.db.refuses_in_commit() {}"),
+        ("db/messages.rs", "query.fetch_all(db.reader())"),
+    ];
+    let sources = planted.map(|(file, code)| (file.to_string(), code_of(code)));
+    assert_eq!(
+        pool_calls_outside_db(&sources),
+        ["send/resolve.rs:1 calls refuses_in_commit", "workers/fallback.rs:2 calls .reader()"]
+    );
+}
+
+/// Each table module of `db` (a file or folder of `src/db/` but `engine`) that a file under
+/// `src/db/engine/` names, through `crate::db::` or the `super::` that reaches `db` from it, as a
+/// sentence naming the file. The engine runs units of work whatever their tables: the table
+/// modules use it, never the other way round.
+fn engine_naming_tables(sources: &[(String, String)]) -> Vec<String> {
+    let mut tables = modules_in(&server_crate().join("src").join("db"));
+    tables.remove("engine");
+    let mut wrong = Vec::new();
+    for (relative, code) in sources.iter().filter(|(relative, _)| relative.starts_with("db/engine/")) {
+        // One `super::` per module between the file and `db`: `db/engine/mod.rs` is one below it.
+        let below_db = relative.trim_end_matches(".rs").trim_end_matches("/mod").matches('/').count();
+        let mut named = names_after(code, "crate::db::");
+        named.extend(names_after(code, &"super::".repeat(below_db)));
+        for table in named.intersection(&tables) {
+            wrong.push(format!("{relative} names the table module db::{table}"));
+        }
+    }
+    wrong.sort();
+    wrong
+}
+
+#[test]
+fn the_engine_names_no_table_module() {
+    let wrong = engine_naming_tables(&sources());
+    assert!(wrong.is_empty(), "db/engine reaches into the tables it serves:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_engine_naming_a_table_module_is_found() {
+    // Planted names: the committer reading the reports' module, and a test of the native lane
+    // reading a message; the storage layer's own items (`super::super::is_unique_violation`,
+    // `crate::db::Batch`) and the engine's own modules (`super::native`) are no table module.
+    let planted = [
+        ("db/engine/group_commit.rs", "use super::native;\nuse super::super::{Batch, reports::LineReports};"),
+        (
+            "db/engine/native/tests.rs",
+            "crate::db::messages::get_any(conn, id);\nsuper::super::is_unique_violation(e);\ncrate::db::Batch::new();",
+        ),
+        ("db/engine/mod.rs", "use super::{Backend, Columns, Db, is_unique_violation};"),
+    ];
+    let sources = planted.map(|(file, code)| (file.to_string(), code_of(code)));
+    assert_eq!(
+        engine_naming_tables(&sources),
+        [
+            "db/engine/group_commit.rs names the table module db::reports",
+            "db/engine/native/tests.rs names the table module db::messages",
+        ]
+    );
 }

@@ -83,7 +83,7 @@ async fn a_device_that_cannot_be_asked_answers_null_and_bad_requests_are_refused
     let unknown = app.get(&path(FRIEND), &app.org.key).await.expect(200);
     assert_eq!(unknown, json!({"to": FRIEND, "imessage": null, "sms": true, "checked_at": null}));
     let (rows,): (i64,) =
-        sqlx::query_as("SELECT COUNT(*) FROM availability").fetch_one(app.db().writer()).await.unwrap();
+        sqlx::query_as("SELECT COUNT(*) FROM availability").fetch_one(app.db().writer_for_tests()).await.unwrap();
     assert_eq!(rows, 0);
 
     let key = &app.org.key;

@@ -108,7 +108,7 @@ async fn kill_9_in_the_middle_of_500_sends_loses_nothing_and_sends_nothing_twice
     let reader = msgline::Db::connect(&url).await.unwrap();
     let statuses = eventually(90, "every accepted message to settle", || async {
         let rows: Vec<(String, String)> = sqlx::query_as::<_, (String, String)>("SELECT id, status FROM messages")
-            .fetch_all(reader.writer())
+            .fetch_all(reader.writer_for_tests())
             .await
             .unwrap();
         let settled = rows.iter().all(|(_, s)| matches!(s.as_str(), "delivered" | "read" | "failed" | "unknown"));

@@ -219,7 +219,7 @@ impl DeviceLine {
         let db = msgline::Db::connect(self.db.url()).await.expect("db");
         let row: (String, Option<String>) = sqlx::query_as("SELECT status, error FROM messages WHERE id = $1")
             .bind(id)
-            .fetch_one(db.writer())
+            .fetch_one(db.writer_for_tests())
             .await
             .expect("message");
         db.close().await;
@@ -251,7 +251,7 @@ impl DeviceLine {
     /// Rows of a table, counted.
     pub async fn count(&self, sql: &str) -> i64 {
         let db = msgline::Db::connect(self.db.url()).await.expect("db");
-        let (n,): (i64,) = sqlx::query_as(sql).fetch_one(db.writer()).await.expect("count");
+        let (n,): (i64,) = sqlx::query_as(sql).fetch_one(db.writer_for_tests()).await.expect("count");
         db.close().await;
         n
     }
@@ -262,7 +262,7 @@ impl DeviceLine {
         let db = msgline::Db::connect(self.db.url()).await.expect("db");
         let (org_id,): (String,) = sqlx::query_as("SELECT org_id FROM lines WHERE id = $1")
             .bind(&self.line_id)
-            .fetch_one(db.writer())
+            .fetch_one(db.writer_for_tests())
             .await
             .expect("line");
         let events = msgline::testing::domain::webhook::Subscriptions::parse(["*"]).expect("all events");
@@ -274,7 +274,7 @@ impl DeviceLine {
             events: &events,
         };
         let endpoint = msgline::testing::db::webhooks::create(&db, new).await.expect("an endpoint");
-        let mut conn = db.writer().acquire().await.expect("a connection");
+        let mut conn = db.writer_for_tests().acquire().await.expect("a connection");
         msgline::testing::db::webhooks::disable(
             &mut conn,
             &endpoint.id,
@@ -307,7 +307,7 @@ impl DeviceLine {
         let db = msgline::Db::connect(self.db.url()).await.expect("db");
         let (settings,): (String,) = sqlx::query_as("SELECT bridge_settings FROM lines WHERE id = $1")
             .bind(&self.line_id)
-            .fetch_one(db.writer())
+            .fetch_one(db.writer_for_tests())
             .await
             .expect("line");
         db.close().await;
@@ -320,7 +320,7 @@ impl DeviceLine {
         sqlx::query("UPDATE lines SET bridge_settings = $1 WHERE id = $2")
             .bind(settings.to_string())
             .bind(&self.line_id)
-            .execute(db.writer())
+            .execute(db.writer_for_tests())
             .await
             .expect("settings written");
         db.close().await;
@@ -387,7 +387,7 @@ pub async fn kill_9_test(kind: Kind) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(150);
     let statuses = loop {
         let rows: Vec<(String, String, Option<String>)> =
-            sqlx::query_as("SELECT id, status, error FROM messages").fetch_all(db.writer()).await.unwrap();
+            sqlx::query_as("SELECT id, status, error FROM messages").fetch_all(db.writer_for_tests()).await.unwrap();
         let unsettled: Vec<_> =
             rows.iter().filter(|(_, s, _)| !matches!(s.as_str(), "delivered" | "read" | "failed")).collect();
         if unsettled.is_empty() && rows.len() >= accepted.len() {
@@ -404,7 +404,8 @@ pub async fn kill_9_test(kind: Kind) {
             for (id, _, _) in unsettled.iter().take(2) {
                 let mut told = id.clone();
                 for (what, sql) in history {
-                    let rows: Vec<(String, i64)> = sqlx::query_as(sql).bind(id).fetch_all(db.writer()).await.unwrap();
+                    let rows: Vec<(String, i64)> =
+                        sqlx::query_as(sql).bind(id).fetch_all(db.writer_for_tests()).await.unwrap();
                     told.push_str(&format!(" {what} {rows:?}"));
                 }
                 story.push(told);
@@ -438,7 +439,7 @@ pub async fn kill_9_test(kind: Kind) {
     let delivered = statuses.iter().filter(|(id, _, _)| unique.contains(id)).count();
     let db = msgline::Db::connect(line.db.url()).await.unwrap();
     let attempted: HashSet<String> = sqlx::query_as::<_, (String,)>("SELECT message_id FROM delivery_attempts")
-        .fetch_all(db.writer())
+        .fetch_all(db.writer_for_tests())
         .await
         .unwrap()
         .into_iter()

@@ -15,7 +15,7 @@ async fn a_database_failure_is_an_opaque_500() {
         msgline::Backend::Sqlite => "DROP TABLE contacts",
         msgline::Backend::Postgres => "DROP TABLE contacts CASCADE",
     };
-    sqlx::query(drop_table).execute(app.db().writer()).await.unwrap();
+    sqlx::query(drop_table).execute(app.db().writer_for_tests()).await.unwrap();
 
     let responses = [
         app.get("/contacts", &app.org.key).await,

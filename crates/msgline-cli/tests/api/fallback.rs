@@ -78,7 +78,7 @@ async fn a_failed_imessage_with_sms_fallback_is_sent_again_once_as_sms() {
         ["messaging.message.queued", "messaging.message.failed", "messaging.message.fallback"]
     );
     let (data,): (String,) = sqlx::query_as("SELECT data FROM events WHERE type = 'messaging.message.fallback'")
-        .fetch_one(app.db().writer())
+        .fetch_one(app.db().writer_for_tests())
         .await
         .unwrap();
     let data: Value = serde_json::from_str(&data).unwrap();
@@ -205,7 +205,7 @@ async fn exactly_one_sms_each(url: &str, sim_port: u16, ids: &[String], tag: &st
     let rows = eventually(60, "every message to fall back", || async {
         let rows: Vec<(String, Option<String>, Option<String>)> =
             sqlx::query_as("SELECT id, fallback_message_id, fallback_for FROM messages")
-                .fetch_all(reader.writer())
+                .fetch_all(reader.writer_for_tests())
                 .await
                 .unwrap();
         let pointed = rows.iter().filter(|(id, to, _)| ids.contains(id) && to.is_some()).count();

@@ -313,7 +313,7 @@ async fn bridge_callbacks_of_any_shape_never_get_a_server_error() {
     answers.report("POST /bridge/events");
     app.get("/messages", &key).await.expect(200);
     let (updates,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM events WHERE type = 'messaging.group.updated'")
-        .fetch_one(app.db().writer())
+        .fetch_one(app.db().writer_for_tests())
         .await
         .unwrap();
     assert!(updates > 0, "no group.updated changed the group");

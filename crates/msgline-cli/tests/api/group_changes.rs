@@ -52,14 +52,15 @@ async fn updates(app: &TestApp) -> Vec<Value> {
         "SELECT data FROM events WHERE org_id = $1 AND type = 'messaging.group.updated' ORDER BY created_at, id",
     )
     .bind(&app.org.id)
-    .fetch_all(app.db().writer())
+    .fetch_all(app.db().writer_for_tests())
     .await
     .unwrap();
     rows.into_iter().map(|(data,)| serde_json::from_str(&data).unwrap()).collect()
 }
 
 async fn changes_written(app: &TestApp) -> i64 {
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM group_changes").fetch_one(app.db().writer()).await.unwrap();
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM group_changes").fetch_one(app.db().writer_for_tests()).await.unwrap();
     n
 }
 

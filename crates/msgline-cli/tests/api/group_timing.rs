@@ -24,7 +24,7 @@ async fn group_events(app: &TestApp, kind: &str) -> usize {
     let rows: Vec<(String,)> = sqlx::query_as("SELECT id FROM events WHERE org_id = $1 AND type = $2")
         .bind(&app.org.id)
         .bind(kind)
-        .fetch_all(app.db().writer())
+        .fetch_all(app.db().writer_for_tests())
         .await
         .unwrap();
     rows.len()
@@ -45,7 +45,7 @@ async fn a_timed_out_creation_whose_reports_come_before_the_first_lookup_is_sett
     app.wait_for_message(&app.org.key, &message_id, "the late reports", |m| m["status"] == "delivered").await;
     // Read from the database while waiting, so that the waiting spends none of the key's rate limit.
     eventually(20, "the group to be settled as created", || async {
-        let mut conn = app.db().writer().acquire().await.expect("a connection");
+        let mut conn = app.db().writer_for_tests().acquire().await.expect("a connection");
         let group =
             msgline::testing::db::conversations::get_any(&mut conn, &id).await.expect("read").expect("the group");
         (group.group_state.as_deref() == Some("created")).then_some(())

@@ -38,7 +38,7 @@ async fn post_group(app: &TestApp, key: Option<&str>, body: Value) -> crate::hel
 }
 
 async fn count(app: &TestApp, sql: &str) -> i64 {
-    sqlx::query(sql).fetch_one(app.db().writer()).await.unwrap().get::<i64, _>(0)
+    sqlx::query(sql).fetch_one(app.db().writer_for_tests()).await.unwrap().get::<i64, _>(0)
 }
 
 /// Nothing of a group was written: no group, message or outbox row.

@@ -267,7 +267,7 @@ impl TestApp {
     /// through the library: conversations have no creating route yet. Returns the conversation.
     pub async fn create_conversation(&self, org: &TestOrg, line_id: &str, phone: &str) -> TestConversation {
         // Released before the caller's next request: on SQLite the writer is a single connection.
-        let mut conn = self.db().writer().acquire().await.expect("writer connection");
+        let mut conn = self.db().writer_for_tests().acquire().await.expect("writer connection");
         let contact =
             msgline::testing::db::contacts::find_or_create(&mut *conn, &org.id, phone).await.expect("contact");
         let conversation =
@@ -512,7 +512,7 @@ pub async fn counting_listener() -> (u16, std::sync::Arc<std::sync::atomic::Atom
 /// the plan is the one the planner would choose from the statistics it has.
 pub async fn plan_of(db: &Db, rule_out_seqscan: bool, select: &str) -> Vec<String> {
     let select = select.replace("$1", "1000").replace("$2", "500");
-    let mut conn = db.writer().acquire().await.unwrap();
+    let mut conn = db.writer_for_tests().acquire().await.unwrap();
     match db.backend() {
         msgline::Backend::Sqlite => sqlx::query(&format!("EXPLAIN QUERY PLAN {select}"))
             .fetch_all(&mut *conn)

@@ -74,7 +74,7 @@ async fn thousands_of_refused_requests_with_huge_numbers_do_not_grow_the_servers
     );
     let contacts: (i64,) = {
         let reader = msgline::Db::connect(db.url()).await.unwrap();
-        sqlx::query_as("SELECT COUNT(*) FROM contacts").fetch_one(reader.writer()).await.unwrap()
+        sqlx::query_as("SELECT COUNT(*) FROM contacts").fetch_one(reader.writer_for_tests()).await.unwrap()
     };
     assert_eq!(contacts.0, 0, "nothing refused was written");
 }

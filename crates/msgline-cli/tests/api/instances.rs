@@ -202,7 +202,7 @@ async fn a_send_load_over_three_instances_with_one_killed_loses_nothing_and_send
     let reader = msgline::Db::connect(&url).await.unwrap();
     let statuses = eventually(90, "every accepted message to settle", || async {
         let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT id, status FROM messages").fetch_all(reader.writer()).await.unwrap();
+            sqlx::query_as("SELECT id, status FROM messages").fetch_all(reader.writer_for_tests()).await.unwrap();
         let settled = rows.iter().all(|(_, s)| matches!(s.as_str(), "delivered" | "read" | "failed"));
         (settled && rows.len() >= accepted.len()).then_some(rows)
     })

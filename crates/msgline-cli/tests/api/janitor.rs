@@ -17,7 +17,7 @@ async fn record_callbacks(app: &crate::helpers::TestApp, prefix: &str, count: i6
     .bind(count)
     .bind(prefix)
     .bind(at)
-    .execute(app.state.db().writer())
+    .execute(app.state.db().writer_for_tests())
     .await
     .unwrap();
 }
@@ -34,7 +34,7 @@ async fn the_janitor_deletes_callback_ids_older_than_a_week_and_keeps_the_rest()
 
     assert_eq!(removed, 1_203);
     let left: Vec<String> = sqlx::query("SELECT event_id FROM bridge_events ORDER BY event_id")
-        .fetch_all(app.state.db().reader())
+        .fetch_all(app.state.db().reader_for_tests())
         .await
         .unwrap()
         .iter()

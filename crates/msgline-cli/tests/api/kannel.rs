@@ -216,7 +216,7 @@ async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_k
     let statuses = loop {
         let mut rows: Vec<(String, String)> =
             sqlx::query_as("SELECT body, status FROM messages WHERE direction = 'outbound'")
-                .fetch_all(reader.writer())
+                .fetch_all(reader.writer_for_tests())
                 .await
                 .unwrap();
         rows.sort();
@@ -276,7 +276,7 @@ async fn a_message_whose_instance_stopped_before_calling_smsbox_is_unknown_once_
         let row: (String, Option<String>, Option<String>) =
             sqlx::query_as("SELECT status, outbox_state, error FROM messages WHERE id = $1")
                 .bind(&id)
-                .fetch_one(app.db().writer())
+                .fetch_one(app.db().writer_for_tests())
                 .await
                 .unwrap();
         row
@@ -289,7 +289,7 @@ async fn a_message_whose_instance_stopped_before_calling_smsbox_is_unknown_once_
              WHERE id = $1 AND outbox_state = 'pending' AND status = 'queued'",
         )
         .bind(&id)
-        .execute(app.db().writer())
+        .execute(app.db().writer_for_tests())
         .await
         .unwrap();
         (claimed.rows_affected() == 1).then_some(())
@@ -307,7 +307,7 @@ async fn a_message_whose_instance_stopped_before_calling_smsbox_is_unknown_once_
     let window = msgline::testing::KANNEL_UNKNOWN_WINDOW_MS + 1_000;
     sqlx::query(&format!("UPDATE messages SET updated_at = updated_at - {window}, available_at = 0 WHERE id = $1"))
         .bind(&id)
-        .execute(app.db().writer())
+        .execute(app.db().writer_for_tests())
         .await
         .unwrap();
     let failed = eventually(20, "the unknown message to be failed as never known", || async {
@@ -327,7 +327,7 @@ async fn reports_that_find_msgline_stopped_arrive_once_it_is_back() {
     let statuses = || async {
         let rows: Vec<(String, String)> =
             sqlx::query_as("SELECT body, status FROM messages WHERE direction = 'outbound' ORDER BY body")
-                .fetch_all(reader.writer())
+                .fetch_all(reader.writer_for_tests())
                 .await
                 .unwrap();
         rows
@@ -393,7 +393,7 @@ async fn kannel_killed_mid_load_and_restarted_loses_nothing_and_sends_nothing_tw
         let rows: Vec<(String, String, Option<i64>)> = sqlx::query_as(
             "SELECT body, status, delivered_at FROM messages WHERE direction = 'outbound' ORDER BY body",
         )
-        .fetch_all(app.db().writer())
+        .fetch_all(app.db().writer_for_tests())
         .await
         .unwrap();
         rows
@@ -480,13 +480,13 @@ async fn kannel_killed_mid_load_and_restarted_loses_nothing_and_sends_nothing_tw
     if unknown > 0 {
         let window = msgline::testing::KANNEL_UNKNOWN_WINDOW_MS + 1_000;
         sqlx::query(&format!("UPDATE messages SET updated_at = updated_at - {window} WHERE status = 'unknown'"))
-            .execute(app.db().writer())
+            .execute(app.db().writer_for_tests())
             .await
             .unwrap();
         let failed = eventually(60, "the unknown messages to be failed as never known", || async {
             let rows: Vec<(String, Option<String>)> =
                 sqlx::query_as("SELECT status, error FROM messages WHERE status IN ('unknown', 'failed')")
-                    .fetch_all(app.db().writer())
+                    .fetch_all(app.db().writer_for_tests())
                     .await
                     .unwrap();
             rows.iter().all(|(s, _)| s == "failed").then_some(rows)

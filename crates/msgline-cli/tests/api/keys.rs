@@ -183,7 +183,7 @@ async fn revoked_and_expired_keys_are_unauthorized() {
     sqlx::query("UPDATE api_keys SET expires_at = $1 WHERE id = $2")
         .bind(msgline::clock::now_ms() - 1_000)
         .bind(&expired_id)
-        .execute(app.db().writer())
+        .execute(app.db().writer_for_tests())
         .await
         .unwrap();
     app.get("/lines", &expired).await.expect_error(401, "unauthorized", None);

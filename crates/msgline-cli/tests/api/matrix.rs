@@ -116,8 +116,10 @@ async fn row_counts(app: &TestApp) -> Vec<(&'static str, i64)> {
         "poll_votes",
         "opt_outs",
     ] {
-        let (n,): (i64,) =
-            sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(app.db().writer()).await.unwrap();
+        let (n,): (i64,) = sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(app.db().writer_for_tests())
+            .await
+            .unwrap();
         counts.push((table, n));
     }
     counts

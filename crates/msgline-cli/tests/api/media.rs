@@ -63,7 +63,7 @@ pub fn sha256(bytes: &[u8]) -> String {
 
 async fn count(app: &TestApp, table: &str) -> i64 {
     let (n,): (i64,) =
-        sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(app.db().writer()).await.unwrap();
+        sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(app.db().writer_for_tests()).await.unwrap();
     n
 }
 

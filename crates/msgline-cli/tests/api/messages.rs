@@ -288,7 +288,7 @@ async fn with_every_dispatch_slot_taken_a_send_waits_queued_and_is_sent_once_a_s
     let state_of = async |id: &str| {
         sqlx::query_scalar::<_, Option<String>>("SELECT outbox_state FROM messages WHERE id = $1")
             .bind(id)
-            .fetch_one(app.db().writer())
+            .fetch_one(app.db().writer_for_tests())
             .await
             .unwrap()
     };

@@ -172,7 +172,7 @@ async fn an_event_is_written_in_a_commit_that_also_holds_an_organisation_without
     for message in [&without, &with] {
         let row = sqlx::query("SELECT status, submitted_at, outbox_state FROM messages WHERE id = $1")
             .bind(&message.id)
-            .fetch_one(app.db().writer())
+            .fetch_one(app.db().writer_for_tests())
             .await
             .expect("the message");
         assert_eq!(sqlx::Row::get::<String, _>(&row, 0), "submitted");

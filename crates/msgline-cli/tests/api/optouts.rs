@@ -26,7 +26,7 @@ async fn replied(line: &SimLine, to: &str, part: &str) -> Value {
 /// How many rows `table` holds.
 async fn count(app: &TestApp, table: &str) -> i64 {
     let (n,): (i64,) =
-        sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(app.db().writer()).await.unwrap();
+        sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(app.db().writer_for_tests()).await.unwrap();
     n
 }
 
@@ -36,7 +36,7 @@ async fn contact_events(app: &TestApp) -> Vec<(String, Value)> {
         "SELECT type, data FROM events WHERE org_id = $1 AND type LIKE 'messaging.contact.%' ORDER BY created_at, id",
     )
     .bind(&app.org.id)
-    .fetch_all(app.db().writer())
+    .fetch_all(app.db().writer_for_tests())
     .await
     .unwrap();
     rows.into_iter().map(|(kind, data)| (kind, serde_json::from_str(&data).unwrap())).collect()
@@ -135,7 +135,7 @@ async fn a_number_that_texted_stop_before_any_send_is_refused_on_the_first_and_o
     assert_eq!(first["message"]["conversation_id"], second["message"]["conversation_id"]);
     let (threads,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM conversations WHERE contact_id = $1")
         .bind(contact["id"].as_str().unwrap())
-        .fetch_one(app.db().writer())
+        .fetch_one(app.db().writer_for_tests())
         .await
         .unwrap();
     assert_eq!(threads, 1);

@@ -23,7 +23,7 @@ async fn queued(db: &Db, conversation: &str, n: i64) -> Vec<String> {
     )
     .bind(conversation)
     .bind(n)
-    .fetch_all(db.writer())
+    .fetch_all(db.writer_for_tests())
     .await
     .expect("messages are inserted");
     rows.iter().map(|row| row.get(0)).collect()
@@ -54,7 +54,7 @@ async fn submit_all(db: &Db, org: &str, ids: &[String]) {
 /// `(sequential tuples read, rows updated)` on `messages`, as the statistics have them.
 async fn messages_stats(db: &Db) -> (i64, i64) {
     let row = sqlx::query("SELECT seq_tup_read, n_tup_upd FROM pg_stat_user_tables WHERE relname = 'messages'")
-        .fetch_one(db.writer())
+        .fetch_one(db.writer_for_tests())
         .await
         .expect("the statistics are readable");
     (row.get(0), row.get(1))
@@ -66,9 +66,12 @@ async fn a_status_move_finds_its_message_by_key_even_when_its_plan_was_made_on_a
     let db = Db::connect(test_db.url()).await.expect("the database connects");
     db.migrate().await.expect("the migrations apply");
     // No analysis in the middle of the test: it would make PostgreSQL plan again.
-    sqlx::query("ALTER TABLE messages SET (autovacuum_enabled = false)").execute(db.writer()).await.expect("alter");
+    sqlx::query("ALTER TABLE messages SET (autovacuum_enabled = false)")
+        .execute(db.writer_for_tests())
+        .await
+        .expect("alter");
     msgline::admin::create_org(&db, "Plans").await.expect("org");
-    let org: String = sqlx::query("SELECT id FROM orgs").fetch_one(db.writer()).await.expect("org").get(0);
+    let org: String = sqlx::query("SELECT id FROM orgs").fetch_one(db.writer_for_tests()).await.expect("org").get(0);
     let setup = msgline::admin::LineSetup::msgline("+12015550100", "dedicated", Some(&org), "http://127.0.0.1:9", None);
     msgline::admin::create_line(&db, setup).await.expect("line");
     let conversation = msgline::seed_bench_messages(&db, 0).await.expect("conversations");
@@ -101,7 +104,7 @@ async fn a_status_move_finds_its_message_by_key_even_when_its_plan_was_made_on_a
     );
     let status: String = sqlx::query("SELECT status FROM messages WHERE id = $1")
         .bind(&ids[0])
-        .fetch_one(db.writer())
+        .fetch_one(db.writer_for_tests())
         .await
         .expect("read")
         .get(0);
@@ -112,7 +115,7 @@ async fn a_status_move_finds_its_message_by_key_even_when_its_plan_was_made_on_a
 /// Index entries read on `contacts`, over all its indexes, as the statistics have them.
 async fn contacts_index_reads(db: &Db) -> i64 {
     sqlx::query("SELECT COALESCE(SUM(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes WHERE relname = 'contacts'")
-        .fetch_one(db.writer())
+        .fetch_one(db.writer_for_tests())
         .await
         .expect("the statistics are readable")
         .get(0)
@@ -124,9 +127,12 @@ async fn a_lookup_by_phone_reads_one_entry_once_a_table_that_grew_fast_is_analys
     let db = Db::connect(test_db.url()).await.expect("the database connects");
     db.migrate().await.expect("the migrations apply");
     // Autovacuum stays out of it: the analysis under test is msgline's own.
-    sqlx::query("ALTER TABLE contacts SET (autovacuum_enabled = false)").execute(db.writer()).await.expect("alter");
+    sqlx::query("ALTER TABLE contacts SET (autovacuum_enabled = false)")
+        .execute(db.writer_for_tests())
+        .await
+        .expect("alter");
     msgline::admin::create_org(&db, "Plans").await.expect("org");
-    let org: String = sqlx::query("SELECT id FROM orgs").fetch_one(db.writer()).await.expect("org").get(0);
+    let org: String = sqlx::query("SELECT id FROM orgs").fetch_one(db.writer_for_tests()).await.expect("org").get(0);
     let lookups = |prefix: &'static str| {
         let (db, org) = (db.clone(), org.clone());
         async move {
@@ -150,7 +156,7 @@ async fn a_lookup_by_phone_reads_one_entry_once_a_table_that_grew_fast_is_analys
     )
     .bind(&org)
     .bind(large)
-    .execute(db.writer())
+    .execute(db.writer_for_tests())
     .await
     .expect("contacts are inserted");
     // Statistics reach the views within a second or so of a transaction's end.
@@ -182,12 +188,12 @@ async fn the_webhook_workers_looks_read_their_queues_after_statistics_taken_in_a
     db.migrate().await.expect("the migrations apply");
     for table in ["events", "webhook_deliveries"] {
         sqlx::query(&format!("ALTER TABLE {table} SET (autovacuum_enabled = false)"))
-            .execute(db.writer())
+            .execute(db.writer_for_tests())
             .await
             .expect("alter");
     }
     msgline::admin::create_org(&db, "Burst").await.expect("org");
-    let org: String = sqlx::query("SELECT id FROM orgs").fetch_one(db.writer()).await.expect("org").get(0);
+    let org: String = sqlx::query("SELECT id FROM orgs").fetch_one(db.writer_for_tests()).await.expect("org").get(0);
 
     // A burst: 5,000 events, none fanned out, and a delivery due for each; analysed then.
     sqlx::query(
@@ -195,23 +201,27 @@ async fn the_webhook_workers_looks_read_their_queues_after_statistics_taken_in_a
          SELECT 'evt_burst_' || lpad(g::text, 5, '0'), $1, 'message.sent', '{}', g FROM generate_series(1, 5000) g",
     )
     .bind(&org)
-    .execute(db.writer())
+    .execute(db.writer_for_tests())
     .await
     .expect("events");
     sqlx::query(
         "INSERT INTO webhook_deliveries (id, org_id, webhook_id, event_id, state, attempts, next_attempt_at, \
          created_at, updated_at) SELECT 'whd_' || id, org_id, 'wh_gone', id, 'pending', 0, 1, 1, 1 FROM events",
     )
-    .execute(db.writer())
+    .execute(db.writer_for_tests())
     .await
     .expect("deliveries");
-    sqlx::query("ANALYZE events, webhook_deliveries").execute(db.writer()).await.expect("analyze");
+    sqlx::query("ANALYZE events, webhook_deliveries").execute(db.writer_for_tests()).await.expect("analyze");
     // Then all but the last were handled.
     let last = "evt_burst_05000";
-    sqlx::query("UPDATE events SET webhooks_pending = 0 WHERE id < $1").bind(last).execute(db.writer()).await.unwrap();
+    sqlx::query("UPDATE events SET webhooks_pending = 0 WHERE id < $1")
+        .bind(last)
+        .execute(db.writer_for_tests())
+        .await
+        .unwrap();
     sqlx::query("UPDATE webhook_deliveries SET state = 'delivered', next_attempt_at = NULL WHERE event_id < $1")
         .bind(last)
-        .execute(db.writer())
+        .execute(db.writer_for_tests())
         .await
         .unwrap();
 
@@ -222,7 +232,8 @@ async fn the_webhook_workers_looks_read_their_queues_after_statistics_taken_in_a
         assert!(due.iter().any(|line| line.contains(index)), "{index}: {due:#?}");
     }
     // And the looks find what is left.
-    let found: String = sqlx::query(db::webhook_fan_out::ANY_UNFANNED).fetch_one(db.reader()).await.unwrap().get(0);
+    let found: String =
+        sqlx::query(db::webhook_fan_out::ANY_UNFANNED).fetch_one(db.reader_for_tests()).await.unwrap().get(0);
     assert_eq!(found, last);
     assert!(db::webhook_deliveries::any_due(&db, msgline::clock::now_ms()).await.unwrap());
     db.close().await;

@@ -31,7 +31,7 @@ async fn inbound(app: &TestApp) -> Vec<Value> {
 
 async fn count(app: &TestApp, table: &str) -> i64 {
     let (n,): (i64,) =
-        sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(app.db().writer()).await.unwrap();
+        sqlx::query_as(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(app.db().writer_for_tests()).await.unwrap();
     n
 }
 
@@ -41,7 +41,7 @@ async fn events_of(app: &TestApp, kind: &str) -> Vec<Value> {
         sqlx::query_as("SELECT data FROM events WHERE org_id = $1 AND type = $2 ORDER BY created_at, id")
             .bind(&app.org.id)
             .bind(kind)
-            .fetch_all(app.db().writer())
+            .fetch_all(app.db().writer_for_tests())
             .await
             .unwrap();
     rows.into_iter().map(|(data,)| serde_json::from_str(&data).unwrap()).collect()

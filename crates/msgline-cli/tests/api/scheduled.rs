@@ -211,7 +211,7 @@ async fn settled(url: &str, ids: &[String], statuses: &[&str]) -> Vec<(String, S
     let reader = msgline::Db::connect(url).await.unwrap();
     let rows = eventually(60, "the scheduled messages to settle", || async {
         let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT id, status FROM messages").fetch_all(reader.writer()).await.unwrap();
+            sqlx::query_as("SELECT id, status FROM messages").fetch_all(reader.writer_for_tests()).await.unwrap();
         let mine: Vec<(String, String)> = rows.into_iter().filter(|(id, _)| ids.contains(id)).collect();
         (mine.len() == ids.len() && mine.iter().all(|(_, s)| statuses.contains(&s.as_str()))).then_some(mine)
     })

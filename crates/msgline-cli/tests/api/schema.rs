@@ -29,7 +29,7 @@ fn applied_from(version: i64) -> Vec<String> {
 
 async fn strings(db: &Db, sql: &str) -> BTreeSet<Vec<String>> {
     sqlx::query(sql)
-        .fetch_all(db.reader())
+        .fetch_all(db.reader_for_tests())
         .await
         .expect("the catalogue query runs")
         .iter()
@@ -123,7 +123,7 @@ async fn postgres_leaves_room_on_each_page_for_message_and_conversation_updates(
 /// A database migrated up to (not including) `version`, as an older msgline left it.
 async fn migrated_before(test_db: &TestDb, version: i64) -> Db {
     let db = Db::connect(test_db.url()).await.expect("the database connects");
-    let mut conn = db.writer().acquire().await.unwrap();
+    let mut conn = db.writer_for_tests().acquire().await.unwrap();
     sqlx::raw_sql(
         "CREATE TABLE msgline_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
     )
@@ -155,7 +155,7 @@ async fn the_idempotency_migration_carries_send_keys_over_onto_their_messages() 
     let (sqlite, postgres) = (TestDb::new_sqlite().await, TestDb::new_postgres().await);
     for test_db in [&sqlite, &postgres] {
         let db = migrated_before(test_db, 13).await;
-        let mut conn = db.writer().acquire().await.unwrap();
+        let mut conn = db.writer_for_tests().acquire().await.unwrap();
         sqlx::raw_sql(
             r#"INSERT INTO orgs (id, name, created_at) VALUES ('org_1', 'Old', 1);
              INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_secret_hash, status, created_at)
@@ -230,7 +230,7 @@ async fn the_outbox_migration_carries_waiting_jobs_over_onto_their_messages() {
     let (sqlite, postgres) = (TestDb::new_sqlite().await, TestDb::new_postgres().await);
     for test_db in [&sqlite, &postgres] {
         let db = migrated_before(test_db, 12).await;
-        let mut conn = db.writer().acquire().await.unwrap();
+        let mut conn = db.writer_for_tests().acquire().await.unwrap();
         sqlx::raw_sql(
             "INSERT INTO orgs (id, name, created_at) VALUES ('org_1', 'Old', 1);
              INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_secret_hash, status, created_at) \

@@ -189,7 +189,7 @@ impl TestApp {
         )
         .await
         .expect("an endpoint");
-        let mut conn = self.db().writer().acquire().await.expect("a connection");
+        let mut conn = self.db().writer_for_tests().acquire().await.expect("a connection");
         msgline::testing::db::webhooks::disable(
             &mut conn,
             &endpoint.id,

@@ -143,7 +143,7 @@ async fn tally(url: &str, load: &Load, sim_port: u16) -> Tally {
     let mut progress = Progress::new();
     let rows = loop {
         let rows: Vec<(String, String)> =
-            sqlx::query_as("SELECT id, status FROM messages").fetch_all(reader.writer()).await.unwrap();
+            sqlx::query_as("SELECT id, status FROM messages").fetch_all(reader.writer_for_tests()).await.unwrap();
         let left = rows.iter().filter(|(_, s)| s != "delivered" && s != "failed").count();
         if progress.stalled(left) {
             break rows;
@@ -240,8 +240,9 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
         server.start_kill().unwrap();
         server.wait().await.unwrap();
         Load::stop(running).await;
-        let count =
-            |sql: &'static str| async { sqlx::query_as::<_, (i64,)>(sql).fetch_one(reader.writer()).await.unwrap().0 };
+        let count = |sql: &'static str| async {
+            sqlx::query_as::<_, (i64,)>(sql).fetch_one(reader.writer_for_tests()).await.unwrap().0
+        };
         calls_cut += count("SELECT COUNT(*) FROM messages WHERE outbox_state = 'claimed'").await;
         deliveries_cut += count("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'claimed'").await;
     }
@@ -253,7 +254,7 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
 
     // Every delivered event reaches the receiver at least once.
     let events: Vec<(String,)> = sqlx::query_as("SELECT id FROM events WHERE type = 'messaging.message.delivered'")
-        .fetch_all(reader.writer())
+        .fetch_all(reader.writer_for_tests())
         .await
         .unwrap();
     // Every event must arrive; what has not once a minute has passed without progress is
@@ -279,12 +280,12 @@ async fn kill_9_at_random_moments_loses_nothing_sends_nothing_twice_and_leaves_n
                  FROM webhook_deliveries WHERE event_id = $1",
             )
             .bind(id)
-            .fetch_all(reader.writer())
+            .fetch_all(reader.writer_for_tests())
             .await
             .unwrap();
             let pending: Vec<(i64,)> = sqlx::query_as("SELECT webhooks_pending FROM events WHERE id = $1")
                 .bind(id)
-                .fetch_all(reader.writer())
+                .fetch_all(reader.writer_for_tests())
                 .await
                 .unwrap();
             println!(

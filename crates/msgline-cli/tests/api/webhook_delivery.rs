@@ -420,7 +420,7 @@ async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_
         async move {
             let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM webhook_deliveries WHERE state = $1")
                 .bind(state)
-                .fetch_one(reader.writer())
+                .fetch_one(reader.writer_for_tests())
                 .await
                 .unwrap();
             n
@@ -432,13 +432,14 @@ async fn after_kill_9_with_deliveries_pending_every_event_is_delivered_at_least_
     let mut server = serve(&url, port).await;
     let events: Vec<String> = eventually(120, "every message to be delivered and every event sent", || async {
         let statuses: Vec<(String,)> =
-            sqlx::query_as("SELECT status FROM messages").fetch_all(reader.writer()).await.unwrap();
+            sqlx::query_as("SELECT status FROM messages").fetch_all(reader.writer_for_tests()).await.unwrap();
         let delivered = statuses.len() == MESSAGES && statuses.iter().all(|(s,)| s == "delivered");
         let outstanding = msgline::testing::db::webhook_deliveries::outstanding(&reader).await.unwrap();
         if !delivered || outstanding > 0 {
             return None;
         }
-        let ids: Vec<(String,)> = sqlx::query_as("SELECT id FROM events").fetch_all(reader.writer()).await.unwrap();
+        let ids: Vec<(String,)> =
+            sqlx::query_as("SELECT id FROM events").fetch_all(reader.writer_for_tests()).await.unwrap();
         Some(ids.into_iter().map(|(id,)| id).collect())
     })
     .await;

@@ -340,7 +340,7 @@ async fn an_event_is_written_only_where_its_organisation_has_an_endpoint_and_que
         .await
         .unwrap();
         if org_id == &disabled {
-            let mut conn = db.writer().acquire().await.unwrap();
+            let mut conn = db.writer_for_tests().acquire().await.unwrap();
             msgline::testing::db::webhooks::disable(&mut conn, &endpoint.id, "test", msgline::clock::now_ms())
                 .await
                 .unwrap();
@@ -350,7 +350,7 @@ async fn an_event_is_written_only_where_its_organisation_has_an_endpoint_and_que
     let pending = |org_id: String| {
         let db = db.clone();
         async move {
-            let mut conn = db.writer().acquire().await.unwrap();
+            let mut conn = db.writer_for_tests().acquire().await.unwrap();
             let id =
                 msgline::testing::db::events::insert(&mut conn, &org_id, "messaging.test", None, json!({}).to_string())
                     .await
@@ -370,7 +370,7 @@ async fn an_event_is_written_only_where_its_organisation_has_an_endpoint_and_que
     assert_eq!(pending(without.clone()).await, None);
     let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM events WHERE org_id = $1")
         .bind(&without)
-        .fetch_one(db.writer())
+        .fetch_one(db.writer_for_tests())
         .await
         .unwrap();
     assert_eq!(rows, 0);

@@ -218,8 +218,8 @@ async fn check_events(state: &Services, line: &db::lines::Line, events: &[Bridge
         let at = |field: &str| if many { format!("[{i}].{field}") } else { field.to_string() };
         event.check().map_err(|(field, why)| ApiError::invalid(at(field), why))?;
         if let crate::bridge::BridgeEventPayload::PollVote { poll_message_id, option_index, .. } = &event.payload {
-            let mut conn = state.sender.db.reader().acquire().await?;
-            let poll = db::polls::by_message(&mut conn, poll_message_id).await?.filter(|p| p.line_id == line.id);
+            let poll = state.sender.db.read(async |conn| db::polls::by_message(conn, poll_message_id).await).await?;
+            let poll = poll.filter(|p| p.line_id == line.id);
             if let Some(poll) = poll
                 && *option_index >= poll.options.len() as i64
             {

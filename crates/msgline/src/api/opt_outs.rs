@@ -103,7 +103,7 @@ async fn clear_opt_out(
 )]
 async fn get_settings(State(state): State<Services>, caller: Principal) -> ApiResult<Json<Value>> {
     caller.require(Scope::Read)?;
-    Ok(Json(replies_json(&db::orgs::replies(state.sender.db.reader(), &caller.org_id).await?)))
+    Ok(Json(replies_json(&db::orgs::replies(&state.sender.db, &caller.org_id).await?)))
 }
 
 /// Set the organisation's automatic replies.

@@ -70,8 +70,15 @@ async fn get_poll(State(state): State<Services>, caller: Principal, Path(id): Pa
         .await?
         .filter(|p| caller.may_use_line(&p.line_id))
         .ok_or_else(|| ApiError::not_found("poll"))?;
-    let tally = db::polls::tally(state.sender.db.reader(), &poll).await?;
     let open_ms = crate::inbound::Rules::of(&state.sender.config).poll_open_ms;
-    let closed_at = db::polls::closed_at(state.sender.db.reader(), &poll, open_ms, crate::clock::now_ms()).await?;
+    let (tally, closed_at) = state
+        .sender
+        .db
+        .read(async |conn| {
+            let tally = db::polls::tally(&mut *conn, &poll).await?;
+            let closed_at = db::polls::closed_at(conn, &poll, open_ms, crate::clock::now_ms()).await?;
+            Ok::<_, sqlx::Error>((tally, closed_at))
+        })
+        .await?;
     Ok(Json(poll.to_json(&tally, closed_at)))
 }

@@ -209,10 +209,7 @@ impl LineAdapter for Kannel {
     /// other message waits for its report as long as it takes: Kannel keeps what it accepted in
     /// its store until the SMSC takes it, and an SMSC may never send a final report.
     async fn message_status(&self, _line: &Line, id: &str) -> StatusLookup {
-        let message = match self.db.reader().acquire().await {
-            Ok(mut conn) => db::messages::get_any(&mut conn, id).await,
-            Err(error) => Err(error),
-        };
+        let message = self.db.read(async |conn| db::messages::get_any(conn, id).await).await;
         match message {
             Ok(Some(message))
                 if message.status == MessageStatus::Unknown

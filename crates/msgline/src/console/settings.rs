@@ -44,7 +44,7 @@ pub async fn settings(State(state): State<Services>, signed_in: SignedIn) -> Res
     if let Some(refusal) = owner_only(&signed_in) {
         return refusal;
     }
-    match db::orgs::replies(state.sender.db.reader(), &signed_in.principal.org_id).await {
+    match db::orgs::replies(&state.sender.db, &signed_in.principal.org_id).await {
         Ok(replies) => {
             let context = context! { replies => replies_context(&replies) };
             render(StatusCode::OK, "settings.html", page_context(&signed_in, "settings", context))
@@ -88,7 +88,7 @@ pub async fn save_settings(
     };
     let (status, context) = match crate::services::opt_outs::update_replies(&state, &signed_in.principal, body).await {
         Ok(replies) => (StatusCode::OK, context! { replies => replies_context(&replies), saved => "Saved." }),
-        Err(error) => match db::orgs::replies(state.sender.db.reader(), &signed_in.principal.org_id).await {
+        Err(error) => match db::orgs::replies(&state.sender.db, &signed_in.principal.org_id).await {
             Ok(replies) => (
                 crate::web::errors::status(error.kind),
                 context! { replies => replies_context(&replies), error => describe(&error) },

@@ -56,7 +56,12 @@ fn from_row(row: &AnyRow) -> sqlx::Result<KeyRecord> {
 }
 
 /// Mints and stores a key; the secret in the answer is the only copy there will ever be.
-pub async fn create<'c, E>(executor: E, new: NewKey<'_>) -> sqlx::Result<(KeyRecord, String)>
+pub async fn create(db: &Db, new: NewKey<'_>) -> sqlx::Result<(KeyRecord, String)> {
+    create_in(db.writer(), new).await
+}
+
+/// As [`create`], through any executor (a rotation's transaction).
+async fn create_in<'c, E>(executor: E, new: NewKey<'_>) -> sqlx::Result<(KeyRecord, String)>
 where
     E: sqlx::Executor<'c, Database = sqlx::Any>,
 {
@@ -167,7 +172,7 @@ pub async fn rotate(db: &Db, org_id: &str, id: &str, grace_ms: i64) -> sqlx::Res
         return Ok(None);
     };
     let (new, secret) =
-        create(&mut *tx, NewKey { org_id, name: &old.name, scopes: &old.scopes, line_id: old.line_id.as_deref() })
+        create_in(&mut *tx, NewKey { org_id, name: &old.name, scopes: &old.scopes, line_id: old.line_id.as_deref() })
             .await?;
     // A key already due to expire sooner keeps its earlier end.
     let ends = old.expires_at.map_or(now + grace_ms, |at| at.min(now + grace_ms));
@@ -187,4 +192,15 @@ pub async fn announce_change(db: &Db, id: &str) -> sqlx::Result<()> {
         sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(id).execute(db.writer()).await?;
     }
     Ok(())
+}
+
+/// How many connections named `application_name` (each instance's listener for [`CHANNEL`])
+/// this PostgreSQL has open: how many instances share the database.
+pub async fn listening_instances(db: &Db, application_name: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
+    )
+    .bind(application_name)
+    .fetch_one(db.writer())
+    .await
 }

@@ -3,11 +3,17 @@
 //! SQL here is written in the dialect both engines accept: `$1`-style parameters (in order of
 //! first use), `ON CONFLICT`, `RETURNING`, integer milliseconds for time, text ids. The few places
 //! where the engines differ ask [`Db::backend`].
+//!
+//! Code outside `db` comes in through one door: the table modules' functions, a [`Batch`] handed
+//! to [`Db::commit`], [`Db::transaction`], [`write_returning`], and [`Db::read`] / [`Db::write`]
+//! for a connection lent for a few statements. The pools stay here (the architecture test checks that nothing outside
+//! calls them), so which engine runs a unit, and how, is decided in one place.
 
 pub mod agents;
 pub mod attachments;
 pub mod attempts;
 pub mod availability;
+pub mod bench;
 pub mod bridge_refs;
 pub mod contacts;
 pub mod conversations;
@@ -182,13 +188,27 @@ impl Db {
         }
     }
 
-    /// The pool for writes (and for reads that must see a write just made).
-    pub fn writer(&self) -> &AnyPool {
+    /// The pool for writes (and for reads that must see a write just made). Only `db` holds
+    /// the pools: outside it, [`Db::write`] lends a connection of this one.
+    pub(in crate::db) fn writer(&self) -> &AnyPool {
         &self.writer
     }
 
-    /// The pool for reads.
-    pub fn reader(&self) -> &AnyPool {
+    /// The pool for reads; outside `db`, [`Db::read`] lends a connection of it.
+    pub(in crate::db) fn reader(&self) -> &AnyPool {
+        &self.reader
+    }
+
+    /// The writer pool itself, for the integration tests alone: they count rows, change them and
+    /// break tables on purpose, which the product does only through `db`'s operations.
+    #[cfg(feature = "testing")]
+    pub fn writer_for_tests(&self) -> &AnyPool {
+        &self.writer
+    }
+
+    /// The reader pool itself, for the integration tests alone (see [`Db::writer_for_tests`]).
+    #[cfg(feature = "testing")]
+    pub fn reader_for_tests(&self) -> &AnyPool {
         &self.reader
     }
 
@@ -253,8 +273,9 @@ impl Db {
     }
 
     /// Whether refusals run inside the commit (SQLite's committer thread), so that a check staged
-    /// as one costs no read of its own.
-    pub fn refuses_in_commit(&self) -> bool {
+    /// as one costs no read of its own. The send path does not ask: it calls
+    /// [`opt_outs::check_now_or_at_commit`], which does.
+    pub(in crate::db) fn refuses_in_commit(&self) -> bool {
         self.group().is_some_and(|group| group.native_lane().is_some())
     }
 
@@ -270,7 +291,7 @@ impl Db {
     /// and then writes asks for the lock without waiting for it (SQLite cannot tell whether
     /// waiting would deadlock): while the checkpointer held it for a truncating checkpoint,
     /// such transactions failed with `database is locked`. Taken first, the lock is waited for.
-    pub async fn begin(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
+    pub(in crate::db) async fn begin(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
         match self.backend {
             Backend::Sqlite => self.writer.begin_with("BEGIN IMMEDIATE").await,
             Backend::Postgres => self.writer.begin().await,
@@ -278,7 +299,7 @@ impl Db {
     }
 
     /// Runs a unit of work that reads as it writes in one transaction of its own (see
-    /// [`Db::begin`]): committed if `work` succeeds, rolled back if it fails.
+    /// `Db::begin`): committed if `work` succeeds, rolled back if it fails.
     pub async fn transaction<T, E>(&self, work: impl AsyncFnOnce(&mut AnyConnection) -> Result<T, E>) -> Result<T, E>
     where
         E: From<sqlx::Error>,
@@ -287,6 +308,30 @@ impl Db {
         let value = work(&mut tx).await?;
         tx.commit().await?;
         Ok(value)
+    }
+
+    /// Runs `work` on a connection of the readers, for a few reads that may miss a write made a
+    /// moment ago (on SQLite the readers are connections of their own, and refuse writes). The
+    /// connection goes back to its pool when `work` ends.
+    pub async fn read<T, E>(&self, work: impl AsyncFnOnce(&mut AnyConnection) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<sqlx::Error>,
+    {
+        let mut conn = self.reader.acquire().await?;
+        work(&mut conn).await
+    }
+
+    /// Runs `work` on the writer's connection, each statement committed on its own (autocommit):
+    /// for a single write that needs no shared commit ([`Db::commit`]), and for reads that must
+    /// see a write just made.
+    /// On SQLite the writer is one connection, so `work` holds it as briefly as it can; a unit
+    /// that writes after reading belongs in [`Db::transaction`].
+    pub async fn write<T, E>(&self, work: impl AsyncFnOnce(&mut AnyConnection) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<sqlx::Error>,
+    {
+        let mut conn = self.writer.acquire().await?;
+        work(&mut conn).await
     }
 
     /// Applies every migration not yet applied; returns the names of those it applied.

@@ -68,6 +68,31 @@ pub async fn first_opted_out(db: &Db, org_id: &str, line_id: &str, phones: &[&st
     Ok(rows.into_iter().next())
 }
 
+/// What a send learns of its recipient's opt-out before it commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptOutCheck {
+    /// The number has not opted out on the line.
+    Clear,
+    /// The number opted out on the line: the send is refused.
+    OptedOut(String),
+    /// Not read: the commit checks it ([`stage_refusal`] into the send's batch), at no read's cost.
+    AtCommit,
+}
+
+/// Checks a send's one recipient where it costs least, so that the send path never asks which
+/// engine it runs on: on SQLite's committer the check runs inside the commit
+/// ([`OptOutCheck::AtCommit`], the caller stages [`stage_refusal`]); elsewhere it is read now with
+/// [`first_opted_out`] (on PostgreSQL together with other sends' checks).
+pub async fn check_now_or_at_commit(db: &Db, org_id: &str, line_id: &str, phone: &str) -> sqlx::Result<OptOutCheck> {
+    if db.refuses_in_commit() {
+        return Ok(OptOutCheck::AtCommit);
+    }
+    Ok(match first_opted_out(db, org_id, line_id, &[phone]).await? {
+        Some(phone) => OptOutCheck::OptedOut(phone),
+        None => OptOutCheck::Clear,
+    })
+}
+
 /// Finds the phone `$3` if it opted out of the organisation `$1`'s messages on the line `$2`.
 const OPTED_OUT: &str =
     "SELECT phone AS refused FROM opt_outs WHERE org_id = $1 AND line_id = $2 AND phone = $3 LIMIT 1";

@@ -55,8 +55,15 @@ impl Replies {
     }
 }
 
-/// The organisation's replies, through any executor.
-pub async fn replies<'c, E>(executor: E, org_id: &str) -> sqlx::Result<Replies>
+/// The organisation's replies, through the readers: its settings, as the API, the console and the
+/// send path's fallback default show them.
+pub async fn replies(db: &Db, org_id: &str) -> sqlx::Result<Replies> {
+    replies_in(db.reader(), org_id).await
+}
+
+/// The organisation's replies, through any executor (inside a unit that handles an inbound
+/// message, on its connection).
+pub async fn replies_in<'c, E>(executor: E, org_id: &str) -> sqlx::Result<Replies>
 where
     E: sqlx::Executor<'c, Database = sqlx::Any>,
 {
@@ -97,5 +104,5 @@ pub async fn set_replies(db: &Db, org_id: &str, changes: &Replies) -> sqlx::Resu
     .bind(changes.default_fallback.clone().filter(|f| f == "sms"))
     .execute(db.writer())
     .await?;
-    replies(db.writer(), org_id).await
+    replies_in(db.writer(), org_id).await
 }

@@ -342,7 +342,7 @@ async fn answer_keyword(
     body: &str,
 ) -> anyhow::Result<Option<String>> {
     let Some(keyword) = opt_out::keyword(body) else { return Ok(None) };
-    let replies = db::orgs::replies(&mut *conn, &contact.org_id).await?;
+    let replies = db::orgs::replies_in(&mut *conn, &contact.org_id).await?;
     Ok(match keyword {
         Keyword::OptOut(word) => {
             db::opt_outs::opt_out(conn, &line.id, contact, word).await?;

@@ -78,10 +78,16 @@ fn failure(group: &Conversation, message: &Message) -> ApiError {
 }
 
 async fn load(state: &Sender, group_id: &str, message_id: &str) -> ApiResult<(Conversation, Message)> {
-    let mut conn = state.db.writer().acquire().await?;
-    let group = db::conversations::get_any(&mut conn, group_id).await?.ok_or_else(|| ApiError::not_found("group"))?;
-    let message = db::messages::get_any(&mut conn, message_id).await?.ok_or_else(|| ApiError::not_found("message"))?;
-    Ok((group, message))
+    state
+        .db
+        .write(async |conn| {
+            let group =
+                db::conversations::get_any(&mut *conn, group_id).await?.ok_or_else(|| ApiError::not_found("group"))?;
+            let message =
+                db::messages::get_any(conn, message_id).await?.ok_or_else(|| ApiError::not_found("message"))?;
+            Ok((group, message))
+        })
+        .await
 }
 
 /// A repeated request with the same key: answered from the group as it is now.
@@ -365,11 +371,18 @@ async fn replay_change(state: &Sender, prior: Prior) -> ApiResult<ChangeSent> {
         _ => return Err(unanswered(&prior)),
     };
     let Some(change_id) = noted["change"]["id"].as_str() else { return Err(unanswered(&prior)) };
-    let mut conn = state.db.writer().acquire().await?;
-    let change =
-        db::group_changes::get_any(&mut conn, change_id).await?.ok_or_else(|| ApiError::not_found("change"))?;
-    let group =
-        db::conversations::get_any(&mut conn, &change.group_id).await?.ok_or_else(|| ApiError::not_found("group"))?;
+    let (change, group) = state
+        .db
+        .write(async |conn| {
+            let change = db::group_changes::get_any(&mut *conn, change_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("change"))?;
+            let group = db::conversations::get_any(conn, &change.group_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("group"))?;
+            ApiResult::Ok((change, group))
+        })
+        .await?;
     if change.state == ChangeState::Pending {
         return Err(unanswered(&Prior::InProgress { body: None }));
     }

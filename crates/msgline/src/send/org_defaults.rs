@@ -27,7 +27,7 @@ impl OrgDefaults {
         {
             return Ok(sms);
         }
-        let sms = db::orgs::replies(db.reader(), org_id).await?.default_fallback.as_deref() == Some("sms");
+        let sms = db::orgs::replies(db, org_id).await?.default_fallback.as_deref() == Some("sms");
         let mut known = self.known.lock().expect("defaults lock");
         // Bounded: organisations are few, but a long-running server forgets the stale ones.
         if known.len() > 10_000 {

@@ -3,7 +3,7 @@
 use super::SendInput;
 use crate::{
     caller::Principal,
-    db::{self, conversations::Conversation, lines::Line},
+    db::{self, conversations::Conversation, lines::Line, opt_outs::OptOutCheck},
     domain::{
         id::{ContactId, ConversationId, LineId},
         lifecycle::{Channel, ConversationKind},
@@ -304,9 +304,10 @@ pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -
                 // A thread this server wrote: only the opt-out is read, by the commit itself
                 // where it can be.
                 Some((conversation, contact)) => {
-                    match state.db.refuses_in_commit() {
-                        true => opt_out_at_commit = true,
-                        false => refuse_opted_out(state, org, &line.id, &[phone.as_str()]).await?,
+                    match db::opt_outs::check_now_or_at_commit(&state.db, org, &line.id, phone.as_str()).await? {
+                        OptOutCheck::Clear => {}
+                        OptOutCheck::OptedOut(number) => return Err(opted_out(&number)),
+                        OptOutCheck::AtCommit => opt_out_at_commit = true,
                     }
                     *contact_id = Some(contact_id.take().unwrap_or(contact));
                     *conversation_id = Some(conversation);

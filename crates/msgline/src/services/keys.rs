@@ -61,7 +61,7 @@ pub async fn create(state: &Services, caller: &Principal, body: CreateKey) -> Ap
         return Err(ApiError::not_found("line").with("field", "line_id"));
     }
     Ok(db::keys::create(
-        state.sender.db.writer(),
+        &state.sender.db,
         NewKey { org_id: &caller.org_id, name: &name, scopes: &scopes, line_id: line_id.as_deref() },
     )
     .await?)

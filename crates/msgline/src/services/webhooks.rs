@@ -98,14 +98,20 @@ pub async fn rotate(state: &Services, caller: &Principal, id: &str, grace_second
 pub async fn set_enabled(state: &Services, caller: &Principal, id: &str, enabled: bool) -> ApiResult<Webhook> {
     caller.require(Scope::Webhooks)?;
     let webhook = find(state, caller, id).await?;
-    let mut conn = state.sender.db.writer().acquire().await?;
     let now = clock::now_ms();
-    if enabled {
-        db::webhooks::enable(&mut conn, &webhook.id, now).await?;
-    } else if webhook.enabled {
-        db::webhooks::disable(&mut conn, &webhook.id, "manual", now).await?;
-    }
-    drop(conn);
+    state
+        .sender
+        .db
+        .write(async |conn| {
+            if enabled {
+                db::webhooks::enable(conn, &webhook.id, now).await
+            } else if webhook.enabled {
+                db::webhooks::disable(conn, &webhook.id, "manual", now).await
+            } else {
+                Ok(())
+            }
+        })
+        .await?;
     find(state, caller, id).await
 }
 

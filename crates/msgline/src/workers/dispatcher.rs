@@ -128,22 +128,17 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
         anyhow::bail!("line {} is gone", job.line_id);
     };
     let Some((mut message, kind, phone)) = message else {
-        let mut conn = state.db.writer().acquire().await?;
-        db::outbox::complete(&mut conn, &job.message_id).await?;
+        state.db.write(async |conn| db::outbox::complete(conn, &job.message_id).await).await?;
         return Ok(());
     };
     if !matches!(message.status, MessageStatus::Scheduled | MessageStatus::Queued | MessageStatus::Unknown) {
         // Settled already (a callback came first).
-        let mut conn = state.db.writer().acquire().await?;
-        db::outbox::complete(&mut conn, &job.message_id).await?;
+        state.db.write(async |conn| db::outbox::complete(conn, &job.message_id).await).await?;
         return Ok(());
     }
     let recipients = match (kind, phone) {
         (ConversationKind::Direct, Some(phone)) => vec![phone],
-        _ => {
-            let mut conn = state.db.reader().acquire().await?;
-            db::messages::recipients(&mut conn, &message.conversation_id).await?
-        }
+        _ => state.db.read(async |conn| db::messages::recipients(conn, &message.conversation_id).await).await?,
     };
     // Checked again at hand-over: a recipient who texted STOP while the message waited (after it
     // was accepted) gets nothing, and the message fails with `recipient_opted_out`. A scheduled message whose time

@@ -42,9 +42,7 @@ pub async fn step(state: &Sender) -> anyhow::Result<usize> {
     let count = due.len();
     let mut wrote = false;
     for id in due {
-        let mut conn = state.db.reader().acquire().await?;
-        let Some(message) = db::messages::get_any(&mut conn, &id).await? else { continue };
-        drop(conn);
+        let Some(message) = state.db.read(async |conn| db::messages::get_any(conn, &id).await).await? else { continue };
         wrote |= decide(state, &message).await?;
     }
     if wrote {
@@ -62,17 +60,14 @@ async fn decide(state: &Sender, message: &Message) -> anyhow::Result<bool> {
     } else if !can_send_sms(state, message).await? {
         Some("its line cannot send SMS")
     } else {
-        let phones: Vec<String> = {
-            let mut conn = state.db.reader().acquire().await?;
-            db::messages::recipients(&mut conn, &message.conversation_id).await?
-        };
+        let phones: Vec<String> =
+            state.db.read(async |conn| db::messages::recipients(conn, &message.conversation_id).await).await?;
         let phones: Vec<&str> = phones.iter().map(String::as_str).collect();
         let opted_out = db::opt_outs::first_opted_out(&state.db, &message.org_id, &message.line_id, &phones).await?;
         opted_out.is_some().then_some("its recipient opted out")
     };
     if let Some(why_not) = why_not {
-        let mut conn = state.db.writer().acquire().await?;
-        if db::fallback::end_watch(&mut conn, &message.id).await? && !got_through {
+        if state.db.write(async |conn| db::fallback::end_watch(conn, &message.id).await).await? && !got_through {
             tracing::info!(message = %message.id, why_not, "no SMS fallback");
         }
         return Ok(false);

@@ -13,7 +13,10 @@ use super::pause;
 use crate::{
     caller::AuthCache,
     config::Config,
-    db::{Backend, Db, keys::CHANNEL},
+    db::{
+        Backend, Db,
+        keys::{self, CHANNEL},
+    },
 };
 
 pub const LISTENER_NAME: &str = "msgline instance";
@@ -86,12 +89,7 @@ pub async fn run(db: Db, config: Config, auth: Arc<AuthCache>, mut shutdown: wat
 
 /// Warns (and answers `true`) when other instances listen on this database too.
 async fn warn_if_not_alone(db: &Db) -> bool {
-    let instances: Result<i64, _> = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
-    )
-    .bind(LISTENER_NAME)
-    .fetch_one(db.writer())
-    .await;
+    let instances = keys::listening_instances(db, LISTENER_NAME).await;
     match instances {
         Ok(instances) if instances > 1 => {
             tracing::warn!(

@@ -143,19 +143,16 @@ fn next_ask(age_ms: i64) -> i64 {
 /// A group whose creation is unsettled is asked about first: its opening message's fate
 /// follows the group's.
 async fn settle_group(state: &Sender, line: &db::lines::Line, job: &Job) -> anyhow::Result<bool> {
-    let group = {
-        let mut conn = state.db.writer().acquire().await?;
-        let Some(message) = db::messages::get_any(&mut conn, &job.message_id).await? else { return Ok(false) };
-        match db::conversations::get_any(&mut conn, &message.conversation_id).await? {
-            Some(c)
-                if c.kind == ConversationKind::Group
-                    && matches!(c.group_state.as_deref(), Some("creating" | "unknown")) =>
-            {
-                c
-            }
-            _ => return Ok(false),
-        }
-    };
+    let group = state
+        .db
+        .write(async |conn| {
+            let Some(message) = db::messages::get_any(&mut *conn, &job.message_id).await? else { return Ok(None) };
+            Ok::<_, sqlx::Error>(db::conversations::get_any(conn, &message.conversation_id).await?.filter(|c| {
+                c.kind == ConversationKind::Group && matches!(c.group_state.as_deref(), Some("creating" | "unknown"))
+            }))
+        })
+        .await?;
+    let Some(group) = group else { return Ok(false) };
     let lookup = state.lines.client().group_status(line, &group.id).await;
     let now = clock::now_ms();
     let settled = state

@@ -272,8 +272,12 @@ async fn deliver(
     };
     let Some(event) = event else { return Ok(()) };
     if !webhook.enabled {
-        let mut conn = state.db.writer().acquire().await?;
-        db::webhook_deliveries::settle(&mut conn, claimed, Settle::Failed, None, clock::now_ms()).await?;
+        state
+            .db
+            .write(async |conn| {
+                db::webhook_deliveries::settle(conn, claimed, Settle::Failed, None, clock::now_ms()).await
+            })
+            .await?;
         return Ok(());
     }
 
