@@ -23,7 +23,7 @@ use crate::{
         self,
         agents::{Agent, ToolCall},
     },
-    domain::scope::Scope,
+    domain::{id::AgentId, scope::Scope},
     error::ApiResult,
     services::Services,
 };
@@ -75,7 +75,7 @@ async fn create_agent(
 async fn update_agent(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<AgentId>,
     ApiJson(fields): ApiJson<AgentFields>,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(agent_json(&update(&state, &caller, &id, fields).await?)))
@@ -111,7 +111,11 @@ async fn list_agents(
     params(("id" = String, Path, description = ID)),
     responses((status = 200, description = "The agent", body = schemas::Agent)),
 )]
-async fn get_agent(State(state): State<Services>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+async fn get_agent(
+    State(state): State<Services>,
+    caller: Principal,
+    Path(id): Path<AgentId>,
+) -> ApiResult<Json<Value>> {
     caller.require(Scope::Agents)?;
     Ok(Json(agent_json(&find(&state, &caller, &id).await?)))
 }
@@ -128,7 +132,7 @@ async fn get_agent(State(state): State<Services>, caller: Principal, Path(id): P
 async fn delete_agent(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<AgentId>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Agents)?;
     let agent = find(&state, &caller, &id).await?;
@@ -148,7 +152,7 @@ async fn delete_agent(
 async fn list_runs(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<AgentId>,
     PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Agents)?;

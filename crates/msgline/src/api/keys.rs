@@ -21,7 +21,7 @@ use crate::{
     caller::Principal,
     clock,
     db::{self, keys::KeyRecord},
-    domain::scope::Scope,
+    domain::{id::KeyId, scope::Scope},
     error::ApiResult,
     services::Services,
 };
@@ -112,7 +112,7 @@ struct RotateKey {
 async fn rotate_key(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<KeyId>,
     body: Option<ApiJson<RotateKey>>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let grace_seconds = body.and_then(|ApiJson(b)| b.grace_seconds).unwrap_or(86_400);
@@ -132,10 +132,6 @@ async fn rotate_key(
     params(("id" = String, Path, description = "The key's id (`key_…`)")),
     responses((status = 200, description = "The revoked key", body = schemas::Key)),
 )]
-async fn revoke_key(
-    State(state): State<Services>,
-    caller: Principal,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+async fn revoke_key(State(state): State<Services>, caller: Principal, Path(id): Path<KeyId>) -> ApiResult<Json<Value>> {
     Ok(Json(view(&revoke(&state, &caller, &id).await?, None)))
 }

@@ -18,7 +18,7 @@ use crate::services::opt_outs::{UpdateSettings, clear, update_replies};
 use crate::{
     caller::Principal,
     db::{self, opt_outs::OptOut, orgs::Replies},
-    domain::scope::Scope,
+    domain::{id::OptOutId, scope::Scope},
     error::ApiResult,
     fields::phone_field,
     services::Services,
@@ -87,7 +87,7 @@ async fn list_opt_outs(
 async fn clear_opt_out(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<OptOutId>,
 ) -> ApiResult<Json<Value>> {
     let cleared = clear(&state, &caller, &id).await?;
     Ok(Json(json!({"id": cleared.id, "deleted": true})))

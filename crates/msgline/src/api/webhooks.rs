@@ -23,7 +23,7 @@ use crate::{
     caller::Principal,
     clock,
     db::{self, webhook_deliveries::Attempt, webhooks::Webhook},
-    domain::scope::Scope,
+    domain::{id::WebhookId, scope::Scope},
     error::{ApiError, ApiResult},
     services::Services,
 };
@@ -134,7 +134,7 @@ async fn list_webhooks(
 async fn get_webhook(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<WebhookId>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Webhooks)?;
     Ok(Json(view(&find(&state, &caller, &id).await?, None)))
@@ -163,7 +163,7 @@ struct UpdateWebhook {
 async fn update_webhook(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<WebhookId>,
     ApiJson(update): ApiJson<UpdateWebhook>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Scope::Webhooks)?;
@@ -185,7 +185,7 @@ async fn update_webhook(
 async fn delete_webhook(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<WebhookId>,
 ) -> ApiResult<Json<Value>> {
     let webhook = delete(&state, &caller, &id).await?;
     Ok(Json(json!({"id": webhook.id, "deleted": true})))
@@ -212,7 +212,7 @@ struct RotateSecret {
 async fn rotate_secret(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<WebhookId>,
     body: Option<ApiJson<RotateSecret>>,
 ) -> ApiResult<Json<Value>> {
     let grace_seconds = body.and_then(|ApiJson(b)| b.grace_seconds).unwrap_or(DEFAULT_GRACE_SECONDS);
@@ -239,7 +239,7 @@ struct DeliveriesQuery {
 async fn list_deliveries(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<WebhookId>,
     ApiQuery(query): ApiQuery<DeliveriesQuery>,
     PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
@@ -274,7 +274,7 @@ struct Replay {
 async fn replay(
     State(state): State<Services>,
     caller: Principal,
-    Path(id): Path<String>,
+    Path(id): Path<WebhookId>,
     ApiJson(body): ApiJson<Replay>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     caller.require(Scope::Webhooks)?;

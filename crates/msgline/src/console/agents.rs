@@ -19,7 +19,7 @@ use super::{
 use crate::{
     clock,
     db::{self, Page, agents::TOOLS},
-    domain::scope::Scope,
+    domain::{id::AgentId, scope::Scope},
     error::ApiError,
     services::{Services, agents::AgentFields},
 };
@@ -78,7 +78,7 @@ async fn agent_page(state: &Services, signed_in: &SignedIn, id: &str, extra: min
     if let Err(error) = signed_in.principal.require(Scope::Agents) {
         return refused(&error);
     }
-    let agent = match crate::services::agents::find(state, &signed_in.principal, id).await {
+    let agent = match crate::services::agents::find(state, &signed_in.principal, &AgentId::from(id)).await {
         Ok(agent) => agent,
         Err(error) => return refused(&error),
     };
@@ -172,7 +172,7 @@ async fn save(state: &Services, signed_in: &SignedIn, id: Option<&str>, form: Mu
     line_id => sent.fields.line_id, tools => sent.fields.tools, enabled => sent.fields.enabled };
     let caller = &signed_in.principal;
     let saved = match id {
-        Some(id) => crate::services::agents::update(state, caller, id, sent.fields).await,
+        Some(id) => crate::services::agents::update(state, caller, &AgentId::from(id), sent.fields).await,
         None => crate::services::agents::create(state, caller, sent.fields).await,
     };
     match saved {
@@ -226,7 +226,7 @@ pub async fn try_it(
     if let Err(error) = signed_in.principal.require(Scope::Agents) {
         return refused(&error);
     }
-    let agent = match crate::services::agents::find(&state, &signed_in.principal, &id).await {
+    let agent = match crate::services::agents::find(&state, &signed_in.principal, &AgentId::from(id.as_str())).await {
         Ok(agent) => agent,
         Err(error) => return refused(&error),
     };

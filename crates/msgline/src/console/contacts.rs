@@ -19,7 +19,7 @@ use super::{
 use crate::{
     clock,
     db::{self, Page, contacts::Contact, conversations::ConversationFilter},
-    domain::scope::Scope,
+    domain::{id::OptOutId, scope::Scope},
     services::{Services, contacts::UpsertContact},
 };
 
@@ -206,7 +206,7 @@ pub async fn clear(
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
-    match crate::services::opt_outs::clear(&state, &signed_in.principal, &id).await {
+    match crate::services::opt_outs::clear(&state, &signed_in.principal, &OptOutId::from(id.as_str())).await {
         Ok(_) => Redirect::to("/console/opt-outs").into_response(),
         Err(error) => refused(&error),
     }

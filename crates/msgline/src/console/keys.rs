@@ -20,7 +20,7 @@ use super::{
 use crate::{
     clock,
     db::{self, Page},
-    domain::scope::Scope,
+    domain::{id::KeyId, scope::Scope},
     services::{Services, keys::CreateKey},
 };
 
@@ -101,7 +101,7 @@ pub async fn rotate(
         return csrf_refused();
     }
     let grace = form.grace_seconds.unwrap_or(86_400);
-    match crate::services::keys::rotate(&state, &signed_in.principal, &id, grace).await {
+    match crate::services::keys::rotate(&state, &signed_in.principal, &KeyId::from(id.as_str()), grace).await {
         Ok((key, secret, ends)) => {
             let created = context! { id => key.id, name => key.name, secret, replaces => id,
             old_until => clock::rfc3339(ends) };
@@ -121,7 +121,7 @@ pub async fn revoke(
     if !csrf_ok(&signed_in, &form.csrf) {
         return csrf_refused();
     }
-    match crate::services::keys::revoke(&state, &signed_in.principal, &id).await {
+    match crate::services::keys::revoke(&state, &signed_in.principal, &KeyId::from(id.as_str())).await {
         Ok(_) => Redirect::to("/console/keys").into_response(),
         Err(error) => refused(&error),
     }

@@ -17,7 +17,7 @@ use super::{
 use crate::{
     clock,
     db::{self, Page},
-    domain::{scope::Scope, webhook::EVENT_TYPES},
+    domain::{id::WebhookId, scope::Scope, webhook::EVENT_TYPES},
     services::{Services, webhooks::CreateWebhook},
 };
 
@@ -91,7 +91,7 @@ async fn endpoint_page(
     if let Err(error) = signed_in.principal.require(Scope::Webhooks) {
         return refused(&error);
     }
-    let hook = match crate::services::webhooks::find(state, &signed_in.principal, id).await {
+    let hook = match crate::services::webhooks::find(state, &signed_in.principal, &WebhookId::from(id)).await {
         Ok(hook) => hook,
         Err(error) => return refused(&error),
     };
@@ -134,6 +134,7 @@ pub async fn act(
         return csrf_refused();
     }
     let caller = &signed_in.principal;
+    let id = WebhookId::from(id);
     let done = match action.as_str() {
         "replay" => {
             let hours: i64 = form.one("hours").parse().unwrap_or(1).clamp(1, 24 * 30);

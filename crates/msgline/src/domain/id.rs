@@ -97,6 +97,8 @@ typed_id! {
     KeyId = "key";
     /// A webhook endpoint (`wh_…`).
     WebhookId = "wh";
+    /// An opt-out (`opt_…`).
+    OptOutId = "opt";
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use crate::{
         self,
         agents::{Agent, TOOLS},
     },
-    domain::scope::Scope,
+    domain::{id::AgentId, scope::Scope},
     error::{ApiError, ApiResult},
     fields::{bounded, required_text},
     send::card::photo,
@@ -142,7 +142,7 @@ pub async fn create(state: &Services, caller: &Principal, fields: AgentFields) -
 }
 
 /// The caller's agent with this id, or 404 (also one on a line the caller may not use).
-pub async fn find(state: &Services, caller: &Principal, id: &str) -> ApiResult<Agent> {
+pub async fn find(state: &Services, caller: &Principal, id: &AgentId) -> ApiResult<Agent> {
     db::agents::get(&state.sender.db, &caller.org_id, id)
         .await?
         .filter(|a| caller.may_use_line(&a.line_id))
@@ -150,7 +150,7 @@ pub async fn find(state: &Services, caller: &Principal, id: &str) -> ApiResult<A
 }
 
 /// Changes the fields given, with the API's rules; the console's builder saves through this too.
-pub async fn update(state: &Services, caller: &Principal, id: &str, fields: AgentFields) -> ApiResult<Agent> {
+pub async fn update(state: &Services, caller: &Principal, id: &AgentId, fields: AgentFields) -> ApiResult<Agent> {
     caller.require(Scope::Agents)?;
     let mut agent = find(state, caller, id).await?;
     apply(state, caller, &mut agent, fields).await?;

@@ -10,7 +10,10 @@ use crate::{
         self,
         keys::{KeyRecord, NewKey},
     },
-    domain::scope::{Scope, Scopes},
+    domain::{
+        id::KeyId,
+        scope::{Scope, Scopes},
+    },
     error::{ApiError, ApiResult},
     fields::bounded,
     services::Services,
@@ -71,7 +74,7 @@ pub async fn create(state: &Services, caller: &Principal, body: CreateKey) -> Ap
 pub async fn rotate(
     state: &Services,
     caller: &Principal,
-    id: &str,
+    id: &KeyId,
     grace_seconds: i64,
 ) -> ApiResult<(KeyRecord, String, i64)> {
     caller.require(Scope::Keys)?;
@@ -91,7 +94,7 @@ pub async fn rotate(
 }
 
 /// Revokes a key the caller may manage, at once, on every instance.
-pub async fn revoke(state: &Services, caller: &Principal, id: &str) -> ApiResult<KeyRecord> {
+pub async fn revoke(state: &Services, caller: &Principal, id: &KeyId) -> ApiResult<KeyRecord> {
     caller.require(Scope::Keys)?;
     let key =
         db::keys::get_active(&state.sender.db, &caller.org_id, id).await?.ok_or_else(|| ApiError::not_found("key"))?;

@@ -7,14 +7,14 @@ use serde_json::Value;
 use crate::{
     caller::Principal,
     db::{self, opt_outs::OptOut, orgs::Replies},
-    domain::{opt_out::REPLY_MAX_CHARS, scope::Scope},
+    domain::{id::OptOutId, opt_out::REPLY_MAX_CHARS, scope::Scope},
     error::{ApiError, ApiResult},
     services::Services,
 };
 
 /// Clears an opt-out of the caller's organisation (and line, for a line-bound key), with
 /// `messaging.contact.opted_in`; the console clears through this too.
-pub async fn clear(state: &Services, caller: &Principal, id: &str) -> ApiResult<OptOut> {
+pub async fn clear(state: &Services, caller: &Principal, id: &OptOutId) -> ApiResult<OptOut> {
     caller.require(Scope::Contacts)?;
     db::opt_outs::clear(&state.sender.db, &caller.org_id, id, caller.bound_line())
         .await?

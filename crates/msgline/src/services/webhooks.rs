@@ -13,7 +13,7 @@ use crate::{
         webhook_fan_out::ReplayError,
         webhooks::{NewWebhook, Webhook},
     },
-    domain::{scope::Scope, webhook::Subscriptions},
+    domain::{id::WebhookId, scope::Scope, webhook::Subscriptions},
     error::{ApiError, ApiResult},
     fields::bounded,
     services::Services,
@@ -26,7 +26,7 @@ const MAX_REPLAY: usize = 50_000;
 
 /// The caller's endpoint with this id, or 404 (also for one bound to a line the caller is not).
 /// Needs `messaging_webhooks`, whoever asks.
-pub async fn find(state: &Services, caller: &Principal, id: &str) -> ApiResult<Webhook> {
+pub async fn find(state: &Services, caller: &Principal, id: &WebhookId) -> ApiResult<Webhook> {
     caller.require(Scope::Webhooks)?;
     db::webhooks::get(&state.sender.db, &caller.org_id, id)
         .await?
@@ -82,7 +82,7 @@ pub async fn create(state: &Services, caller: &Principal, body: CreateWebhook) -
 }
 
 /// Rotates an endpoint's signing secret; the old one still signs for `grace_seconds`.
-pub async fn rotate(state: &Services, caller: &Principal, id: &str, grace_seconds: i64) -> ApiResult<Webhook> {
+pub async fn rotate(state: &Services, caller: &Principal, id: &WebhookId, grace_seconds: i64) -> ApiResult<Webhook> {
     caller.require(Scope::Webhooks)?;
     if !(0..=30 * 86_400).contains(&grace_seconds) {
         return Err(ApiError::invalid("grace_seconds", "grace_seconds must be from 0 to 2592000 (30 days)"));
@@ -95,7 +95,7 @@ pub async fn rotate(state: &Services, caller: &Principal, id: &str, grace_second
 
 /// Disables an endpoint by hand (its pending deliveries end as failed, as when msgline disables
 /// it), or enables it again; the console's switch.
-pub async fn set_enabled(state: &Services, caller: &Principal, id: &str, enabled: bool) -> ApiResult<Webhook> {
+pub async fn set_enabled(state: &Services, caller: &Principal, id: &WebhookId, enabled: bool) -> ApiResult<Webhook> {
     caller.require(Scope::Webhooks)?;
     let webhook = find(state, caller, id).await?;
     let now = clock::now_ms();
@@ -117,7 +117,7 @@ pub async fn set_enabled(state: &Services, caller: &Principal, id: &str, enabled
 
 /// Deletes an endpoint with its delivery history; needs `messaging_webhooks` (a console member
 /// has it not), the API and the console alike.
-pub async fn delete(state: &Services, caller: &Principal, id: &str) -> ApiResult<Webhook> {
+pub async fn delete(state: &Services, caller: &Principal, id: &WebhookId) -> ApiResult<Webhook> {
     caller.require(Scope::Webhooks)?;
     let webhook = find(state, caller, id).await?;
     if !db::webhooks::delete(&state.sender.db, &caller.org_id, &webhook.id).await? {
@@ -127,7 +127,12 @@ pub async fn delete(state: &Services, caller: &Principal, id: &str) -> ApiResult
 }
 
 /// Delivers an endpoint's events since `since` again, and enables it; how many were queued.
-pub async fn replay_since(state: &Services, caller: &Principal, id: &str, since: i64) -> ApiResult<(Webhook, usize)> {
+pub async fn replay_since(
+    state: &Services,
+    caller: &Principal,
+    id: &WebhookId,
+    since: i64,
+) -> ApiResult<(Webhook, usize)> {
     caller.require(Scope::Webhooks)?;
     if since > clock::now_ms() {
         return Err(ApiError::invalid("since", "since is in the future"));
