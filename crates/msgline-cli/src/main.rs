@@ -301,8 +301,23 @@ enum LineCommand {
         #[arg(long, env = "MSGLINE_BRIDGE_PASSWORD", hide_env_values = true)]
         bridge_password: Option<String>,
     },
-    /// List every line with its capabilities.
+    /// List every line with its capabilities, policy and health.
     List,
+    /// Change a line's sending policy (JSON as `PATCH /lines/{id}` takes it), or pause or
+    /// resume it; shared lines too.
+    Update {
+        #[arg(long)]
+        id: String,
+        /// The limits to change, such as '{"max_per_day": 500, "min_gap_ms": null}'.
+        #[arg(long)]
+        policy: Option<String>,
+        /// Stop the line's sends until it is resumed.
+        #[arg(long)]
+        pause: bool,
+        /// Let a paused, flagged or offline line send again.
+        #[arg(long)]
+        resume: bool,
+    },
 }
 
 /// Turns off SQLite's memory statistics before anything opens a database (SQLite reads its
@@ -452,6 +467,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     answer
                 }
                 AdminCommand::Line { command: LineCommand::List } => admin::list_lines(&db).await?,
+                AdminCommand::Line { command: LineCommand::Update { id, policy, pause, resume } } => {
+                    admin::update_line(&db, &id, policy.as_deref(), pause, resume).await?
+                }
                 AdminCommand::Staff { command: StaffCommand::Create { org, email, role, password_stdin } } => {
                     let password = if password_stdin {
                         let mut line = String::new();

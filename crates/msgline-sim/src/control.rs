@@ -210,6 +210,26 @@ struct ModeControl {
     /// How long reachability calls take to answer from now on, in ms.
     #[serde(default)]
     ask_ms: Option<u64>,
+    /// `true`: the device's account is blocked (every send refused with `line_blocked`).
+    #[serde(default)]
+    blocked: Option<bool>,
+    /// `true`: the device is away (every call from msgline answered 503, probes included).
+    #[serde(default)]
+    offline: Option<bool>,
+}
+
+/// Answers 503 to every call from msgline while the device is `offline` (`/control/mode`).
+pub(crate) async fn offline_gate(
+    State(sim): State<Shared>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if sim.offline.load(Ordering::Relaxed) {
+        let body = Json(json!({"error": "offline", "message": "the simulated device is offline"}));
+        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, body).into_response();
+    }
+    next.run(request).await
 }
 
 async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl>) -> Json<Value> {
@@ -231,6 +251,12 @@ async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl
     if let Some(ms) = request.ask_ms {
         sim.ask_ms.store(ms, Ordering::Relaxed);
     }
+    if let Some(blocked) = request.blocked {
+        sim.blocked.store(blocked, Ordering::Relaxed);
+    }
+    if let Some(offline) = request.offline {
+        sim.offline.store(offline, Ordering::Relaxed);
+    }
     Json(json!({
         "batch": sim.batch.load(Ordering::Relaxed),
         "ask_ms": sim.ask_ms.load(Ordering::Relaxed),
@@ -238,5 +264,7 @@ async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl
         "groups": *sim.groups.lock().expect("groups lock"),
         "lookup_status": *sim.lookup_answer.lock().expect("lookup lock"),
         "imessage": if sim.imessage_rejected.load(Ordering::Relaxed) { "reject" } else { "" },
+        "blocked": sim.blocked.load(Ordering::Relaxed),
+        "offline": sim.offline.load(Ordering::Relaxed),
     }))
 }

@@ -43,7 +43,7 @@ pub(super) async fn create_group(
         _ => Known {
             status: "created".into(),
             reason: None,
-            answer: (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None }),
+            answer: (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None, error: None }),
         },
     };
     let new_group = !sim.known.lock().expect("known lock").contains_key(&request.id);
@@ -85,7 +85,10 @@ pub(super) async fn change_group(
         None
     };
     if let Some(reason) = refusal {
-        let answer = (StatusCode::UNPROCESSABLE_ENTITY, SendAnswer { status: "rejected".into(), reason: Some(reason) });
+        let answer = (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            SendAnswer { status: "rejected".into(), reason: Some(reason), error: None },
+        );
         let known = Known { status: "failed".into(), reason: answer.1.reason.clone(), answer: answer.clone() };
         sim.remember(&request.id, known, None);
         return (answer.0, Json(answer.1)).into_response();
@@ -106,7 +109,7 @@ pub(super) async fn change_group(
         attachments: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
     };
-    let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None });
+    let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None, error: None });
     sim.remember(&request.id, Known { status: "applied".into(), reason: None, answer: answer.clone() }, Some(record));
     if mode == Mode::Timeout {
         return never_answer().await;

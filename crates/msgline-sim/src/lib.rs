@@ -174,6 +174,11 @@ struct Sim {
     lookup_answer: Mutex<Option<String>>,
     /// `POST /control/mode {"imessage": "reject"}`: every iMessage send is refused.
     imessage_rejected: std::sync::atomic::AtomicBool,
+    /// `POST /control/mode {"blocked": true}`: the device's account is blocked; every send is
+    /// refused with the bridge error `line_blocked` (and not remembered: nothing was sent).
+    blocked: std::sync::atomic::AtomicBool,
+    /// `POST /control/mode {"offline": true}`: every call from msgline is answered 503.
+    offline: std::sync::atomic::AtomicBool,
     /// Callback posts that failed and were tried again (the service was away or refused).
     callback_retries: AtomicU64,
     /// Status lookups of messages and groups the line knew.
@@ -235,6 +240,8 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         repeated: AtomicU64::new(0),
         lookup_answer: Mutex::new(None),
         imessage_rejected: std::sync::atomic::AtomicBool::new(false),
+        blocked: std::sync::atomic::AtomicBool::new(false),
+        offline: std::sync::atomic::AtomicBool::new(false),
         callback_retries: AtomicU64::new(0),
         lookups: AtomicU64::new(0),
         reachability_asks: AtomicU64::new(0),
@@ -251,7 +258,7 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
     });
     sim.restore(restored);
     tokio::spawn(deliver_callbacks(sim.clone(), rx));
-    Ok(Router::new()
+    let device = Router::new()
         .route("/v1/capabilities", get(capabilities))
         .route("/v1/reachability", post(reachability))
         .route("/v1/messages", post(send))
@@ -264,8 +271,8 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         .route("/v1/typing", post(typing))
         .route("/v1/read", post(read))
         .route("/v1/media/{id}", get(serve_file))
-        .merge(control::routes())
-        .with_state(sim))
+        .layer(axum::middleware::from_fn_with_state(sim.clone(), control::offline_gate));
+    Ok(device.merge(control::routes()).with_state(sim))
 }
 
 impl Sim {
@@ -409,6 +416,11 @@ impl Sim {
             self.repeated.fetch_add(1, Ordering::Relaxed);
             return Some(known.answer.clone());
         }
+        if self.blocked.load(Ordering::Relaxed) {
+            let reason = Some("the simulated device's account is blocked".to_string());
+            let error = Some(msgline::bridge_protocol::LINE_BLOCKED.to_string());
+            return Some((StatusCode::UNPROCESSABLE_ENTITY, SendAnswer { status: "rejected".into(), reason, error }));
+        }
         let mode = self.draw_mode();
         let reason = match (refusal, mode) {
             (Some(reason), _) => Some(reason.to_string()),
@@ -416,12 +428,12 @@ impl Sim {
             _ => None,
         };
         if let Some(reason) = reason {
-            let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.clone()) };
+            let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.clone()), error: None };
             let answer = (StatusCode::UNPROCESSABLE_ENTITY, answer);
             self.remember(id, Known { status: "failed".into(), reason: Some(reason), answer: answer.clone() }, None);
             return Some(answer);
         }
-        let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None });
+        let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None, error: None });
         self.remember(id, Known { status: "submitted".into(), reason: None, answer: answer.clone() }, Some(record));
         if mode == Mode::Timeout {
             self.progress(id.to_string(), self.config.late_report);

@@ -44,9 +44,12 @@ pub(super) async fn send_batch(
     let mut hold = false;
     for request in &batch.messages {
         match decide(&sim, request).await {
-            Some((_, answer)) => {
-                results.push(BatchResult { id: request.id.clone(), status: answer.status, reason: answer.reason })
-            }
+            Some((_, answer)) => results.push(BatchResult {
+                id: request.id.clone(),
+                status: answer.status,
+                reason: answer.reason,
+                error: answer.error,
+            }),
             None => hold = true,
         }
     }

@@ -46,7 +46,7 @@ fn refused(sim: &Sim, headers: &HeaderMap, request: &ConversationSignal) -> Opti
         return Some(unauthorized());
     }
     let reason = signal_refusal(sim, request)?;
-    let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.into()) };
+    let answer = SendAnswer { status: "rejected".into(), reason: Some(reason.into()), error: None };
     Some((StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response())
 }
 
@@ -68,7 +68,7 @@ pub(super) async fn typing(
     } else {
         sim.typing.lock().expect("typing lock").remove(&key);
     }
-    (StatusCode::OK, Json(SendAnswer { status: "accepted".into(), reason: None })).into_response()
+    (StatusCode::OK, Json(SendAnswer { status: "accepted".into(), reason: None, error: None })).into_response()
 }
 
 /// Sends a read receipt for the conversation.
@@ -82,5 +82,5 @@ pub(super) async fn read(
     }
     let record = signal_record(&sim, "read", &request);
     sim.sent.lock().expect("sent lock").push(record);
-    (StatusCode::OK, Json(SendAnswer { status: "accepted".into(), reason: None })).into_response()
+    (StatusCode::OK, Json(SendAnswer { status: "accepted".into(), reason: None, error: None })).into_response()
 }

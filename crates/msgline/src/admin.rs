@@ -205,6 +205,9 @@ pub async fn list_lines(db: &Db) -> anyhow::Result<Value> {
                     "capabilities": line.capabilities,
                     "status": line.status,
                     "created_at": clock::rfc3339(line.created_at),
+                    "policy": line.policy_in_force(),
+                    "health": line.health.as_str(),
+                    "health_reason": line.health_reason,
                 })
             })
             .collect(),
@@ -270,4 +273,28 @@ pub async fn list_staff(db: &Db, org_id: &str) -> anyhow::Result<Value> {
 pub async fn remove_staff(db: &Db, staff_id: &str) -> anyhow::Result<Value> {
     anyhow::ensure!(db::staff::remove(db, None, staff_id, clock::now_ms()).await?, "no staff member {staff_id}");
     Ok(json!({"staff_id": staff_id, "removed": true}))
+}
+
+/// `msgline admin line update --id LINE [--policy JSON] [--pause | --resume]`: the operator's
+/// hand on any line, shared lines included: the policy as `PATCH /lines/{id}` takes it, and the
+/// line's pause or resume. Prints the line as `admin line list` shows it. A running server reads
+/// the change within `MSGLINE_LINE_CHECK_SECONDS` at most (its pacer at its next step at once).
+pub async fn update_line(db: &Db, id: &str, policy: Option<&str>, pause: bool, resume: bool) -> anyhow::Result<Value> {
+    anyhow::ensure!(!(pause && resume), "give --pause or --resume, not both");
+    let line = db::lines::get(db, id).await?.ok_or_else(|| anyhow::anyhow!("no line {id}"))?;
+    if let Some(policy) = policy {
+        let policy: Value = serde_json::from_str(policy).map_err(|e| anyhow::anyhow!("--policy is not JSON: {e}"))?;
+        let overrides = crate::domain::line_policy::patch(&line.policy, &policy)
+            .map_err(|(field, why)| anyhow::anyhow!("{field}: {why}"))?;
+        db::lines::set_policy(db, id, &overrides).await?;
+    }
+    if pause {
+        crate::lines::health::pause(db, id).await?;
+    }
+    if resume {
+        crate::lines::health::resume(db, id).await?;
+    }
+    let lines = list_lines(db).await?;
+    let shown = lines.as_array().into_iter().flatten().find(|line| line["line_id"] == id).cloned();
+    Ok(shown.unwrap_or(Value::Null))
 }

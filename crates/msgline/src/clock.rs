@@ -48,9 +48,24 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
     OffsetDateTime::parse(text, &Rfc3339).ok().map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
+/// The start of the calendar month (UTC) that `ms` falls in, in milliseconds.
+pub fn month_start_ms(ms: i64) -> i64 {
+    let Ok(at) = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000) else { return ms };
+    let first = at.replace_day(1).expect("every month has a first day").replace_time(time::Time::MIDNIGHT);
+    (first.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_month_starts_on_its_first_day_at_midnight_utc() {
+        let mid_december = parse_rfc3339("2026-12-06T05:28:47.120Z").unwrap();
+        assert_eq!(rfc3339(month_start_ms(mid_december)), "2026-12-01T00:00:00.000Z");
+        let first = parse_rfc3339("2026-03-01T00:00:00Z").unwrap();
+        assert_eq!(month_start_ms(first), first);
+    }
 
     #[test]
     fn timestamps_round_trip_through_rfc3339() {

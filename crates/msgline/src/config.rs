@@ -65,6 +65,9 @@ pub struct Config {
     /// How late a scheduled send may still go out (the server was down at its time); later, it
     /// fails with `schedule_missed`.
     pub schedule_late_seconds: u64,
+    /// Seconds between two probes of each line (its capabilities asked): a line whose probe
+    /// fails is `offline` until one succeeds.
+    pub line_check_seconds: u64,
     /// How long a connection may take to send a request's headers, and how long a kept-alive
     /// connection may sit idle before its next request; then it is closed.
     pub header_read_timeout_seconds: u64,
@@ -110,6 +113,7 @@ impl Default for Config {
             media_max_bytes: 25 * 1024 * 1024,
             schedule_min_seconds: 60,
             schedule_late_seconds: 3_600,
+            line_check_seconds: 30,
             header_read_timeout_seconds: 30,
             body_read_timeout_seconds: 60,
             max_connections: 10_000,
@@ -192,6 +196,7 @@ impl Config {
         anyhow::ensure!(self.header_read_timeout_seconds > 0, "MSGLINE_HEADER_READ_TIMEOUT_SECONDS must be at least 1");
         anyhow::ensure!(self.body_read_timeout_seconds > 0, "MSGLINE_BODY_READ_TIMEOUT_SECONDS must be at least 1");
         anyhow::ensure!(self.max_connections > 0, "MSGLINE_MAX_CONNECTIONS must be at least 1");
+        anyhow::ensure!(self.line_check_seconds > 0, "MSGLINE_LINE_CHECK_SECONDS must be at least 1");
         anyhow::ensure!(self.max_connections_per_address > 0, "MSGLINE_MAX_CONNECTIONS_PER_ADDRESS must be at least 1");
         Ok(())
     }

@@ -3,7 +3,10 @@
 //! hand-over of such a message. The send path puts a message here; the dispatcher (a worker)
 //! takes it from here. Neither calls the other.
 
-use std::sync::{Arc, OnceLock};
+use std::{
+    collections::HashSet,
+    sync::{Arc, Mutex, OnceLock},
+};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
@@ -18,6 +21,10 @@ pub struct Handover {
 /// The dispatcher's calls in flight and the queue of messages handed to it.
 pub struct Dispatch {
     wake: Notify,
+    /// Wakes the lines' pacer, with the lines that have something new to decide (a message now
+    /// waits for the line, a call of it ended, its budget or health changed).
+    pace: Notify,
+    to_pace: Mutex<HashSet<String>>,
     permits: Arc<Semaphore>,
     /// How many slots there are (`MSGLINE_DISPATCH_CONCURRENCY`).
     size: usize,
@@ -30,7 +37,14 @@ type Deliver = Box<dyn Fn(Handover) + Send + Sync>;
 impl Dispatch {
     pub fn new(size: usize) -> Self {
         let size = size.max(1);
-        Self { wake: Notify::new(), permits: Arc::new(Semaphore::new(size)), size, deliver: OnceLock::new() }
+        Self {
+            wake: Notify::new(),
+            pace: Notify::new(),
+            to_pace: Mutex::new(HashSet::new()),
+            permits: Arc::new(Semaphore::new(size)),
+            size,
+            deliver: OnceLock::new(),
+        }
     }
 
     /// Tells the dispatcher that something may be due.
@@ -41,6 +55,22 @@ impl Dispatch {
     /// Waits until [`Dispatch::wake`] is called (or was, since the last wait).
     pub async fn woken(&self) {
         self.wake.notified().await
+    }
+
+    /// Tells the lines' pacer that `line_id` has something new to decide.
+    pub fn wake_pacer(&self, line_id: &str) {
+        self.to_pace.lock().expect("pacer lines lock").insert(line_id.to_string());
+        self.pace.notify_one();
+    }
+
+    /// Waits until [`Dispatch::wake_pacer`] is called (or was, since the last wait).
+    pub async fn pacer_woken(&self) {
+        self.pace.notified().await
+    }
+
+    /// The lines named to the pacer since it last asked.
+    pub fn lines_to_pace(&self) -> Vec<String> {
+        self.to_pace.lock().expect("pacer lines lock").drain().collect()
     }
 
     /// A free slot, if there is one, for a message its request will hand over.

@@ -38,6 +38,7 @@ pub(crate) mod fields;
 mod fuzz;
 pub mod ids;
 pub(crate) mod inbound;
+pub(crate) mod lines;
 pub(crate) mod mcp;
 pub(crate) mod media;
 pub(crate) mod metrics;
@@ -74,8 +75,8 @@ pub use mcp::run as run_mcp;
 pub mod bridge_protocol {
     pub use crate::bridge::{
         AttachmentRef, BatchAnswer, BatchResult, BridgeEvent, BridgeEventPayload, CapabilitiesAnswer,
-        ConversationSignal, GroupChangeRequest, GroupRequest, InboundFile, ReachabilityAnswer, ReachabilityRequest,
-        ReactionRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
+        ConversationSignal, GroupChangeRequest, GroupRequest, InboundFile, LINE_BLOCKED, ReachabilityAnswer,
+        ReachabilityRequest, ReactionRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     };
     pub use crate::db::lines::Capabilities;
 }

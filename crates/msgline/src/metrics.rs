@@ -108,6 +108,9 @@ fn describe() {
         "msgline_line_online",
         "1 if the line's bridge answered its last capability check, else 0, by line"
     );
+    describe_gauge!("msgline_line_health", "1 for the line's health now (active, paused, flagged, offline), else 0");
+    describe_gauge!("msgline_line_waiting", "Messages waiting for their line's budget or health, by line");
+    describe_gauge!("msgline_line_sends_day", "Sends the line was handed in the last 24 hours, by line");
 }
 
 /// What the database holds now, for the gauges a scrape sets before it renders.
@@ -119,8 +122,19 @@ pub struct Backlog {
     pub webhook_deliveries: i64,
     pub events_unfanned: i64,
     pub oldest_webhook_at: Option<i64>,
-    /// Each line and whether its bridge answered its last check.
-    pub lines: Vec<(String, bool)>,
+    /// Each line's gauges.
+    pub lines: Vec<LineGauges>,
+}
+
+/// One line's gauges: whether its bridge answered its last check, its health, what waits for it
+/// and its sends in the last 24 hours.
+#[derive(Debug, Default, Clone)]
+pub struct LineGauges {
+    pub id: String,
+    pub online: bool,
+    pub health: String,
+    pub waiting: i64,
+    pub sends_day: i64,
 }
 
 /// The text a scrape gets: the gauges of `backlog` (read by the caller just before), then
@@ -140,8 +154,14 @@ pub fn render(backlog: &Backlog) -> anyhow::Result<String> {
     metrics::gauge!("msgline_webhook_backlog", "kind" => "deliveries").set(backlog.webhook_deliveries as f64);
     metrics::gauge!("msgline_webhook_backlog", "kind" => "events").set(backlog.events_unfanned as f64);
     metrics::gauge!("msgline_webhook_oldest_pending_age_seconds").set(age(backlog.oldest_webhook_at));
-    for (line, online) in &backlog.lines {
-        metrics::gauge!("msgline_line_online", "line" => line.clone()).set(if *online { 1.0 } else { 0.0 });
+    for line in &backlog.lines {
+        metrics::gauge!("msgline_line_online", "line" => line.id.clone()).set(if line.online { 1.0 } else { 0.0 });
+        for health in ["active", "paused", "flagged", "offline"] {
+            let now = if line.health == health { 1.0 } else { 0.0 };
+            metrics::gauge!("msgline_line_health", "line" => line.id.clone(), "health" => health).set(now);
+        }
+        metrics::gauge!("msgline_line_waiting", "line" => line.id.clone()).set(line.waiting as f64);
+        metrics::gauge!("msgline_line_sends_day", "line" => line.id.clone()).set(line.sends_day as f64);
     }
     Ok(handle.render())
 }

@@ -68,6 +68,9 @@ pub mod domain {
     pub mod lifecycle {
         pub use crate::domain::lifecycle::{Channel, Direction, MessageKind, MessageStatus};
     }
+    pub mod line_policy {
+        pub use crate::domain::line_policy::FIELDS;
+    }
     pub mod photo {
         pub use crate::domain::photo::SERVICE_MARK;
     }

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("services that use the send path", &["agents", "inbound"]),
     ("the one send path", &["send"]),
     ("who acts", &["caller"]),
+    ("lines as capacity: budgets, health, who sends next", &["lines"]),
     ("the hand-over to the dispatcher", &["dispatch"]),
     ("the line seam", &["bridge"]),
     ("storage", &["db"]),

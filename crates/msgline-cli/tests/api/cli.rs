@@ -40,7 +40,7 @@ async fn admin_org_create_prints_an_organisation_and_a_key_that_works() {
     let key = text(&org, "api_key");
     let keys = app.get("/keys", key).await.expect(200);
     assert_eq!(ids(&keys), [text(&org, "key_id")]);
-    assert_eq!(keys["data"][0]["scopes"].as_array().unwrap().len(), 6);
+    assert_eq!(keys["data"][0]["scopes"].as_array().unwrap().len(), 7, "every scope, messaging_lines too");
     app.post("/contacts", key, json!({"phone": "+12015550123"})).await.expect(201);
     assert_eq!(app.get("/contacts", &app.org.key).await.expect(200)["data"], json!([]), "a separate organisation");
 }

@@ -156,6 +156,17 @@ impl DeviceLine {
         line
     }
 
+    /// Takes the kind's default sending policy off the line, for a test of something else that
+    /// sends many messages (a running server reads the change at its next look at the line).
+    pub async fn unlimited(&self) {
+        let nulls: serde_json::Map<String, Value> =
+            msgline::testing::domain::line_policy::FIELDS.iter().map(|f| (f.to_string(), Value::Null)).collect();
+        let policy = Value::Object(nulls).to_string();
+        let args = ["admin", "line", "update", "--id", &self.line_id, "--policy", &policy];
+        let output = cli(self.db.url(), self.port, &args).await;
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+
     /// Starts `msgline serve` (again) and waits for the line to be online.
     pub async fn serve(&mut self) {
         let env: Vec<(&str, &str)> = self.serve_env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -362,6 +373,7 @@ pub async fn kill_9_test(kind: Kind) {
 
     const TOTAL: usize = 120;
     let mut line = DeviceLine::start(kind, &[("MSGLINE_BRIDGE_TIMEOUT_MS", "1000")]).await;
+    line.unlimited().await;
     // Each send takes the device a while, so the kill finds calls in flight.
     line.fake.control("/control/mode", json!({"mode": "slow", "delay_ms": 300})).await;
     let accepted = Arc::new(Mutex::new(HashSet::<String>::new()));

@@ -320,13 +320,14 @@ pub fn ids(list: &Value) -> Vec<String> {
 }
 
 /// Every scope a key can carry.
-pub const ALL_SCOPES: [&str; 6] = [
+pub const ALL_SCOPES: [&str; 7] = [
     "messaging_send",
     "messaging_read",
     "messaging_contacts",
     "messaging_webhooks",
     "messaging_keys",
     "messaging_agents",
+    "messaging_lines",
 ];
 
 /// Every authenticated route, the scope it needs and a body that passes validation where one
@@ -340,6 +341,9 @@ pub fn authenticated_routes() -> Vec<(Method, &'static str, &'static str, Option
         (Method::DELETE, "/keys/key_unknown", "messaging_keys", None),
         (Method::GET, "/lines", "messaging_read", None),
         (Method::GET, "/lines/line_unknown", "messaging_read", None),
+        (Method::PATCH, "/lines/line_unknown", "messaging_lines", Some(json!({"policy": {}}))),
+        (Method::POST, "/lines/line_unknown/pause", "messaging_lines", Some(json!({}))),
+        (Method::POST, "/lines/line_unknown/resume", "messaging_lines", Some(json!({}))),
         (Method::POST, "/contacts", "messaging_contacts", Some(json!({"phone": "+12015550123"}))),
         (Method::GET, "/contacts?q=ann", "messaging_read", None),
         (Method::GET, "/contacts/ct_unknown", "messaging_read", None),

@@ -51,6 +51,7 @@ mod metrics;
 mod moves;
 mod openapi;
 mod optouts;
+mod pacing;
 mod plans;
 mod polls;
 mod ratelimit;

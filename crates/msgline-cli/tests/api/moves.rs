@@ -54,6 +54,7 @@ async fn stage_queued(app: &TestApp, batch: &mut Batch, org: &TestOrg, line: &st
             agent_id: None,
             attachment: None,
             send_at: None,
+            wait: Default::default(),
         },
     )
 }

@@ -1,4 +1,5 @@
-//! `GET /lines`, `GET /lines/{id}`: the lines the caller may send from.
+//! `GET /lines`, `GET /lines/{id}`: the lines the caller may send from; `PATCH /lines/{id}`, its
+//! pause and resume (scope `messaging_lines`).
 
 use axum::{
     Json,
@@ -8,24 +9,32 @@ use serde_json::{Value, json};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    extract::{PageParams, PageQuery, list},
+    extract::{ApiJson, NoFields, PageParams, PageQuery, list},
     openapi::schemas,
 };
 use crate::{
     caller::Principal,
     clock,
-    db::{self, Paged, lines::Line},
-    domain::scope::Scope,
-    error::{ApiError, ApiResult},
-    services::Services,
+    domain::id::LineId,
+    error::ApiResult,
+    services::{
+        Services,
+        lines::{self, LineView},
+    },
 };
 
 pub fn router() -> OpenApiRouter<Services> {
-    OpenApiRouter::new().routes(routes!(list_lines)).routes(routes!(get_line))
+    OpenApiRouter::new()
+        .routes(routes!(list_lines))
+        .routes(routes!(get_line, update_line))
+        .routes(routes!(pause_line))
+        .routes(routes!(resume_line))
 }
 
 /// The customer's view of a line: never its bridge address or credentials.
-pub fn view(line: &Line) -> Value {
+pub fn view(view: &LineView) -> Value {
+    let (line, outlook) = (&view.line, &view.outlook);
+    let usage = &outlook.usage;
     json!({
         "id": line.id,
         "e164": line.e164,
@@ -35,10 +44,23 @@ pub fn view(line: &Line) -> Value {
         "status": line.status,
         "checked_at": clock::rfc3339_opt(line.checked_at),
         "created_at": clock::rfc3339(line.created_at),
+        "policy": outlook.policy,
+        "health": line.health.as_str(),
+        "health_reason": line.health_reason,
+        "queue": {"waiting": outlook.waiting, "next_send_at": clock::rfc3339_opt(outlook.next_send_at)},
+        "usage": {
+            "minute": usage.minute,
+            "hour": usage.hour,
+            "day": usage.day,
+            "new_contacts_hour": usage.new_contacts_hour,
+            "new_contacts_day": usage.new_contacts_day,
+            "new_contacts_month": usage.new_contacts_month,
+        },
     })
 }
 
-/// The lines the caller may send from (a line-bound key: its own line).
+/// The lines the caller may send from (a line-bound key: its own line), with each line's
+/// policy in force, health, queue and usage.
 #[utoipa::path(
     get,
     path = "/lines",
@@ -52,16 +74,7 @@ async fn list_lines(
     caller: Principal,
     PageQuery(page): PageQuery,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Scope::Read)?;
-    let page = page?;
-    // A line-bound key sees its own line only.
-    let paged = match caller.bound_line() {
-        Some(bound) => {
-            let rows = db::lines::get_for_org(&state.sender.db, &caller.org_id, bound).await?.into_iter().collect();
-            Paged { rows, next: None }
-        }
-        None => db::lines::list_for_org(&state.sender.db, &caller.org_id, &page).await?,
-    };
+    let paged = lines::list(&state, &caller, &page?).await?;
     Ok(Json(list(paged, view)))
 }
 
@@ -75,12 +88,75 @@ async fn list_lines(
     responses((status = 200, description = "The line", body = schemas::Line)),
 )]
 async fn get_line(State(state): State<Services>, caller: Principal, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    caller.require(Scope::Read)?;
-    if !caller.may_use_line(&id) {
-        return Err(ApiError::not_found("line"));
-    }
-    let line = db::lines::get_for_org(&state.sender.db, &caller.org_id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("line"))?;
-    Ok(Json(view(&line)))
+    Ok(Json(view(&lines::get(&state, &caller, &LineId::from(id)).await?)))
+}
+
+/// Change a line's sending policy.
+///
+/// Each field of `policy` given as a whole number sets that limit, `null` removes it, and a field
+/// left out keeps its value; the line's view shows the policy in force (the kind's defaults
+/// filled in). A send over the budget is still accepted: it waits for the line.
+#[utoipa::path(
+    patch,
+    path = "/lines/{id}",
+    tag = "lines",
+    security(("api_key" = ["messaging_lines"])),
+    params(("id" = String, Path, description = "The line's id (`line_…`)")),
+    request_body = schemas::LineUpdate,
+    responses(
+        (status = 200, description = "The line", body = schemas::Line),
+        (status = 400, description = "A bad limit (`invalid_request`, `field` such as `policy.max_per_day`)", body = schemas::Error),
+        (status = 409, description = "`line_is_shared`: a shared line's policy is the platform operator's", body = schemas::Error),
+    ),
+)]
+async fn update_line(
+    State(state): State<Services>,
+    caller: Principal,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(view(&lines::update(&state, &caller, &LineId::from(id), &body).await?)))
+}
+
+/// Pause a line: it sends nothing until it is resumed; what waits for it keeps waiting (each
+/// message until its `validity_seconds` end).
+#[utoipa::path(
+    post,
+    path = "/lines/{id}/pause",
+    tag = "lines",
+    security(("api_key" = ["messaging_lines"])),
+    params(("id" = String, Path, description = "The line's id (`line_…`)")),
+    responses(
+        (status = 200, description = "The line, `health: paused`", body = schemas::Line),
+        (status = 409, description = "`line_is_shared`", body = schemas::Error),
+    ),
+)]
+async fn pause_line(
+    State(state): State<Services>,
+    caller: Principal,
+    Path(id): Path<String>,
+    _body: Option<ApiJson<NoFields>>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(view(&lines::pause(&state, &caller, &LineId::from(id)).await?)))
+}
+
+/// Resume a line that is paused, flagged or offline: it sends again.
+#[utoipa::path(
+    post,
+    path = "/lines/{id}/resume",
+    tag = "lines",
+    security(("api_key" = ["messaging_lines"])),
+    params(("id" = String, Path, description = "The line's id (`line_…`)")),
+    responses(
+        (status = 200, description = "The line, `health: active`", body = schemas::Line),
+        (status = 409, description = "`line_is_shared`", body = schemas::Error),
+    ),
+)]
+async fn resume_line(
+    State(state): State<Services>,
+    caller: Principal,
+    Path(id): Path<String>,
+    _body: Option<ApiJson<NoFields>>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(view(&lines::resume(&state, &caller, &LineId::from(id)).await?)))
 }

@@ -118,6 +118,9 @@ pub fn outcomes(ids: &[&str], answer: super::BatchAnswer) -> Vec<SendOutcome> {
     ids.iter()
         .map(|id| match by_id.remove(*id) {
             Some(result) if result.status == "accepted" => SendOutcome::Accepted,
+            Some(result) if result.error.as_deref() == Some(super::LINE_BLOCKED) => {
+                SendOutcome::Blocked(result.reason.unwrap_or_else(|| "the line's account is blocked".into()))
+            }
             Some(result) if result.status == "rejected" => {
                 SendOutcome::Rejected(result.reason.unwrap_or_else(|| "the line refused the message".into()))
             }
@@ -172,6 +175,7 @@ mod tests {
             id: id.into(),
             status: status.into(),
             reason: reason.map(Into::into),
+            error: None,
         };
         let answer = BatchAnswer {
             results: vec![

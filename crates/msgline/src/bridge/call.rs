@@ -10,6 +10,9 @@ pub enum SendOutcome {
     Accepted,
     /// The line refused it: the message is `failed` with this reason.
     Rejected(String),
+    /// The device refused it because its account is blocked (bridge error `line_blocked`):
+    /// nothing was sent; the line is flagged and the message waits for it (or its pool).
+    Blocked(String),
     /// No answer within the bridge timeout: the line may have it. Never resent blindly.
     Timeout,
     /// The call never reached the bridge (connection refused, DNS): safe to try again.
@@ -25,7 +28,7 @@ impl SendOutcome {
     pub fn attempt_outcome(&self) -> &'static str {
         match self {
             SendOutcome::Accepted => "accepted",
-            SendOutcome::Rejected(_) => "rejected",
+            SendOutcome::Rejected(_) | SendOutcome::Blocked(_) => "rejected",
             SendOutcome::Timeout => "timeout",
             SendOutcome::Unreachable(_) | SendOutcome::RetryLater | SendOutcome::Unknown(_) => "error",
         }

@@ -46,6 +46,12 @@ impl LineDirectory {
         Ok(line)
     }
 
+    /// Forgets what this instance cached of a line (its health or policy changed): the next
+    /// look reads it again.
+    pub fn forget(&self, id: &str) {
+        self.cache.write().expect("line cache lock").remove(id);
+    }
+
     /// A line by its number, whoever owns it.
     pub async fn get_by_e164(&self, e164: &str) -> sqlx::Result<Option<Line>> {
         let cached = self.by_number.read().expect("line cache lock").get(e164).cloned();

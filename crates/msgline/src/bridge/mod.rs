@@ -150,7 +150,14 @@ pub struct SendAnswer {
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// With `rejected`, what kind of refusal, when the bridge knows it: `line_blocked` (the
+    /// device's account is blocked: msgline flags the line and the message waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
+
+/// The bridge error of a device whose account is blocked (an Apple ID, a SIM): nothing was sent.
+pub const LINE_BLOCKED: &str = "line_blocked";
 
 /// `POST /v1/messages/batch` body: several sends in one call, to a bridge whose capabilities
 /// say `batch` (at most that many). Each message means what it means in `POST /v1/messages`, and
@@ -175,6 +182,9 @@ pub struct BatchResult {
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// As [`SendAnswer::error`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `GET /v1/messages/{id}` answer: what the line knows of one message.

@@ -90,6 +90,9 @@ impl MsglineBridge {
                 let outcome = match (status, answer) {
                     (_, Err(error)) if error.is_timeout() => SendOutcome::Timeout,
                     (status, Ok(answer)) if status.is_success() && answer.status == "accepted" => SendOutcome::Accepted,
+                    (_, Ok(answer)) if answer.error.as_deref() == Some(super::LINE_BLOCKED) => {
+                        SendOutcome::Blocked(answer.reason.unwrap_or_else(|| "the line's account is blocked".into()))
+                    }
                     (status, Ok(answer)) if status.is_client_error() || answer.status == "rejected" => {
                         SendOutcome::Rejected(answer.reason.unwrap_or_else(|| format!("line answered {status}")))
                     }

@@ -15,6 +15,7 @@ mod contacts;
 mod conversations;
 mod groups;
 mod keys;
+mod lines;
 mod overview;
 mod pages;
 mod session;
@@ -57,6 +58,8 @@ pub fn router(state: Services) -> Router<Services> {
         .route("/console/contacts/{id}", get(contacts::contact).post(contacts::save))
         .route("/console/opt-outs", get(contacts::opt_outs))
         .route("/console/opt-outs/{id}/clear", post(contacts::clear))
+        .route("/console/lines", get(lines::list))
+        .route("/console/lines/{id}/{action}", post(lines::act))
         .route("/console/keys", get(keys::list).post(keys::create))
         .route("/console/keys/{id}/rotate", post(keys::rotate))
         .route("/console/keys/{id}/revoke", post(keys::revoke))

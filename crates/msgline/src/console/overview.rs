@@ -1,5 +1,5 @@
-//! The overview: each line's health, the last day's sends by status, the messages that need
-//! attention (`unknown` or `failed`) and the webhook endpoints that are failing or disabled.
+//! The overview: each line's health, the last day's sends by status, what needs attention (lines
+//! flagged or offline, messages `unknown` or `failed`) and the webhook endpoints that are failing or disabled.
 
 use axum::{extract::State, http::StatusCode, response::Response};
 use minijinja::context;
@@ -22,6 +22,8 @@ struct LineRow {
     status: String,
     capabilities: Vec<&'static str>,
     checked_at: Option<String>,
+    health: &'static str,
+    health_reason: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -69,8 +71,12 @@ async fn gather(state: &Services, signed_in: &SignedIn) -> sqlx::Result<minijinj
             status: line.status.clone(),
             capabilities: line.capabilities.as_ref().map(capability_names).unwrap_or_default(),
             checked_at: clock::rfc3339_opt(line.checked_at),
+            health: line.health.as_str(),
+            health_reason: line.health_reason.clone(),
         })
         .collect();
+    // Lines that stopped by themselves need a person: a flag waits for one, an offline device too.
+    let stopped: Vec<&LineRow> = lines.iter().filter(|l| matches!(l.health, "flagged" | "offline")).collect();
     let now = clock::now_ms();
     let sends = db::stats::sends_by_status(&state.sender.db, org_id, now - 24 * 3_600_000).await?;
     let mut attention = Vec::new();
@@ -106,6 +112,7 @@ async fn gather(state: &Services, signed_in: &SignedIn) -> sqlx::Result<minijinj
         page => "overview",
         staff => context! { email => signed_in.staff.email, role => signed_in.staff.role.as_str() },
         csrf => signed_in.csrf,
+        stopped,
         lines,
         sends,
         attention,

@@ -56,6 +56,7 @@ pub async fn fall_back(conn: &mut AnyConnection, imessage: &Message) -> sqlx::Re
             attachment: None,
             send_at: None,
             fallback: Fallback { for_message: Some(imessage.id.clone()), ..Fallback::default() },
+            wait: Default::default(),
         },
     )
     .await?;

@@ -5,7 +5,15 @@ use serde::{Deserialize, Serialize};
 use sqlx::{Row, any::AnyRow};
 
 use super::{Db, ListQuery, Page, Paged};
-use crate::{clock, domain::apikey, ids};
+use crate::{
+    clock,
+    domain::{
+        apikey,
+        lifecycle::Health,
+        line_policy::{self, Overrides, Policy},
+    },
+    ids,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -138,12 +146,29 @@ pub struct Line {
     pub status: String,
     pub checked_at: Option<i64>,
     pub created_at: i64,
+    /// What an operator set of the sending policy, over the kind's defaults.
+    pub policy: Overrides,
+    /// Whether the line sends now, why not, and since when.
+    pub health: Health,
+    pub health_reason: Option<String>,
+    pub health_since: Option<i64>,
 }
 
 impl Line {
     /// Whether an organisation may send from this line.
     pub fn usable_by(&self, org_id: &str) -> bool {
         self.org_id.as_deref().is_none_or(|owner| owner == org_id)
+    }
+
+    /// The sending policy in force: the kind's defaults with what an operator set over them.
+    pub fn policy_in_force(&self) -> Policy {
+        line_policy::defaults_for(self.bridge_kind.as_str()).with(&self.policy)
+    }
+
+    /// Whether a send on this line goes straight to the dispatcher: an active line with no limit.
+    /// Any other send waits for the line's pacer.
+    pub fn sends_directly(&self) -> bool {
+        self.health == Health::Active && self.policy_in_force().is_unlimited()
     }
 }
 
@@ -159,7 +184,8 @@ pub struct NewLine<'a> {
     pub kannel_smsc: Option<&'a str>,
 }
 
-const COLUMNS: &str = "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at, bridge_kind, bridge_settings";
+const COLUMNS: &str = "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at, \
+     bridge_kind, bridge_settings, policy, health, health_reason, health_since";
 
 fn from_row(row: &AnyRow) -> sqlx::Result<Line> {
     let kind: String = row.try_get(3)?;
@@ -180,6 +206,13 @@ fn from_row(row: &AnyRow) -> sqlx::Result<Line> {
             .try_get::<Option<String>, _>(11)?
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default(),
+        policy: row
+            .try_get::<Option<String>, _>(12)?
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default(),
+        health: row.try_get::<String, _>(13)?.parse().unwrap_or(Health::Active),
+        health_reason: row.try_get(14)?,
+        health_since: row.try_get(15)?,
     })
 }
 
@@ -208,6 +241,10 @@ pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
         status: "unknown".into(),
         checked_at: None,
         created_at: clock::now_ms(),
+        policy: Overrides::new(),
+        health: Health::Active,
+        health_reason: None,
+        health_since: None,
     };
     sqlx::query(
         "INSERT INTO lines (id, org_id, e164, kind, bridge_url, bridge_token, bridge_secret_hash, status, created_at, \
@@ -312,4 +349,74 @@ pub async fn record_check(db: &Db, id: &str, capabilities: Option<Capabilities>)
     .execute(db.writer())
     .await?;
     Ok(())
+}
+
+/// Stores what an operator set of a line's sending policy (`PATCH /lines/{id}`).
+pub async fn set_policy(db: &Db, id: &str, policy: &Overrides) -> sqlx::Result<()> {
+    let text = serde_json::to_string(policy).expect("a map of numbers");
+    sqlx::query("UPDATE lines SET policy = $1 WHERE id = $2").bind(text).bind(id).execute(db.writer()).await?;
+    Ok(())
+}
+
+/// A line by id inside a transaction, its row held until the transaction ends (on PostgreSQL;
+/// on SQLite the transaction holds the write lock already).
+pub async fn get_locked(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<Option<Line>> {
+    let lock = match super::Backend::of(conn) {
+        super::Backend::Postgres => " FOR UPDATE",
+        super::Backend::Sqlite => "",
+    };
+    let row = sqlx::query(&format!("SELECT {COLUMNS} FROM lines WHERE id = $1{lock}"))
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// A line's move from one health to another, as written.
+#[derive(Debug, Clone)]
+pub struct HealthChange {
+    pub line: Line,
+    pub previous: Health,
+}
+
+/// Moves a line to `to` with `reason` if its health now is one of `from`, with the event
+/// `messaging.line.health_changed` for each organisation that uses the line (a dedicated line's
+/// own; for a shared line, every organisation with a webhook endpoint), in one transaction. `None`:
+/// the line is gone, or its health was not one of `from` (nothing written).
+pub async fn change_health(
+    db: &Db,
+    id: &str,
+    from: &[Health],
+    to: Health,
+    reason: Option<&str>,
+) -> sqlx::Result<Option<HealthChange>> {
+    db.transaction(async |tx| {
+        let Some(mut line) = get_locked(tx, id).await? else { return Ok(None) };
+        let previous = line.health;
+        if previous == to || !from.contains(&previous) {
+            return Ok(None);
+        }
+        let now = clock::now_ms();
+        sqlx::query("UPDATE lines SET health = $1, health_reason = $2, health_since = $3 WHERE id = $4")
+            .bind(to.as_str())
+            .bind(reason)
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        (line.health, line.health_reason, line.health_since) = (to, reason.map(str::to_string), Some(now));
+        let data = serde_json::json!({
+            "line_id": line.id, "health": to.as_str(), "previous": previous.as_str(), "reason": reason,
+        })
+        .to_string();
+        let orgs: Vec<String> = match &line.org_id {
+            Some(org) => vec![org.clone()],
+            None => sqlx::query_scalar("SELECT DISTINCT org_id FROM webhooks").fetch_all(&mut *tx).await?,
+        };
+        for org in orgs {
+            super::events::insert(tx, &org, "messaging.line.health_changed", None, data.clone()).await?;
+        }
+        Ok(Some(HealthChange { line, previous }))
+    })
+    .await
 }

@@ -216,6 +216,18 @@ pub struct NewMessage {
     pub send_at: Option<i64>,
     /// Whether an SMS is to follow if this iMessage fails, or which iMessage this SMS follows.
     pub fallback: Fallback,
+    /// How a queued outbound message waits for its line.
+    pub wait: Wait,
+}
+
+/// How a queued outbound message waits for its line: for the line's pacer (`paced`: its line has
+/// a budget or is not active) or for the dispatcher; until when (`expires_at`: then it fails
+/// with `expired`, never sent); and through which pool it was sent, if one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wait {
+    pub paced: bool,
+    pub expires_at: Option<i64>,
+    pub pool_id: Option<String>,
 }
 
 /// A message's part in SMS fallback.
@@ -264,7 +276,12 @@ pub fn stage_insert_at(
     let claimed_until = claimed_until.filter(|_| queued && !scheduled);
     let available_at = new.send_at.filter(|_| scheduled).unwrap_or(now);
     let new_fallback = new.fallback.clone();
-    let outbox_state = if claimed_until.is_some() { super::outbox::CLAIMED } else { super::outbox::PENDING };
+    let outbox_state = match (claimed_until.is_some(), new.wait.paced && !scheduled) {
+        (true, _) => super::outbox::CLAIMED,
+        (false, true) => super::outbox::PACED,
+        (false, false) => super::outbox::PENDING,
+    };
+    let wait = new.wait.clone();
     let message = Message {
         id: ids::new_id("msg"),
         org_id: new.org_id,
@@ -294,9 +311,9 @@ pub fn stage_insert_at(
     batch.push(
         format!(
             "INSERT INTO messages ({COLUMNS}, outbox_state, available_at, idem_key, idem_fingerprint, idem_extra, \
-             idem_expires_at, outbox_attempts, claimed_until, fallback, fallback_at) VALUES ($1, $2, $3, $4, $5, $6, $7, \
-             $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16, NULL, $17, $18, $19, $20, \
-             $21, $22, $23, $24, $25, $26)"
+             idem_expires_at, outbox_attempts, claimed_until, fallback, fallback_at, expires_at, pool_id) VALUES ($1, $2, \
+             $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16, NULL, \
+             $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
         ),
         vec![
             (&message.id).into(),
@@ -326,6 +343,8 @@ pub fn stage_insert_at(
             claimed_until.into(),
             new_fallback.watch.then_some("sms").into(),
             new_fallback.at.filter(|_| new_fallback.watch).into(),
+            wait.expires_at.filter(|_| queued).into(),
+            wait.pool_id.into(),
         ],
     );
     // Conditional: of two messages committed out of order, the later one still shows.

@@ -54,6 +54,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(28, "0028_scheduled_sends"),
     migration!(29, "0029_sms_fallback"),
     migration!(30, "0030_webhook_rows_unlinked"),
+    migration!(31, "0031_lines_that_last"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

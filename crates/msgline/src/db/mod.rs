@@ -23,6 +23,7 @@ pub mod fallback;
 pub mod group_changes;
 pub mod idempotency;
 pub mod keys;
+pub mod line_sends;
 pub mod lines;
 pub mod messages;
 mod migrate;

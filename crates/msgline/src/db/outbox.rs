@@ -13,6 +13,9 @@ use super::{Backend, Db};
 
 /// The state a queued outbound message is inserted in.
 pub const PENDING: &str = "pending";
+/// The state of a queued message that waits for its line's pacer (its line has a budget, or is
+/// paused, flagged or offline): the claim of pending jobs does not see it.
+pub const PACED: &str = "paced";
 /// The state of one inserted already claimed by its request (see
 /// [`super::messages::stage_insert_at`]).
 pub const CLAIMED: &str = "claimed";

@@ -3,6 +3,7 @@
 use sqlx::Row;
 
 use super::Db;
+use crate::metrics::LineGauges;
 
 /// The database's side of the metrics.
 #[derive(Debug, Default)]
@@ -17,8 +18,9 @@ pub struct Snapshot {
     pub oldest_webhook_at: Option<i64>,
     /// Events waiting to be fanned out to endpoints.
     pub events_unfanned: i64,
-    /// Every line, and whether its bridge answered its last check.
-    pub lines: Vec<(String, bool)>,
+    /// Every line: whether its bridge answered its last check, its health, what waits for it
+    /// and its sends in the last 24 hours.
+    pub lines: Vec<LineGauges>,
 }
 
 pub async fn snapshot(db: &Db) -> sqlx::Result<Snapshot> {
@@ -55,9 +57,24 @@ pub async fn snapshot(db: &Db) -> sqlx::Result<Snapshot> {
         let oldest: i64 = row.try_get(0)?;
         snapshot.oldest_webhook_at = Some(snapshot.oldest_webhook_at.map_or(oldest, |at: i64| at.min(oldest)));
     }
-    for row in sqlx::query("SELECT id, status FROM lines ORDER BY id").fetch_all(db.reader()).await? {
+    let lines = sqlx::query(
+        "SELECT l.id, l.status, l.health, \
+         (SELECT COUNT(*) FROM messages m WHERE m.line_id = l.id AND m.outbox_state = 'paced') AS waiting, \
+         (SELECT COUNT(*) FROM line_sends s WHERE s.line_id = l.id AND s.at > $1) AS sends_day \
+         FROM lines l ORDER BY l.id",
+    )
+    .bind(crate::clock::now_ms() - super::line_sends::DAY_MS)
+    .fetch_all(db.reader())
+    .await?;
+    for row in lines {
         let status: String = row.try_get("status")?;
-        snapshot.lines.push((row.try_get("id")?, status == "online"));
+        snapshot.lines.push(LineGauges {
+            id: row.try_get("id")?,
+            online: status == "online",
+            health: row.try_get("health")?,
+            waiting: row.try_get("waiting")?,
+            sends_day: row.try_get("sends_day")?,
+        });
     }
     Ok(snapshot)
 }

@@ -181,6 +181,17 @@ named_enum!(
 );
 
 named_enum!(
+    /// Whether a line sends: `active`; `paused` by an operator; `flagged` when its device said its
+    /// account is blocked (until an operator resumes it); `offline` while its probes fail.
+    Health {
+        Active = "active",
+        Paused = "paused",
+        Flagged = "flagged",
+        Offline = "offline",
+    }
+);
+
+named_enum!(
     /// The network a message went over.
     Channel {
         Imessage = "imessage",

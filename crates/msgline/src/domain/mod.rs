@@ -12,6 +12,7 @@ pub mod apikey;
 pub mod id;
 pub mod idempotency;
 pub mod lifecycle;
+pub mod line_policy;
 pub mod opt_out;
 pub mod payload;
 pub mod phone;

@@ -10,11 +10,13 @@ pub enum Scope {
     Webhooks,
     Keys,
     Agents,
+    /// Lines' policies and health (pause, resume) and sender pools.
+    Lines,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 6] =
-        [Scope::Send, Scope::Read, Scope::Contacts, Scope::Webhooks, Scope::Keys, Scope::Agents];
+    pub const ALL: [Scope; 7] =
+        [Scope::Send, Scope::Read, Scope::Contacts, Scope::Webhooks, Scope::Keys, Scope::Agents, Scope::Lines];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -24,6 +26,7 @@ impl Scope {
             Scope::Webhooks => "messaging_webhooks",
             Scope::Keys => "messaging_keys",
             Scope::Agents => "messaging_agents",
+            Scope::Lines => "messaging_lines",
         }
     }
 

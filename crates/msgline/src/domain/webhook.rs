@@ -10,7 +10,7 @@ use sha2::Sha256;
 use time::{OffsetDateTime, format_description::well_known::Rfc2822};
 
 /// Every event type a webhook can receive.
-pub const EVENT_TYPES: [&str; 18] = [
+pub const EVENT_TYPES: [&str; 19] = [
     "messaging.message.scheduled",
     "messaging.message.canceled",
     "messaging.message.queued",
@@ -29,6 +29,7 @@ pub const EVENT_TYPES: [&str; 18] = [
     "messaging.contact.opted_out",
     "messaging.contact.opted_in",
     "messaging.typing",
+    "messaging.line.health_changed",
 ];
 
 const ALL: &str = "*";

@@ -254,6 +254,7 @@ async fn inbound(
     let channel = if channel == "sms" { Channel::Sms } else { Channel::Imessage };
     let text = |direction, status, body: String| NewMessage {
         fallback: Default::default(),
+        wait: Default::default(),
         send_at: None,
         org_id: org_id.clone(),
         conversation_id: conversation_id.clone(),
@@ -273,6 +274,7 @@ async fn inbound(
         let listed = files.iter().map(|f| f.summary()).collect();
         let new = NewMessage {
             fallback: Default::default(),
+            wait: Default::default(),
             send_at: None,
             kind: MessageKind::Media,
             payload: Some(Payload::Media(listed)),
@@ -316,6 +318,7 @@ async fn inbound(
         let target = db::reactions::quoted(conn, &org_id, &conversation_id, &words).await?;
         let reacted = NewMessage {
             fallback: Default::default(),
+            wait: Default::default(),
             send_at: None,
             kind: MessageKind::Reaction,
             ..text(Direction::Inbound, MessageStatus::Received, body.to_string())
@@ -427,6 +430,7 @@ async fn record_vote(
         conn,
         NewMessage {
             fallback: Default::default(),
+            wait: Default::default(),
             send_at: None,
             org_id: poll.org_id.clone(),
             conversation_id: poll.conversation_id.clone(),

@@ -80,6 +80,7 @@ pub(super) async fn tapback(
     let body = reaction::fallback_text(tapback, removed, reacted.as_ref().map_or("…", |m| m.body.as_str()));
     let new = NewMessage {
         fallback: Default::default(),
+        wait: Default::default(),
         send_at: None,
         org_id: thread.org_id.clone(),
         conversation_id: thread.conversation_id.clone(),

@@ -216,6 +216,7 @@ pub async fn create(
                 &mut batch,
                 NewMessage {
                     fallback: Default::default(),
+                    wait: Default::default(),
                     send_at: None,
                     org_id: principal.org_id.clone(),
                     conversation_id: group.id.clone(),
@@ -262,7 +263,7 @@ pub async fn create(
         .transaction(async |tx| -> ApiResult<(Conversation, Message)> {
             let error_text = match &result.outcome {
                 SendOutcome::Accepted => None,
-                SendOutcome::Rejected(reason) => Some(reason.clone()),
+                SendOutcome::Rejected(reason) | SendOutcome::Blocked(reason) => Some(reason.clone()),
                 SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
                     Some("the line could not be reached".to_string())
                 }
@@ -507,7 +508,7 @@ pub async fn change(
     crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);
     let (settled, error) = match &result.outcome {
         SendOutcome::Accepted => (ChangeState::Applied, None),
-        SendOutcome::Rejected(reason) => (ChangeState::Failed, Some(reason.clone())),
+        SendOutcome::Rejected(reason) | SendOutcome::Blocked(reason) => (ChangeState::Failed, Some(reason.clone())),
         SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
             (ChangeState::Failed, Some("the line could not be reached".to_string()))
         }

@@ -74,6 +74,9 @@ pub struct SendInput {
     pub fallback_after_ms: Option<i64>,
     /// What the stored message is to carry of it, once the channel is known.
     pub fallback_plan: db::messages::Fallback,
+    /// How long the message may wait for its line once it is due (`validity_seconds`; `None`:
+    /// the default, [`request::VALIDITY_DEFAULT_SECONDS`]).
+    pub validity_ms: Option<i64>,
 }
 
 /// The poll of a poll message.
@@ -148,6 +151,7 @@ fn outbound(
     input: &SendInput,
     conversation_id: String,
     contact_id: Option<String>,
+    now: i64,
 ) -> NewMessage {
     NewMessage {
         fallback: input.fallback_plan.clone(),
@@ -164,6 +168,13 @@ fn outbound(
         status: if input.send_at.is_some() { MessageStatus::Scheduled } else { MessageStatus::Queued },
         agent_id: input.agent_id.as_ref().map(|id| id.to_string()),
         attachment: input.attachment.clone(),
+        wait: db::messages::Wait {
+            paced: !target.line.sends_directly(),
+            expires_at: Some(
+                input.send_at.unwrap_or(now) + input.validity_ms.unwrap_or(request::VALIDITY_DEFAULT_SECONDS * 1_000),
+            ),
+            pool_id: None,
+        },
     }
 }
 
@@ -304,12 +315,14 @@ pub async fn submit(
     // A free dispatcher slot lets this request call the line itself once its message is
     // committed: the message is written claimed, and no claim has to find it.
     // A scheduled message is the dispatcher's at its time, never its request's.
-    let slot = if input.send_at.is_none() { state.dispatch.try_take() } else { None };
+    // A message that waits for its line's pacer is never called by its request either.
+    let direct = input.send_at.is_none() && target.line.sends_directly();
+    let slot = if direct { state.dispatch.try_take() } else { None };
     let claimed_until = slot.as_ref().map(|_| now + crate::dispatch::lease_ms(state.config.bridge_timeout_ms));
     loop {
         let mut batch = db::Batch::new();
         let (conversation_id, contact_id) = target.stage_thread(&state.db, &mut batch, &principal.org_id, now).await?;
-        let new = outbound(principal, &target, &input, conversation_id, contact_id);
+        let new = outbound(principal, &target, &input, conversation_id, contact_id, now);
         let key = idempotency.as_ref().map(|idem| db::idempotency::SendKey {
             key: idem.message_key(),
             fingerprint: idem.fingerprint.clone(),
@@ -371,7 +384,8 @@ pub async fn submit(
                         };
                         state.dispatch.hand_over(slot, (message.clone(), kind, phone));
                     }
-                    None if input.send_at.is_none() => state.dispatch.wake(),
+                    None if direct => state.dispatch.wake(),
+                    None if input.send_at.is_none() => state.dispatch.wake_pacer(&target.line.id),
                     None => {}
                 }
                 return Ok(Accepted::new(message, false));

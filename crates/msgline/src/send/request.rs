@@ -70,7 +70,18 @@ pub struct SendFields {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub send_at: Option<Value>,
+    /// How long the message may wait for its line (its budget, a pause, an offline device), in
+    /// seconds from when it is due: 5 to 259,200 (3 days), default 36,000 (10 hours). A message
+    /// still waiting then is `failed` with error `expired` and never sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>, minimum = 5, maximum = 259200)]
+    pub validity_seconds: Option<Value>,
 }
+
+/// The default `validity_seconds`: 10 hours, as long as a carrier's queue keeps an SMS.
+pub const VALIDITY_DEFAULT_SECONDS: i64 = 36_000;
+/// The shortest and longest `validity_seconds`.
+const VALIDITY_SECONDS: std::ops::RangeInclusive<i64> = 5..=259_200;
 
 impl SendFields {
     /// Validates the recipient's and the line's numbers off the worker thread, so that
@@ -120,7 +131,16 @@ impl SendFields {
                 ApiError::invalid("send_at", "send_at is an RFC 3339 time, like 2026-12-01T09:00:00Z")
             })?),
         };
+        let validity_ms = match self.validity_seconds {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                value.as_i64().filter(|s| VALIDITY_SECONDS.contains(s)).ok_or_else(|| {
+                    ApiError::invalid("validity_seconds", "validity_seconds is a whole number from 5 to 259200")
+                })? * 1_000,
+            ),
+        };
         Ok(SendInput {
+            validity_ms,
             recipient: Recipient { to, conversation_id: self.conversation_id, contact_id: self.contact_id },
             line_id: self.line_id,
             line_e164,

@@ -48,8 +48,10 @@ async fn over_imessage(state: &Sender, conversation: &Conversation) -> ApiResult
 fn answered(outcome: SendOutcome) -> ApiResult<()> {
     match outcome {
         SendOutcome::Accepted => Ok(()),
-        SendOutcome::Rejected(reason) => Err(ApiError::new(ErrorKind::LineRejected, "line_rejected")
-            .with_message(format!("the line refused it: {reason}"))),
+        SendOutcome::Rejected(reason) | SendOutcome::Blocked(reason) => {
+            Err(ApiError::new(ErrorKind::LineRejected, "line_rejected")
+                .with_message(format!("the line refused it: {reason}")))
+        }
         SendOutcome::Timeout => Err(ApiError::new(ErrorKind::Unavailable, "line_unavailable")
             .with_message("the line did not answer in time; try again")),
         SendOutcome::Unreachable(why) | SendOutcome::Unknown(why) => {

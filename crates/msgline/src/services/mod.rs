@@ -7,6 +7,7 @@
 pub mod agents;
 pub mod contacts;
 pub mod keys;
+pub mod lines;
 pub mod opt_outs;
 mod state;
 pub mod webhooks;

@@ -46,6 +46,9 @@ enum Checked {
     /// Claimed from the outbox: it waited (for a slot, a retry, its time), and a STOP may have
     /// arrived meanwhile.
     Before,
+    /// Handed over by its line's pacer: it waited for its line's budget or health (a STOP may
+    /// have arrived meanwhile, and its time may be long past: the line held it, it was not missed).
+    Paced,
 }
 
 /// Delivers a claimed job in the background, in the slot it holds until the outcome is recorded.
@@ -97,6 +100,21 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
 
 /// Claims what is due (as many as there are free slots) and starts delivering each; returns
 /// how many it claimed.
+/// Starts delivering what a line's pacer claimed, each in a slot of the dispatcher's (waiting
+/// for one where all are taken).
+pub async fn deliver_paced(state: &Sender, ids: &[String]) -> sqlx::Result<()> {
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let mut messages = db::messages::for_dispatch(&state.db, &ids).await?;
+    let permits = state.dispatch.permits().clone();
+    for id in ids {
+        let Some(message) = messages.remove(id) else { continue };
+        let job = Job { message_id: id.to_string(), line_id: message.0.line_id.clone(), attempts: 1 };
+        let permit = permits.clone().acquire_owned().await.expect("semaphore stays open");
+        spawn_delivery(state, permit, job, Some(message), Checked::Paced);
+    }
+    Ok(())
+}
+
 pub async fn step(state: &Sender, permits: &Arc<Semaphore>) -> sqlx::Result<usize> {
     let free = permits.available_permits().min(BATCH);
     if free == 0 {
@@ -127,6 +145,14 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     let Some(line) = state.lines.get(&job.line_id).await? else {
         anyhow::bail!("line {} is gone", job.line_id);
     };
+    // A line with a budget, or not active now, sends only what its pacer hands over: anything
+    // else for it (a scheduled message come due, a retry, a send accepted before its policy
+    // changed) waits for the pacer instead.
+    if checked != Checked::Paced && !line.sends_directly() {
+        db::line_sends::wait_again(&state.db, &line.id, &job.message_id).await?;
+        state.dispatch.wake_pacer(&line.id);
+        return Ok(());
+    }
     let Some((mut message, kind, phone)) = message else {
         state.db.write(async |conn| db::outbox::complete(conn, &job.message_id).await).await?;
         return Ok(());
@@ -143,7 +169,7 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     // Checked again at hand-over: a recipient who texted STOP while the message waited (after it
     // was accepted) gets nothing, and the message fails with `recipient_opted_out`. A scheduled message whose time
     // is long past (the server was down) fails with `schedule_missed`.
-    if checked == Checked::Before && matches!(message.status, MessageStatus::Queued | MessageStatus::Scheduled) {
+    if checked != Checked::Now && matches!(message.status, MessageStatus::Queued | MessageStatus::Scheduled) {
         let phones: Vec<&str> = recipients.iter().map(String::as_str).collect();
         let late_ms = message.send_at.map_or(0, |at| clock::now_ms() - at);
         let since = message.created_at;
@@ -151,6 +177,7 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
         let reason = if opted_out.await?.is_some() {
             Some("recipient_opted_out")
         } else if message.status == MessageStatus::Scheduled
+            && checked == Checked::Before
             && late_ms > state.config.schedule_late_seconds as i64 * 1_000
         {
             Some("schedule_missed")
@@ -212,7 +239,7 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     let now = clock::now_ms();
 
     let error_text = match &result.outcome {
-        SendOutcome::Rejected(reason) => Some(reason.clone()),
+        SendOutcome::Rejected(reason) | SendOutcome::Blocked(reason) => Some(reason.clone()),
         SendOutcome::Unreachable(error) | SendOutcome::Unknown(error) => Some(error.clone()),
         SendOutcome::RetryLater => Some("the line asked to be tried later".into()),
         SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
@@ -237,7 +264,7 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
         SendOutcome::Accepted => Some((MessageStatus::Submitted, None, true)),
         SendOutcome::Rejected(reason) => Some((MessageStatus::Failed, Some(reason.as_str()), true)),
         SendOutcome::Timeout | SendOutcome::Unknown(_) => Some((MessageStatus::Unknown, None, false)),
-        SendOutcome::Unreachable(_) | SendOutcome::RetryLater => None,
+        SendOutcome::Unreachable(_) | SendOutcome::RetryLater | SendOutcome::Blocked(_) => None,
     };
     // The whole outcome is one unit of work: the move (with its event), the attempt and the
     // end or next turn of the outbox job.
@@ -247,6 +274,18 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     }
     stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
     state.db.commit(batch).await?;
+    if let SendOutcome::Blocked(reason) = &result.outcome {
+        // Nothing was sent: the line stops until an operator resumes it, the message waits.
+        if crate::lines::health::flag(&state.db, &line.id, reason).await?.is_some() {
+            tracing::warn!(line = %line.id, reason, "the line's device says its account is blocked: line flagged");
+        }
+        state.lines.forget(&line.id);
+        db::line_sends::wait_again(&state.db, &line.id, &message.id).await?;
+        state.dispatch.wake_pacer(&line.id);
+    } else if checked == Checked::Paced {
+        db::line_sends::settle(&state.db, &line.id, &message.id, clock::now_ms()).await?;
+        state.dispatch.wake_pacer(&line.id);
+    }
     crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);
     if let Some((status, ..)) = next {
         crate::metrics::status_moves(status.as_str(), 1);
@@ -274,6 +313,8 @@ fn reaction_of(message: &db::messages::Message) -> Option<ReactionRequest> {
 fn stage_job_end(batch: &mut db::Batch, message_id: &str, outcome: &SendOutcome, attempts: i64, now: i64) {
     match outcome {
         SendOutcome::Accepted | SendOutcome::Rejected(_) => db::outbox::stage_complete(batch, message_id),
+        // Back to waiting for the line, after the commit (see `deliver`).
+        SendOutcome::Blocked(_) => {}
         SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
             db::outbox::stage_retry_at(batch, message_id, now + retry_delay(attempts))
         }

@@ -61,7 +61,9 @@ pub async fn step(state: &Sender) -> sqlx::Result<u64> {
     // Sign-in failures older than a day count for nothing (the throttle looks back 15 minutes),
     // nor do sessions past their absolute end.
     let staff = db::staff::prune(&state.db, now - 24 * 3_600_000, now).await?;
-    Ok(expired + old_callbacks + staff)
+    // Lines' budgets look back a calendar month at most.
+    let sends = db::line_sends::prune(&state.db, now).await?;
+    Ok(expired + old_callbacks + staff + sends)
 }
 
 /// Runs `delete` (which deletes at most [`BATCH`] rows) until it deletes fewer; returns how many

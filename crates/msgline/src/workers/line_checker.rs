@@ -5,7 +5,10 @@
 //! then asks about the messages still waiting for a receipt: after each registration those of
 //! the last day, and every five minutes those of the last hour.
 
-use std::{collections::HashSet, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    time::Duration,
+};
 
 use tokio::sync::watch;
 
@@ -14,41 +17,73 @@ use crate::{
     bridge::client::StatusLookup,
     clock,
     db::{self, lines::Line},
-    domain::lifecycle::MessageStatus,
+    domain::lifecycle::{Health, MessageStatus},
+    lines::health,
     send::Sender,
 };
 
-const EVERY: Duration = Duration::from_secs(30);
-/// Every how many checks the receipts of the last hour are asked about again (five minutes).
-const CATCH_UP_EVERY: u64 = 10;
+/// Every how many seconds of checks the receipts of the last hour are asked about again.
+const CATCH_UP_SECONDS: u64 = 300;
 const HOUR_MS: i64 = 3_600_000;
 /// The most messages asked about per line in one catch-up.
 const CATCH_UP_BATCH: i64 = 500;
 
+/// How many probes in a row must fail before a line is `offline`: one failed probe may be a
+/// device still starting (a line registered a moment before its bridge listens) or a blip.
+const FAILED_PROBES_FOR_OFFLINE: u32 = 2;
+
 pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
     let mut connected = HashSet::new();
+    let mut failed_probes = HashMap::new();
+    let every = state.config.line_check_seconds.max(1);
+    let catch_up_every = (CATCH_UP_SECONDS / every).max(1);
     for round in 1_u64.. {
         if let Err(error) = connect(&state, &mut connected).await {
             tracing::error!(error = %error, "line connection check failed");
         }
-        if let Err(error) = step(&state).await {
+        if let Err(error) = step(&state, &mut failed_probes).await {
             tracing::error!(error = %error, "line check failed");
         }
-        if round.is_multiple_of(CATCH_UP_EVERY)
+        if round.is_multiple_of(catch_up_every)
             && let Err(error) = catch_up_all(&state, clock::now_ms() - HOUR_MS).await
         {
             tracing::error!(error = %error, "receipt catch-up failed");
         }
-        if !pause(&mut shutdown, EVERY).await {
+        if !pause(&mut shutdown, Duration::from_secs(every)).await {
             break;
         }
     }
 }
 
-pub async fn step(state: &Sender) -> sqlx::Result<usize> {
+/// Probes every line; `failed_probes` counts, per line, the probes that failed in a row.
+pub async fn step(state: &Sender, failed_probes: &mut HashMap<String, u32>) -> sqlx::Result<usize> {
     let lines = db::lines::list_all(&state.db).await?;
     for line in &lines {
-        state.lines.refresh(line).await?;
+        let answered = state.lines.refresh(line).await?.is_some();
+        let failed = match answered {
+            true => {
+                failed_probes.remove(&line.id);
+                0
+            }
+            false => {
+                let count = failed_probes.entry(line.id.clone()).or_insert(0);
+                *count += 1;
+                *count
+            }
+        };
+        // A probe moves only between active and offline: a pause or a flag is an operator's to end.
+        let changed = match (answered, line.health) {
+            (false, Health::Active) if failed >= FAILED_PROBES_FOR_OFFLINE => {
+                health::went_offline(&state.db, &line.id, "the line's device does not answer msgline's probes").await?
+            }
+            (true, Health::Offline) => health::came_back(&state.db, &line.id).await?,
+            _ => None,
+        };
+        if let Some(change) = changed {
+            tracing::warn!(line = %line.id, health = change.line.health.as_str(), previous = change.previous.as_str(), "line health changed");
+            state.lines.forget(&line.id);
+            state.dispatch.wake_pacer(&line.id);
+        }
     }
     Ok(lines.len())
 }

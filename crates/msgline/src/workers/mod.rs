@@ -7,6 +7,7 @@ pub mod fallback;
 pub mod instances;
 pub mod janitor;
 pub mod line_checker;
+pub mod pacer;
 pub mod reconciler;
 pub mod statistics;
 pub mod webhooks;
@@ -28,6 +29,7 @@ pub fn spawn_all(
 ) -> Vec<JoinHandle<()>> {
     vec![
         tokio::spawn(dispatcher::run(sender.clone(), shutdown.clone())),
+        tokio::spawn(pacer::run(sender.clone(), shutdown.clone())),
         tokio::spawn(reconciler::run(sender.clone(), shutdown.clone())),
         tokio::spawn(fallback::run(sender.clone(), shutdown.clone())),
         tokio::spawn(line_checker::run(sender.clone(), shutdown.clone())),

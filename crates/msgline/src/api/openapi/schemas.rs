@@ -183,6 +183,59 @@ pub struct Line {
     checked_at: Option<String>,
     #[schema(format = DateTime)]
     created_at: String,
+    /// The sending policy in force: the kind's defaults with what was set over them.
+    policy: LinePolicy,
+    /// `active`, `paused`, `flagged` or `offline`.
+    health: String,
+    /// Why the line is not active (`null` when it is).
+    health_reason: Option<String>,
+    queue: LineQueue,
+    usage: LineUsage,
+}
+
+/// A line's sending policy: each a limit, or `null` for none.
+#[derive(ToSchema)]
+pub struct LinePolicy {
+    max_per_minute: Option<i64>,
+    max_per_hour: Option<i64>,
+    max_per_day: Option<i64>,
+    max_new_contacts_per_hour: Option<i64>,
+    max_new_contacts_per_day: Option<i64>,
+    /// The calendar month, UTC.
+    max_new_contacts_per_month: Option<i64>,
+    max_per_recipient_per_minute: Option<i64>,
+    min_gap_ms: Option<i64>,
+    jitter_ms: Option<i64>,
+}
+
+/// What waits for a line.
+#[derive(ToSchema)]
+pub struct LineQueue {
+    waiting: i64,
+    /// When the next waiting message is expected to go (`null`: none waits, or the line is not
+    /// active).
+    #[schema(format = DateTime)]
+    next_send_at: Option<String>,
+}
+
+/// A line's sends in its budget's windows (the last minute, hour and 24 hours; the month is the
+/// calendar month, UTC).
+#[derive(ToSchema)]
+pub struct LineUsage {
+    minute: i64,
+    hour: i64,
+    day: i64,
+    new_contacts_hour: i64,
+    new_contacts_day: i64,
+    new_contacts_month: i64,
+}
+
+/// `PATCH /lines/{id}`: the limits to change (a number sets, `null` removes, a field left out
+/// keeps its value).
+#[derive(ToSchema)]
+#[schema(example = json!({"policy": {"max_per_day": 500, "min_gap_ms": 3000, "max_new_contacts_per_month": null}}))]
+pub struct LineUpdate {
+    policy: LinePolicy,
 }
 
 #[derive(ToSchema)]
