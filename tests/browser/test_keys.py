@@ -20,7 +20,7 @@ def test_a_key_made_in_the_console_works_with_curl_until_it_is_revoked(app, page
     page.get_by_text("New key").click()
     page.get_by_label("Name", exact=True).fill("reporting")
     page.get_by_label("messaging_read").check()
-    page.get_by_label("Line").select_option(label="+12015550100 only")
+    page.get_by_label("Line", exact=True).select_option(label="+12015550100 only")
     page.get_by_role("button", name="Create key").click()
     secret = page.locator("#new-secret").text_content()
     assert secret.startswith("mlk_")
