@@ -33,6 +33,13 @@ pub struct Route {
     /// The line to send from, by its number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// A sender pool instead of a line (`pool_…`): the contact's line in the pool, else the pool's
+    /// line with the most of today's budget left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_id: Option<String>,
+    /// How long the message may wait for its line, in seconds (5 to 259,200; default 36,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validity_seconds: Option<i64>,
     /// `sms` or `imessage`; omitted, msgline chooses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,

@@ -54,6 +54,7 @@ mod optouts;
 mod pacing;
 mod plans;
 mod polls;
+mod pools;
 mod ratelimit;
 mod reactions;
 mod reconciler;

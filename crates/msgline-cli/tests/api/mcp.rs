@@ -105,7 +105,17 @@ async fn an_mcp_client_lists_the_tools_sends_a_message_and_reads_it_back() {
     let send = tools.iter().find(|t| t["name"] == "send_message").unwrap();
     let schema = &send["inputSchema"];
     assert!(schema["required"].as_array().unwrap().contains(&json!("body")), "{schema}");
-    for field in ["to", "conversation_id", "line_id", "channel", "idempotency_key", "send_at", "fallback"] {
+    for field in [
+        "to",
+        "conversation_id",
+        "line_id",
+        "pool_id",
+        "validity_seconds",
+        "channel",
+        "idempotency_key",
+        "send_at",
+        "fallback",
+    ] {
         assert!(schema["properties"][field].is_object(), "send_message takes {field}: {schema}");
     }
 

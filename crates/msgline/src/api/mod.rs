@@ -19,6 +19,7 @@ pub mod messages;
 pub mod openapi;
 pub mod opt_outs;
 pub mod polls;
+mod pools;
 pub mod webhooks;
 
 use std::time::Instant;
@@ -49,6 +50,7 @@ fn routes(authenticate: impl FnOnce(OpenApiRouter<Services>) -> OpenApiRouter<Se
     let authenticated = OpenApiRouter::new()
         .merge(keys::router())
         .merge(lines::router())
+        .merge(pools::router())
         .merge(contacts::router())
         .merge(opt_outs::router())
         .merge(availability::router())

@@ -34,6 +34,7 @@ pub mod orgs;
 pub mod outbox;
 mod page;
 pub mod polls;
+pub mod pools;
 pub mod reactions;
 pub mod reports;
 pub mod staff;

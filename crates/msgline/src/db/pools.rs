@@ -53,7 +53,13 @@ async fn set_lines(conn: &mut AnyConnection, pool_id: &str, line_ids: &[String])
     Ok(())
 }
 
-pub async fn create(db: &Db, org_id: &str, name: &str, line_ids: &[String], failover_after_seconds: i64) -> sqlx::Result<Pool> {
+pub async fn create(
+    db: &Db,
+    org_id: &str,
+    name: &str,
+    line_ids: &[String],
+    failover_after_seconds: i64,
+) -> sqlx::Result<Pool> {
     let pool = Pool {
         id: ids::new_id("pool"),
         org_id: org_id.to_string(),
@@ -63,14 +69,16 @@ pub async fn create(db: &Db, org_id: &str, name: &str, line_ids: &[String], fail
         created_at: clock::now_ms(),
     };
     db.transaction(async |tx| {
-        sqlx::query("INSERT INTO pools (id, org_id, name, failover_after_seconds, created_at) VALUES ($1, $2, $3, $4, $5)")
-            .bind(&pool.id)
-            .bind(&pool.org_id)
-            .bind(&pool.name)
-            .bind(pool.failover_after_seconds)
-            .bind(pool.created_at)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO pools (id, org_id, name, failover_after_seconds, created_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&pool.id)
+        .bind(&pool.org_id)
+        .bind(&pool.name)
+        .bind(pool.failover_after_seconds)
+        .bind(pool.created_at)
+        .execute(&mut *tx)
+        .await?;
         set_lines(tx, &pool.id, &pool.line_ids).await
     })
     .await?;
@@ -143,8 +151,11 @@ pub async fn update(
 /// Deletes a pool (its lines stay as they are; messages sent through it stay on their lines).
 pub async fn delete(db: &Db, org_id: &str, id: &str) -> sqlx::Result<bool> {
     db.transaction(async |tx| {
-        let done =
-            sqlx::query("DELETE FROM pools WHERE org_id = $1 AND id = $2").bind(org_id).bind(id).execute(&mut *tx).await?;
+        let done = sqlx::query("DELETE FROM pools WHERE org_id = $1 AND id = $2")
+            .bind(org_id)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         if done.rows_affected() == 0 {
             return Ok(false);
         }
@@ -225,6 +236,28 @@ pub async fn lines_of(conn: &mut AnyConnection, pool_id: &str) -> sqlx::Result<O
         .fetch_all(&mut *conn)
         .await?;
     Ok(Some((lines, failover)))
+}
+
+/// Whether a message to `phone` may move to `line_id`: the line is active and the number has
+/// not opted out of the organisation's messages on it.
+pub async fn may_move_to(conn: &mut AnyConnection, org_id: &str, line_id: &str, phone: &str) -> sqlx::Result<bool> {
+    let active: Option<String> =
+        sqlx::query_scalar("SELECT health FROM lines WHERE id = $1 AND (org_id = $2 OR org_id IS NULL)")
+            .bind(line_id)
+            .bind(org_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if active.as_deref() != Some("active") {
+        return Ok(false);
+    }
+    let opted_out: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM opt_outs WHERE org_id = $1 AND line_id = $2 AND phone = $3 LIMIT 1")
+            .bind(org_id)
+            .bind(line_id)
+            .bind(phone)
+            .fetch_optional(&mut *conn)
+            .await?;
+    Ok(opted_out.is_none())
 }
 
 /// Moves a waiting message to `line_id`, into its contact's conversation on that line (made if

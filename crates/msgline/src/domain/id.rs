@@ -99,6 +99,8 @@ typed_id! {
     WebhookId = "wh";
     /// An opt-out (`opt_…`).
     OptOutId = "opt";
+    /// A sender pool (`pool_…`).
+    PoolId = "pool";
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::{
         Db,
         line_sends::{self, MINUTE_MS, Waiting},
         lines::Line,
+        pools,
     },
     domain::lifecycle::Health,
 };
@@ -32,6 +33,8 @@ pub struct Step {
     pub handed: Vec<String>,
     /// Waits that ended with `expired`.
     pub expired: usize,
+    /// Lines of a pool that waiting messages moved to (failover): their pacer is to look.
+    pub moved_to: Vec<String>,
     pub next_at: Option<i64>,
 }
 
@@ -55,7 +58,8 @@ pub async fn step(db: &Db, line_id: &str, now: i64, lease_ms: i64) -> sqlx::Resu
         let bound = earliest(queue.next_expiry, Some(now + LOOK_AGAIN_MS));
         let not_yet = |at: Option<i64>| earliest(at, bound);
         if line.health != Health::Active {
-            return Ok(Step { expired, next_at: bound, ..Step::default() });
+            let (moved_to, failover_at) = fail_over(tx, &line, now).await?;
+            return Ok(Step { expired, moved_to, next_at: earliest(bound, failover_at), ..Step::default() });
         }
         if let Some(due) = queue.next_due.filter(|due| *due > now) {
             return Ok(Step { expired, next_at: not_yet(Some(due)), ..Step::default() });
@@ -122,9 +126,40 @@ pub async fn step(db: &Db, line_id: &str, now: i64, lease_ms: i64) -> sqlx::Resu
         let handed = line_sends::hand_over(tx, line_id, &chosen, now + lease_ms).await?;
         // After a hand-over the budget is counted afresh at once; a gap waits for the call's end.
         let next_at = if handed.is_empty() { not_yet(later) } else { Some(now) };
-        Ok(Step { handed, expired, next_at })
+        Ok(Step { handed, expired, next_at, ..Step::default() })
     })
     .await
+}
+
+/// Moves the messages waiting on a stopped line that were sent through a pool, once the line has
+/// been stopped longer than the pool's `failover_after_seconds`, to the first other line of the
+/// pool that is active (and where the number has not opted out), with the contact's
+/// conversation. Returns the lines that received messages, and when the next failover is due.
+async fn fail_over(tx: &mut sqlx::AnyConnection, line: &Line, now: i64) -> sqlx::Result<(Vec<String>, Option<i64>)> {
+    let since = line.health_since.unwrap_or(now);
+    let mut pools: HashMap<String, Option<(Vec<String>, i64)>> = HashMap::new();
+    let (mut moved_to, mut next) = (Vec::new(), None);
+    for moving in pools::movable(tx, &line.id, LOOK_AT_MOST).await? {
+        if !pools.contains_key(&moving.pool_id) {
+            let found = pools::lines_of(tx, &moving.pool_id).await?;
+            pools.insert(moving.pool_id.clone(), found);
+        }
+        let Some(Some((lines, failover_seconds))) = pools.get(&moving.pool_id) else { continue };
+        let due = since + failover_seconds * 1_000;
+        if due > now {
+            next = earliest(next, Some(due));
+            continue;
+        }
+        for target in lines.iter().filter(|l| **l != line.id) {
+            if pools::may_move_to(tx, &moving.org_id, target, &moving.phone).await? {
+                if pools::move_message(tx, &moving, target).await? && !moved_to.contains(target) {
+                    moved_to.push(target.clone());
+                }
+                break;
+            }
+        }
+    }
+    Ok((moved_to, next))
 }
 
 /// What a line's view shows of its sending: the policy in force, its usage, how many wait and

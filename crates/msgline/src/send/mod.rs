@@ -10,6 +10,7 @@ pub mod groups;
 pub mod media;
 mod org_defaults;
 pub mod poll;
+mod pools;
 mod rates;
 pub mod reaction;
 pub mod request;
@@ -30,7 +31,7 @@ use crate::{
         messages::{Message, NewMessage},
     },
     domain::{
-        id::{AgentId, LineId},
+        id::{AgentId, LineId, PoolId},
         idempotency::IdempotencyKey,
         lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
         payload::Payload,
@@ -45,6 +46,8 @@ use crate::{
 pub struct SendInput {
     pub recipient: Recipient,
     pub line_id: Option<LineId>,
+    /// A pool to send from instead of a line.
+    pub pool_id: Option<PoolId>,
     /// The line's own number (`from` or `line_e164`).
     pub line_e164: Option<E164>,
     /// The channel asked for, or `None` for the automatic choice.
@@ -173,7 +176,7 @@ fn outbound(
             expires_at: Some(
                 input.send_at.unwrap_or(now) + input.validity_ms.unwrap_or(request::VALIDITY_DEFAULT_SECONDS * 1_000),
             ),
-            pool_id: None,
+            pool_id: target.pool_id.clone(),
         },
     }
 }

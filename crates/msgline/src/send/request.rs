@@ -10,7 +10,7 @@ use crate::{
     caller::Principal,
     clock,
     domain::{
-        id::{AgentId, ContactId, ConversationId, LineId},
+        id::{AgentId, ContactId, ConversationId, LineId, PoolId},
         idempotency::{IdempotencyKey, fingerprint_of},
         lifecycle::{Channel, MessageKind},
         payload::Payload,
@@ -54,6 +54,11 @@ pub struct SendFields {
     /// The same as `from`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line_e164: Option<String>,
+    /// A sender pool of the organisation's lines, instead of a line: the contact's line in the
+    /// pool (its latest conversation's), else the pool line with the most of today's budget left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub pool_id: Option<PoolId>,
     /// `sms` or `imessage`; omitted: iMessage where the recipient is reachable over it.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<crate::domain::lifecycle::Channel>)]
@@ -104,6 +109,9 @@ impl SendFields {
         if to.is_none() && self.conversation_id.is_none() && self.contact_id.is_none() {
             return Err(ApiError::invalid("to", "give at least one of to, conversation_id and contact_id"));
         }
+        if self.pool_id.is_some() && (self.line_id.is_some() || self.from.is_some() || self.line_e164.is_some()) {
+            return Err(ApiError::invalid("pool_id", "name a pool or a line to send from, not both"));
+        }
         let line_e164 = match (self.from.as_deref(), self.line_e164.as_deref()) {
             (Some(a), Some(b)) if a != b => {
                 return Err(ApiError::invalid("from", "from and line_e164 name different lines"));
@@ -143,6 +151,7 @@ impl SendFields {
             validity_ms,
             recipient: Recipient { to, conversation_id: self.conversation_id, contact_id: self.contact_id },
             line_id: self.line_id,
+            pool_id: self.pool_id,
             line_e164,
             channel,
             body,

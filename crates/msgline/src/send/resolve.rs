@@ -32,6 +32,9 @@ pub struct Target {
     /// Whether the recipient's opt-out is checked inside the commit (see [`Target::stage_checks`])
     /// rather than read while resolving.
     opt_out_at_commit: bool,
+    /// The pool the send named, which may move the message to another of its lines while no
+    /// line has been handed it.
+    pub pool_id: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -218,8 +221,25 @@ pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -
         None => None,
     };
 
-    let line = match &conversation {
-        Some(conversation) => {
+    let pool = match &input.pool_id {
+        Some(id) => Some(super::pools::find(state, principal, id).await?),
+        None => None,
+    };
+    if let (Some(pool), Some(conversation)) = (&pool, &conversation)
+        && (conversation.kind == ConversationKind::Group || !pool.line_ids.contains(&conversation.line_id))
+    {
+        return Err(ApiError::invalid(
+            "pool_id",
+            "the conversation is not on a line of the pool (a group stays on its line)",
+        ));
+    }
+    let line = match (&conversation, &pool) {
+        (None, Some(pool)) => {
+            let phone =
+                recipient.to.as_ref().map(|p| p.as_str().to_string()).or(contact.as_ref().map(|c| c.phone.clone()));
+            super::pools::line_for(state, pool, phone.as_deref()).await?
+        }
+        (Some(conversation), _) => {
             let line = state.lines.get(&conversation.line_id).await?.ok_or_else(|| ApiError::not_found("line"))?;
             let named_other = input.line_id.as_ref().is_some_and(|id| *id != line.id)
                 || input.line_e164.as_ref().is_some_and(|e164| e164.as_str() != line.e164);
@@ -228,7 +248,7 @@ pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -
             }
             line
         }
-        None => {
+        (None, None) => {
             let e164 = input.line_e164.as_ref().map(E164::as_str);
             resolve_line(state, principal, input.line_id.as_ref(), e164).await?
         }
@@ -343,7 +363,8 @@ pub async fn resolve(state: &Sender, principal: &Principal, input: &SendInput) -
                 .with_message("this message would go over SMS, and the line cannot send files over SMS (MMS)"));
         }
     }
-    Ok(Target { line, channel, destination, learned_reachability, opt_out_at_commit })
+    let pool_id = pool.map(|pool| pool.id);
+    Ok(Target { line, channel, destination, learned_reachability, opt_out_at_commit, pool_id })
 }
 
 /// Explicit channels are checked against the line; the automatic choice is iMessage where the

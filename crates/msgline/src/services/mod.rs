@@ -9,6 +9,7 @@ pub mod contacts;
 pub mod keys;
 pub mod lines;
 pub mod opt_outs;
+pub mod pools;
 mod state;
 pub mod webhooks;
 

@@ -77,6 +77,10 @@ pub async fn step(state: &Sender, line_id: &str) -> anyhow::Result<Option<i64>> 
         crate::metrics::status_moves("failed", step.expired as u64);
         tracing::info!(line = %line_id, expired = step.expired, "messages waited past their validity");
     }
+    for line in &step.moved_to {
+        tracing::info!(from = %line_id, to = %line, "messages moved to another line of their pool");
+        state.dispatch.wake_pacer(line);
+    }
     if !step.handed.is_empty() {
         super::dispatcher::deliver_paced(state, &step.handed).await?;
     }

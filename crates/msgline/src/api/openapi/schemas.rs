@@ -230,6 +230,19 @@ pub struct LineUsage {
     new_contacts_month: i64,
 }
 
+/// A sender pool.
+#[derive(ToSchema)]
+pub struct Pool {
+    /// `pool_…`
+    id: String,
+    name: String,
+    /// Its lines, in the order given.
+    line_ids: Vec<String>,
+    failover_after_seconds: i64,
+    #[schema(format = DateTime)]
+    created_at: String,
+}
+
 /// `PATCH /lines/{id}`: the limits to change (a number sets, `null` removes, a field left out
 /// keeps its value).
 #[derive(ToSchema)]
