@@ -52,6 +52,7 @@ mod moves;
 mod openapi;
 mod optouts;
 mod pacing;
+mod pacing_processes;
 mod plans;
 mod polls;
 mod pools;
