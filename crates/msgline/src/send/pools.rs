@@ -2,6 +2,8 @@
 //! in the pool (sticky: a contact is always answered from the same number), else, for a new
 //! contact, the pool's line with the most of today's budget left, active lines first.
 
+use std::cmp::Reverse;
+
 use crate::{
     caller::Principal,
     clock,
@@ -10,6 +12,10 @@ use crate::{
     error::{ApiError, ApiResult},
     send::Sender,
 };
+
+/// How a pool line ranks for a new contact: active first, then the most left of today's budget,
+/// then the fewest sent today, then the pool's order.
+type Rank = (bool, u64, Reverse<u64>, Reverse<usize>);
 
 /// The pool a send names: one of the caller's organisation. A key bound to one line sends from
 /// that line and names no pool.
@@ -31,14 +37,12 @@ pub async fn line_for(state: &Sender, pool: &Pool, phone: Option<&str>) -> ApiRe
         return Ok(line);
     }
     let now = clock::now_ms();
-    let mut best: Option<(Line, (bool, u64, std::cmp::Reverse<u64>))> = None;
+    let mut best: Option<(Line, Rank)> = None;
     for (position, line_id) in pool.line_ids.iter().enumerate() {
         let Some(line) = state.lines.get(line_id).await?.filter(|l| l.usable_by(&pool.org_id)) else { continue };
         let outlook = crate::lines::pacing::outlook(&state.db, &line, now).await?;
         let left = outlook.policy.max_per_day.map_or(u64::MAX, |limit| limit.saturating_sub(outlook.usage.day));
-        // Active first, then the most left today, then the fewest sent, then the pool's order.
-        let rank =
-            (line.health == Health::Active, left, std::cmp::Reverse(outlook.usage.day * 1_000 + position as u64));
+        let rank = (line.health == Health::Active, left, Reverse(outlook.usage.day), Reverse(position));
         if best.as_ref().is_none_or(|(_, best_rank)| rank > *best_rank) {
             best = Some((line, rank));
         }
