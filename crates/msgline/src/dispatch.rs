@@ -4,8 +4,9 @@
 //! takes it from here. Neither calls the other.
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     sync::{Arc, Mutex, OnceLock},
+    time::Instant,
 };
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -25,6 +26,9 @@ pub struct Dispatch {
     /// waits for the line, a call of it ended, its budget or health changed).
     pace: Notify,
     to_pace: Mutex<HashSet<String>>,
+    /// When each line last answered a send: a line that answers is not offline, whatever a
+    /// probe that timed out under load says.
+    answered: Mutex<HashMap<String, Instant>>,
     permits: Arc<Semaphore>,
     /// How many slots there are (`MSGLINE_DISPATCH_CONCURRENCY`).
     size: usize,
@@ -41,6 +45,7 @@ impl Dispatch {
             wake: Notify::new(),
             pace: Notify::new(),
             to_pace: Mutex::new(HashSet::new()),
+            answered: Mutex::new(HashMap::new()),
             permits: Arc::new(Semaphore::new(size)),
             size,
             deliver: OnceLock::new(),
@@ -66,6 +71,16 @@ impl Dispatch {
     /// Waits until [`Dispatch::wake_pacer`] is called (or was, since the last wait).
     pub async fn pacer_woken(&self) {
         self.pace.notified().await
+    }
+
+    /// Notes that `line_id` answered a send (took it or refused it).
+    pub fn line_answered(&self, line_id: &str) {
+        self.answered.lock().expect("answered lock").insert(line_id.to_string(), Instant::now());
+    }
+
+    /// Whether `line_id` answered a send within `within`.
+    pub fn answered_within(&self, line_id: &str, within: std::time::Duration) -> bool {
+        self.answered.lock().expect("answered lock").get(line_id).is_some_and(|at| at.elapsed() < within)
     }
 
     /// The lines named to the pacer since it last asked.

@@ -359,10 +359,12 @@ pub async fn set_policy(db: &Db, id: &str, policy: &Overrides) -> sqlx::Result<(
 }
 
 /// A line by id inside a transaction, its row held until the transaction ends (on PostgreSQL;
-/// on SQLite the transaction holds the write lock already).
+/// on SQLite the transaction holds the write lock already). `FOR NO KEY UPDATE`: it excludes
+/// another pacing step or health change of the line, but not the key-share locks that inserting
+/// a message on the line takes (its foreign key), so sends are never held behind a step.
 pub async fn get_locked(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<Option<Line>> {
     let lock = match super::Backend::of(conn) {
-        super::Backend::Postgres => " FOR UPDATE",
+        super::Backend::Postgres => " FOR NO KEY UPDATE",
         super::Backend::Sqlite => "",
     };
     let row = sqlx::query(&format!("SELECT {COLUMNS} FROM lines WHERE id = $1{lock}"))

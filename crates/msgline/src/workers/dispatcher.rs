@@ -237,6 +237,9 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     };
     let result = state.lines.client().send(&line, &request).await;
     let now = clock::now_ms();
+    if matches!(result.outcome, SendOutcome::Accepted | SendOutcome::Rejected(_) | SendOutcome::Blocked(_)) {
+        state.dispatch.line_answered(&line.id);
+    }
 
     let error_text = match &result.outcome {
         SendOutcome::Rejected(reason) | SendOutcome::Blocked(reason) => Some(reason.clone()),

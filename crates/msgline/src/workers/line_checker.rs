@@ -59,7 +59,9 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
 pub async fn step(state: &Sender, failed_probes: &mut HashMap<String, u32>) -> sqlx::Result<usize> {
     let lines = db::lines::list_all(&state.db).await?;
     for line in &lines {
-        let answered = state.lines.refresh(line).await?.is_some();
+        // A line that answered a send since the last probe but one is up, whatever its probe says.
+        let recently = Duration::from_secs(2 * state.config.line_check_seconds.max(1));
+        let answered = state.lines.refresh(line).await?.is_some() || state.dispatch.answered_within(&line.id, recently);
         let failed = match answered {
             true => {
                 failed_probes.remove(&line.id);
