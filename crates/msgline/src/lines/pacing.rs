@@ -172,6 +172,12 @@ pub struct Outlook {
     pub next_send_at: Option<i64>,
 }
 
+/// The line's sends in its windows at `now` (a pool's choice of line needs no more than this).
+pub async fn usage(db: &Db, line_id: &str, now: i64) -> sqlx::Result<line_sends::Usage> {
+    let month_start = clock::month_start_ms(now);
+    db.read(async |conn| line_sends::usage(conn, line_id, now, month_start).await.map(|(usage, _)| usage)).await
+}
+
 /// The line's outlook at `now`, read without holding the line.
 pub async fn outlook(db: &Db, line: &Line, now: i64) -> sqlx::Result<Outlook> {
     let policy = line.policy_in_force();

@@ -155,6 +155,7 @@ fn outbound(
     conversation_id: String,
     contact_id: Option<String>,
     now: i64,
+    paced: bool,
 ) -> NewMessage {
     NewMessage {
         fallback: input.fallback_plan.clone(),
@@ -172,7 +173,7 @@ fn outbound(
         agent_id: input.agent_id.as_ref().map(|id| id.to_string()),
         attachment: input.attachment.clone(),
         wait: db::messages::Wait {
-            paced: !target.line.sends_directly(),
+            paced,
             expires_at: Some(
                 input.send_at.unwrap_or(now) + input.validity_ms.unwrap_or(request::VALIDITY_DEFAULT_SECONDS * 1_000),
             ),
@@ -319,13 +320,14 @@ pub async fn submit(
     // committed: the message is written claimed, and no claim has to find it.
     // A scheduled message is the dispatcher's at its time, never its request's.
     // A message that waits for its line's pacer is never called by its request either.
-    let direct = input.send_at.is_none() && target.line.sends_directly();
+    let paced = !target.line.sends_directly();
+    let direct = input.send_at.is_none() && !paced;
     let slot = if direct { state.dispatch.try_take() } else { None };
     let claimed_until = slot.as_ref().map(|_| now + crate::dispatch::lease_ms(state.config.bridge_timeout_ms));
     loop {
         let mut batch = db::Batch::new();
         let (conversation_id, contact_id) = target.stage_thread(&state.db, &mut batch, &principal.org_id, now).await?;
-        let new = outbound(principal, &target, &input, conversation_id, contact_id, now);
+        let new = outbound(principal, &target, &input, conversation_id, contact_id, now, paced);
         let key = idempotency.as_ref().map(|idem| db::idempotency::SendKey {
             key: idem.message_key(),
             fingerprint: idem.fingerprint.clone(),

@@ -40,9 +40,9 @@ pub async fn line_for(state: &Sender, pool: &Pool, phone: Option<&str>) -> ApiRe
     let mut best: Option<(Line, Rank)> = None;
     for (position, line_id) in pool.line_ids.iter().enumerate() {
         let Some(line) = state.lines.get(line_id).await?.filter(|l| l.usable_by(&pool.org_id)) else { continue };
-        let outlook = crate::lines::pacing::outlook(&state.db, &line, now).await?;
-        let left = outlook.policy.max_per_day.map_or(u64::MAX, |limit| limit.saturating_sub(outlook.usage.day));
-        let rank = (line.health == Health::Active, left, Reverse(outlook.usage.day), Reverse(position));
+        let day = crate::lines::pacing::usage(&state.db, &line.id, now).await?.day;
+        let left = line.policy_in_force().max_per_day.map_or(u64::MAX, |limit| limit.saturating_sub(day));
+        let rank = (line.health == Health::Active, left, Reverse(day), Reverse(position));
         if best.as_ref().is_none_or(|(_, best_rank)| rank > *best_rank) {
             best = Some((line, rank));
         }
