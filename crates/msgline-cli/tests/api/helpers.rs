@@ -391,6 +391,20 @@ pub async fn cli_value(database_url: &str, args: &[&str]) -> Value {
 
 /// `msgline serve` as its own process on `port` (limits raised, quiet logs, plus `env`), once it
 /// answers `/readyz`. Killed when dropped.
+/// The URL of an API path on a server process's port.
+pub fn api(port: u16, path: &str) -> String {
+    format!("http://127.0.0.1:{port}/api/v1/messaging{path}")
+}
+
+/// Three `msgline serve` processes on `database_url`, with `env`, on the given ports.
+pub async fn three(database_url: &str, ports: [u16; 3], env: &[(&str, &str)]) -> Vec<tokio::process::Child> {
+    let mut servers = Vec::new();
+    for port in ports {
+        servers.push(serve_process(database_url, port, env).await);
+    }
+    servers
+}
+
 pub async fn serve_process(database_url: &str, port: u16, env: &[(&str, &str)]) -> tokio::process::Child {
     serve_process_with(database_url, port, env, std::process::Stdio::inherit()).await
 }

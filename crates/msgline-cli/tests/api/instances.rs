@@ -17,8 +17,8 @@ use tokio::{process::Child, sync::Mutex};
 use crate::{
     crash::send_numbered,
     helpers::{
-        ProcessLine, TestDb, cli_value, eventually, json_answer, process_line, serve_process, serve_process_with,
-        use_postgres,
+        ProcessLine, TestDb, api, cli_value, eventually, json_answer, process_line, serve_process, serve_process_with,
+        three, use_postgres,
     },
     receiver::Receiver,
     simline::free_port,
@@ -26,19 +26,6 @@ use crate::{
 
 fn redis_url() -> String {
     std::env::var("MSGLINE_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
-
-fn api(port: u16, path: &str) -> String {
-    format!("http://127.0.0.1:{port}/api/v1/messaging{path}")
-}
-
-/// Three instances on `url`, with `env`, on the given ports.
-async fn three(url: &str, ports: [u16; 3], env: &[(&str, &str)]) -> Vec<Child> {
-    let mut servers = Vec::new();
-    for port in ports {
-        servers.push(serve_process(url, port, env).await);
-    }
-    servers
 }
 
 #[tokio::test]

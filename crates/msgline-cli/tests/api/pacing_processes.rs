@@ -7,13 +7,9 @@ use std::{collections::HashMap, time::Duration};
 use serde_json::{Value, json};
 
 use crate::{
-    helpers::{ProcessLine, TestDb, cli_value, eventually, process_line, serve_process, use_postgres},
+    helpers::{ProcessLine, TestDb, api, cli_value, eventually, process_line, serve_process, three, use_postgres},
     simline::free_port,
 };
-
-fn api(port: u16, path: &str) -> String {
-    format!("http://127.0.0.1:{port}/api/v1/messaging{path}")
-}
 
 const FAST: [(&str, &str); 2] =
     [("MSGLINE_RATE_LIMIT_PER_MINUTE", "1000000"), ("MSGLINE_SEND_RATE_LIMIT_PER_MINUTE", "1000000")];
@@ -44,10 +40,7 @@ async fn three_instances_on_postgresql_never_exceed_a_line_s_budget() {
     let line_id = line["line_id"].as_str().unwrap().to_string();
     set_policy(&url, &line_id, r#"{"max_per_minute": 10}"#).await;
     let ports = [port, free_port(), free_port()];
-    let mut servers = Vec::new();
-    for port in ports {
-        servers.push(serve_process(&url, port, &FAST).await);
-    }
+    let servers = three(&url, ports, &FAST).await;
     let client = reqwest::Client::new();
     for i in 0..30 {
         let body = json!({"to": format!("+1201555{:04}", 3000 + i), "body": format!("budget {i}")});
