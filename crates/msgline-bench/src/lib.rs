@@ -30,6 +30,7 @@ mod scheduled;
 mod send;
 pub mod series;
 mod soak;
+mod waiting;
 mod wrk;
 
 use report::{LoadCpu, print_table};
@@ -67,6 +68,9 @@ pub const SCENARIOS: [&str; 11] = [
     "read",
     "console",
 ];
+
+/// Scenarios that run only when named: they take minutes, or change the server's state.
+pub const ONLY_NAMED: [&str; 3] = ["soak", "scheduled", "waiting"];
 
 /// Latency samples in microseconds, and how many requests failed.
 #[derive(Default)]
@@ -152,6 +156,9 @@ struct Harness {
     server: Child,
     _sim: Child,
     line_e164: String,
+    /// The simulated line's address and the organisation, for a scenario's own line.
+    bridge_url: String,
+    org_id: String,
     _dir: Option<tempfile_dir::Dir>,
     pg_cleanup: Option<(String, String)>,
 }
@@ -246,7 +253,7 @@ impl Harness {
             .spawn()?;
         let base = format!("http://127.0.0.1:{port}");
         wait_ready(&format!("{base}/readyz")).await?;
-        Ok(Harness { base, keys, db, server, _sim: sim, line_e164, _dir: dir, pg_cleanup })
+        Ok(Harness { base, keys, db, server, _sim: sim, line_e164, bridge_url, org_id, _dir: dir, pg_cleanup })
     }
 
     fn pid(&self) -> u32 {
@@ -470,9 +477,10 @@ async fn scenario_read(h: &Harness, args: &BenchArgs, seeded: &str) -> anyhow::R
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     for scenario in &args.scenarios {
         anyhow::ensure!(
-            SCENARIOS.contains(&scenario.as_str()) || scenario == "soak" || scenario == "scheduled",
-            "unknown scenario {scenario}; scenarios: {}, soak, scheduled",
-            SCENARIOS.join(", ")
+            SCENARIOS.contains(&scenario.as_str()) || ONLY_NAMED.contains(&scenario.as_str()),
+            "unknown scenario {scenario}; scenarios: {}, {}",
+            SCENARIOS.join(", "),
+            ONLY_NAMED.join(", ")
         );
     }
     let harness = Harness::start(&args).await?;
@@ -483,7 +491,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut peaks = Vec::new();
     // The read and console scenarios share one seeding.
     let mut seeded: Option<String> = None;
-    for scenario in SCENARIOS.iter().chain(&["soak", "scheduled"]).filter(|s| args.scenarios.iter().any(|a| a == *s)) {
+    for scenario in SCENARIOS.iter().chain(&ONLY_NAMED).filter(|s| args.scenarios.iter().any(|a| a == *s)) {
         eprintln!("running {scenario} ...");
         let (_, peak_before) = rss_mib(harness.pid());
         reset_rss_peak(harness.pid());
@@ -515,6 +523,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 results.extend(scheduled::scenario(&harness, &args).await?);
                 continue;
             }
+            "waiting" => waiting::scenario(&harness, &args).await?,
             _ => {
                 let conversation = match &seeded {
                     Some(conversation) => conversation.clone(),

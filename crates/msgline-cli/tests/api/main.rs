@@ -41,6 +41,7 @@ mod janitor;
 mod kannel;
 mod kannel_rig;
 mod keys;
+mod line_signals;
 mod lines;
 mod locks;
 mod matrix;

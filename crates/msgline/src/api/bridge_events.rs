@@ -166,6 +166,7 @@ async fn apply_hook(state: &Services, line_id: &str, hook: &Hook<'_>) -> ApiResu
     let handled =
         inbound::handle_all(&state.sender.db, &line, &events, inbound::Rules::of(&state.sender.config)).await?;
     wake_for_replies(state, &events);
+    observe_reports(state, &line, &events, &handled).await?;
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     Ok(Json(json!({"applied": applied, "duplicates": handled.len() - applied})))
 }
@@ -206,6 +207,7 @@ async fn receive(
     let handled =
         inbound::handle_all(&state.sender.db, &line, &events, inbound::Rules::of(&state.sender.config)).await?;
     wake_for_replies(&state, &events);
+    observe_reports(&state, &line, &events, &handled).await?;
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
     let duplicates = handled.len() - applied;
     Ok(Json(json!({"applied": applied, "duplicates": duplicates})))
@@ -289,6 +291,20 @@ async fn fetch_files(
 
 /// An inbound text may have queued an automatic reply (to STOP, START or HELP): the dispatcher
 /// is woken to send it now rather than at its next look.
+/// What the applied status reports say of the line (a run of failures, a blocked SIM: see
+/// `lines::signals`).
+async fn observe_reports(
+    state: &Services,
+    line: &db::lines::Line,
+    events: &[BridgeEvent],
+    handled: &[Handled],
+) -> ApiResult<()> {
+    let applied: Vec<bool> = handled.iter().map(|h| *h == Handled::Applied).collect();
+    let sender = &state.sender;
+    crate::lines::signals::observe_reports(&sender.db, &sender.lines, line, events, &applied).await?;
+    Ok(())
+}
+
 fn wake_for_replies(state: &Services, events: &[BridgeEvent]) {
     if events.iter().any(|e| matches!(e.payload, crate::bridge::BridgeEventPayload::Inbound { .. })) {
         state.sender.dispatch.wake();

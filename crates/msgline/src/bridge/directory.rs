@@ -3,7 +3,7 @@
 
 use std::{
     collections::HashMap,
-    sync::RwLock,
+    sync::{Mutex, RwLock},
     time::{Duration, Instant},
 };
 
@@ -21,11 +21,21 @@ pub struct LineDirectory {
     cache: RwLock<HashMap<String, (Line, Instant)>>,
     /// A line's number never changes: number → id.
     by_number: RwLock<HashMap<String, String>>,
+    /// Each line's failed messages in a row that say something about the line
+    /// (`lines::signals`), as this instance saw them: a message counts once, whether its failure
+    /// came in the send's answer, a callback or both.
+    runs: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl LineDirectory {
     pub fn new(db: Db, client: BridgeClient) -> Self {
-        Self { db, client, cache: RwLock::new(HashMap::new()), by_number: RwLock::new(HashMap::new()) }
+        Self {
+            db,
+            client,
+            cache: RwLock::new(HashMap::new()),
+            by_number: RwLock::new(HashMap::new()),
+            runs: Mutex::default(),
+        }
     }
 
     pub fn client(&self) -> &BridgeClient {
@@ -50,6 +60,24 @@ impl LineDirectory {
     /// look reads it again.
     pub fn forget(&self, id: &str) {
         self.cache.write().expect("line cache lock").remove(id);
+    }
+
+    /// One more failed message of the line in a row: how many now.
+    pub fn failed_again(&self, id: &str, message_id: &str) -> u32 {
+        let mut runs = self.runs.lock().expect("line runs lock");
+        let run = runs.entry(id.to_string()).or_default();
+        if !run.iter().any(|m| m == message_id) {
+            run.push(message_id.to_string());
+        }
+        run.len() as u32
+    }
+
+    /// A send of the line went out, or it was resumed: its run of failures ends.
+    pub fn end_run(&self, id: &str) {
+        let mut runs = self.runs.lock().expect("line runs lock");
+        if !runs.is_empty() {
+            runs.remove(id);
+        }
     }
 
     /// A line by its number, whoever owns it.

@@ -18,6 +18,7 @@ mod keys;
 mod lines;
 mod overview;
 mod pages;
+mod pools;
 mod session;
 mod settings;
 mod shared;
@@ -60,6 +61,8 @@ pub fn router(state: Services) -> Router<Services> {
         .route("/console/opt-outs/{id}/clear", post(contacts::clear))
         .route("/console/lines", get(lines::list))
         .route("/console/lines/{id}/{action}", post(lines::act))
+        .route("/console/pools", get(pools::list).post(pools::create))
+        .route("/console/pools/{id}/{action}", post(pools::act))
         .route("/console/keys", get(keys::list).post(keys::create))
         .route("/console/keys/{id}/rotate", post(keys::rotate))
         .route("/console/keys/{id}/revoke", post(keys::revoke))

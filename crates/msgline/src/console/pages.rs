@@ -26,6 +26,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("opt_outs.html", include_str!("templates/opt_outs.html")),
     ("keys.html", include_str!("templates/keys.html")),
     ("lines.html", include_str!("templates/lines.html")),
+    ("pools.html", include_str!("templates/pools.html")),
     ("settings.html", include_str!("templates/settings.html")),
     ("webhooks.html", include_str!("templates/webhooks.html")),
     ("agents.html", include_str!("templates/agents.html")),

@@ -26,9 +26,14 @@ pub async fn resume(db: &Db, line_id: &str) -> sqlx::Result<Option<HealthChange>
 
 /// The line's device said its account is blocked: the line stops until an operator resumes it.
 pub async fn flag(db: &Db, line_id: &str, reason: &str) -> sqlx::Result<Option<HealthChange>> {
+    stop(db, line_id, &format!("the device says its account is blocked: {reason}")).await
+}
+
+/// The line is flagged with `reason` (its device's words, read per kind by `lines::signals`): it
+/// stops until an operator resumes it.
+pub async fn stop(db: &Db, line_id: &str, reason: &str) -> sqlx::Result<Option<HealthChange>> {
     let from = [Health::Active, Health::Offline];
-    let reason = format!("the device says its account is blocked: {reason}");
-    lines::change_health(db, line_id, &from, Health::Flagged, Some(&reason)).await
+    lines::change_health(db, line_id, &from, Health::Flagged, Some(reason)).await
 }
 
 /// A probe of an active line failed.

@@ -7,3 +7,4 @@
 pub mod budget;
 pub mod health;
 pub mod pacing;
+pub mod signals;

@@ -14,12 +14,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use crate::{
     bridge::{ReactionRequest, SendRequest, client::SendOutcome},
     clock,
-    db::{self, messages::ForDispatch, outbox::Job},
+    db::{self, lines::BridgeKind, messages::ForDispatch, outbox::Job},
     dispatch::{Handover, lease_ms},
     domain::{
         lifecycle::{ConversationKind, MessageKind, MessageStatus},
         payload::Payload,
     },
+    lines::signals,
     send::Sender,
 };
 
@@ -288,6 +289,15 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     } else if checked == Checked::Paced {
         db::line_sends::settle(&state.db, &line.id, &message.id, clock::now_ms()).await?;
         state.dispatch.wake_pacer(&line.id);
+    }
+    // What the answer says of the line, in its kind's words (a BlueBubbles Server answers a send
+    // only once the Mac sent it, so its acceptance ends a run of failures).
+    match &result.outcome {
+        SendOutcome::Rejected(reason) => {
+            signals::observe(&state.db, &state.lines, &line, &message.id, Some(reason)).await?
+        }
+        SendOutcome::Accepted if line.bridge_kind == BridgeKind::BlueBubbles => state.lines.end_run(&line.id),
+        _ => {}
     }
     crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);
     if let Some((status, ..)) = next {
