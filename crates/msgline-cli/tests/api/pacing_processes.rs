@@ -1,6 +1,6 @@
 //! A line's budget with real `msgline serve` processes: three instances on one PostgreSQL
-//! database count one budget, and `kill -9` while a thousand paced messages wait loses none and
-//! sends none twice.
+//! database count one budget, a line paused through one instance sends nothing through another at
+//! once, and `kill -9` while a thousand paced messages wait loses none and sends none twice.
 
 use std::{collections::HashMap, time::Duration};
 
@@ -64,6 +64,57 @@ async fn three_instances_on_postgresql_never_exceed_a_line_s_budget() {
         .unwrap();
     assert_eq!(shown["usage"]["minute"], 10, "{shown}");
     assert_eq!(shown["queue"]["waiting"], 20, "{shown}");
+    drop(servers);
+}
+
+#[tokio::test]
+async fn a_line_paused_through_one_instance_sends_nothing_through_another_at_once() {
+    if !use_postgres() {
+        return; // several instances need a shared server database: the PostgreSQL pass runs this
+    }
+    let db = TestDb::new_postgres().await;
+    let url = db.url().to_string();
+    let ProcessLine { key, port, sim_port, line, sim: _sim, .. } = process_line(&url, "Paused").await;
+    let line_id = line["line_id"].as_str().unwrap().to_string();
+    let ports = [port, free_port(), free_port()];
+    let servers = three(&url, ports, &FAST).await;
+    let client = reqwest::Client::new();
+    // Naming the line, so that the instance reads it through its line cache.
+    let send = |port: u16, n: usize| {
+        let body = json!({"to": format!("+1201555{:04}", 4000 + n), "body": format!("paused {n}"), "line_id": line_id});
+        client.post(api(port, "/messages")).bearer_auth(&key).json(&body).send()
+    };
+    // The second instance sends on the line, so it has the line (active) in its cache.
+    let first = send(ports[1], 0).await.unwrap().json::<Value>().await.unwrap();
+    let first_id = first["message"]["id"].as_str().unwrap().to_string();
+    eventually(20, "the first send", || async { sent_counts(sim_port).await.contains_key(&first_id).then_some(()) })
+        .await;
+
+    let paused = client.post(api(ports[0], &format!("/lines/{line_id}/pause"))).bearer_auth(&key).send().await;
+    assert_eq!(paused.unwrap().status(), 200);
+    // Well inside the line cache's ten seconds: the second instance heard of the pause.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let held = send(ports[1], 1).await.unwrap().json::<Value>().await.unwrap();
+    let held_id = held["message"]["id"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!sent_counts(sim_port).await.contains_key(&held_id), "a paused line sent through another instance");
+    let shown: Value = client
+        .get(api(ports[1], &format!("/messages/{held_id}")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["status"], "queued", "{shown}");
+
+    let resumed = client.post(api(ports[2], &format!("/lines/{line_id}/resume"))).bearer_auth(&key).send().await;
+    assert_eq!(resumed.unwrap().status(), 200);
+    eventually(20, "the held send after the resume", || async {
+        sent_counts(sim_port).await.contains_key(&held_id).then_some(())
+    })
+    .await;
     drop(servers);
 }
 

@@ -80,6 +80,11 @@ impl LineDirectory {
         }
     }
 
+    /// Forgets every line this instance cached (it may have missed a change).
+    pub fn clear(&self) {
+        self.cache.write().expect("line cache lock").clear();
+    }
+
     /// A line by its number, whoever owns it.
     pub async fn get_by_e164(&self, e164: &str) -> sqlx::Result<Option<Line>> {
         let cached = self.by_number.read().expect("line cache lock").get(e164).cloned();

@@ -354,7 +354,24 @@ pub async fn record_check(db: &Db, id: &str, capabilities: Option<Capabilities>)
 /// Stores what an operator set of a line's sending policy (`PATCH /lines/{id}`).
 pub async fn set_policy(db: &Db, id: &str, policy: &Overrides) -> sqlx::Result<()> {
     let text = serde_json::to_string(policy).expect("a map of numbers");
-    sqlx::query("UPDATE lines SET policy = $1 WHERE id = $2").bind(text).bind(id).execute(db.writer()).await?;
+    db.transaction(async |tx| {
+        sqlx::query("UPDATE lines SET policy = $1 WHERE id = $2").bind(text).bind(id).execute(&mut *tx).await?;
+        announce(tx, id).await
+    })
+    .await
+}
+
+/// The channel on which the instances sharing a PostgreSQL hear that a line's health or policy
+/// changed (`NOTIFY`, sent when the change commits), so that each forgets what it cached of the
+/// line at once: a line paused through one instance sends nothing through another.
+pub const CHANNEL: &str = "msgline_lines";
+
+/// Tells the other instances, when the transaction commits, that line `id` changed. Nothing to
+/// tell on SQLite, which one instance serves.
+async fn announce(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<()> {
+    if super::Backend::of(conn) == super::Backend::Postgres {
+        sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(id).execute(&mut *conn).await?;
+    }
     Ok(())
 }
 
@@ -418,6 +435,7 @@ pub async fn change_health(
         for org in orgs {
             super::events::insert(tx, &org, "messaging.line.health_changed", None, data.clone()).await?;
         }
+        announce(tx, id).await?;
         Ok(Some(HealthChange { line, previous }))
     })
     .await

@@ -1,6 +1,7 @@
 //! What several instances on one PostgreSQL tell each other: a key that was revoked or rotated
 //! (`NOTIFY msgline_keys`), so that every instance refuses it at once instead of after its key
-//! cache runs out. Each instance listens on one connection of its own, named
+//! cache runs out, and a line whose health or policy changed (`NOTIFY msgline_lines`), so that
+//! every instance reads it again at once instead of after its line cache runs out. Each instance listens on one connection of its own, named
 //! [`LISTENER_NAME`]; those connections also tell how many instances share the database, and an
 //! instance without Redis warns once when it is not alone (its rate limits are its own).
 
@@ -12,11 +13,8 @@ use tokio::sync::watch;
 use super::pause;
 use crate::{
     caller::AuthCache,
-    config::Config,
-    db::{
-        Backend, Db,
-        keys::{self, CHANNEL},
-    },
+    db::{Backend, Db, keys, lines},
+    send::Sender,
 };
 
 pub const LISTENER_NAME: &str = "msgline instance";
@@ -25,7 +23,8 @@ pub const LISTENER_NAME: &str = "msgline instance";
 const COUNT_EVERY: Duration = Duration::from_secs(30);
 const FIRST_COUNT: Duration = Duration::from_secs(5);
 
-pub async fn run(db: Db, config: Config, auth: Arc<AuthCache>, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(sender: Sender, auth: Arc<AuthCache>, mut shutdown: watch::Receiver<bool>) {
+    let (db, config) = (&sender.db, &sender.config);
     if db.backend() != Backend::Postgres {
         return;
     }
@@ -49,7 +48,7 @@ pub async fn run(db: Db, config: Config, auth: Arc<AuthCache>, mut shutdown: wat
                 continue;
             }
         };
-        if let Err(error) = listener.listen(CHANNEL).await {
+        if let Err(error) = listener.listen_all([keys::CHANNEL, lines::CHANNEL]).await {
             tracing::warn!(error = %error, "cannot listen for key changes; trying again");
             if !pause(&mut shutdown, Duration::from_secs(1)).await {
                 break;
@@ -57,7 +56,7 @@ pub async fn run(db: Db, config: Config, auth: Arc<AuthCache>, mut shutdown: wat
             continue;
         }
         // Whatever changed while this instance was not listening is forgotten with the rest.
-        auth.clear();
+        forget_all(&sender, &auth);
         // The first count once the instances started together have had time to start.
         let mut count = tokio::time::interval_at(tokio::time::Instant::now() + FIRST_COUNT, COUNT_EVERY);
         loop {
@@ -65,17 +64,23 @@ pub async fn run(db: Db, config: Config, auth: Arc<AuthCache>, mut shutdown: wat
                 _ = shutdown.changed() => return,
                 _ = count.tick() => {
                     if !warned && config.redis_url.is_none() {
-                        warned = warn_if_not_alone(&db).await;
+                        warned = warn_if_not_alone(db).await;
                     }
                 }
                 notification = listener.try_recv() => match notification {
+                    Ok(Some(notification)) if notification.channel() == lines::CHANNEL => {
+                        // Read the line again, and let its pacer look (a resume elsewhere, the
+                        // command line's included, sends what waited).
+                        sender.lines.forget(notification.payload());
+                        sender.dispatch.wake_pacer(notification.payload());
+                    }
                     Ok(Some(notification)) => auth.forget(notification.payload()),
                     // The connection was lost and is made again on the next call: what was
                     // announced meanwhile is unknown, so nothing cached is trusted.
-                    Ok(None) => auth.clear(),
+                    Ok(None) => forget_all(&sender, &auth),
                     Err(error) => {
-                        tracing::warn!(error = %error, "lost the connection that hears of key changes");
-                        auth.clear();
+                        tracing::warn!(error = %error, "lost the connection that hears of key and line changes");
+                        forget_all(&sender, &auth);
                         break;
                     }
                 },
@@ -85,6 +90,11 @@ pub async fn run(db: Db, config: Config, auth: Arc<AuthCache>, mut shutdown: wat
             break;
         }
     }
+}
+
+fn forget_all(sender: &Sender, auth: &AuthCache) {
+    auth.clear();
+    sender.lines.clear();
 }
 
 /// Warns (and answers `true`) when other instances listen on this database too.

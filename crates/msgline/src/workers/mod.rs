@@ -36,7 +36,7 @@ pub fn spawn_all(
         tokio::spawn(agents::run(agents.clone(), shutdown.clone())),
         tokio::spawn(webhooks::run(sender.clone(), shutdown.clone())),
         tokio::spawn(statistics::run(sender.db.clone(), shutdown.clone())),
-        tokio::spawn(instances::run(sender.db.clone(), sender.config.clone(), auth.clone(), shutdown.clone())),
+        tokio::spawn(instances::run(sender.clone(), auth.clone(), shutdown.clone())),
         tokio::spawn(janitor::run(sender.clone(), shutdown)),
     ]
 }
