@@ -86,6 +86,16 @@ pub(super) fn print_table(report: &Value) {
     for soak in report["results"].as_array().into_iter().flatten().filter(|r| r["scenario"] == "soak") {
         print_soak(soak);
     }
+    for waiting in report["results"].as_array().into_iter().flatten().filter(|r| r["scenario"] == "waiting") {
+        let percent = |field: &str| waiting[field].as_f64().map(|p| format!("{p:.2} %")).unwrap_or_else(|| "-".into());
+        println!(
+            "waiting: {} messages on a line's budget; the idle server's CPU over {} s: {} of a core ({} before any waited)",
+            waiting["count"],
+            waiting["measured_seconds"],
+            percent("server_cpu_percent_of_a_core"),
+            percent("server_cpu_percent_of_a_core_before")
+        );
+    }
     if let Some(ratio) = report["send_to_kannel"].as_f64() {
         println!("send / kannel: {ratio:.2}x   (send: {})", report["send_request"].as_str().unwrap_or_default());
     }
