@@ -1,6 +1,11 @@
 //! The application: database, migrations, the HTTP server and its background work.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{
+    future::Future,
+    net::{Ipv4Addr, Ipv6Addr},
+    sync::Arc,
+    time::Duration,
+};
 
 use tokio::net::TcpListener;
 
@@ -34,6 +39,11 @@ impl Application {
             // Port 0 picks a port: devices must be told the one picked.
             config.public_url = Some(format!("http://{}", listener.local_addr()?));
         }
+        let mut own = listener.local_addr()?;
+        if own.ip().is_unspecified() {
+            own.set_ip(if own.is_ipv4() { Ipv4Addr::LOCALHOST.into() } else { Ipv6Addr::LOCALHOST.into() });
+        }
+        config.loopback_url = Some(format!("http://{own}"));
         Ok(Self { listener, state: wire(db, config)? })
     }
 
@@ -61,7 +71,8 @@ impl Application {
             }
         });
         tracing::info!(addr = %self.listener.local_addr()?, "msgline is serving");
-        let router = api::router(state.clone(), crate::console::router(state.clone()));
+        let pages = crate::console::router(state.clone()).merge(crate::mcp::router());
+        let router = api::router(state.clone(), pages);
         let limits = crate::web::server::Limits::of(&state.sender.config);
         crate::web::server::serve(crate::web::listener::JsonErrorsListener(self.listener), router, limits, shutdown)
             .await;

@@ -97,6 +97,12 @@ pub struct AuthCache {
     entries: RwLock<Entries>,
 }
 
+/// The credentials of an `Authorization: Bearer …` header's value.
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, credentials) = header.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| credentials.trim())
+}
+
 #[derive(Default)]
 struct Entries {
     by_hash: HashMap<String, (Principal, Instant)>,

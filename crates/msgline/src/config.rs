@@ -45,6 +45,11 @@ pub struct Config {
     /// The address devices reach this instance at, for the webhooks msgline registers with a
     /// BlueBubbles Server or an Android gateway; unset: `http://` + `listen`.
     pub public_url: Option<String>,
+    /// Where this instance reaches its own API (`http://127.0.0.1:PORT` of the address it
+    /// listens on), set when it binds; not read from the environment. MCP over HTTP calls the API
+    /// through it.
+    #[serde(skip)]
+    pub loopback_url: Option<String>,
     /// A bearer token `GET /metrics` requires; unset: the endpoint is open to whoever reaches
     /// the listener (put it behind your network). Never logged.
     pub metrics_token: Option<String>,
@@ -105,6 +110,7 @@ impl Default for Config {
             agent_runs_per_minute: 5,
             bench_routes: false,
             public_url: None,
+            loopback_url: None,
             metrics_token: None,
             redis_url: None,
             poll_open_seconds: 7 * 86_400,

@@ -1,14 +1,26 @@
-//! `msgline mcp`: an MCP server on stdio (the official Rust SDK, `rmcp`) that lets an AI
-//! assistant use msgline as a set of tools. It is a client of msgline's own HTTP API, acting
-//! with the API key in `MSGLINE_KEY` against the server at `MSGLINE_URL`, so every rule the
-//! API enforces (scopes, line binding, rate limits, idempotency) holds for the assistant too.
-//! An API refusal comes back as a tool error carrying the API's JSON error (`error` is its code).
+//! msgline's tools for an AI assistant over MCP (the official Rust SDK, `rmcp`), two ways:
+//! `msgline mcp` serves them on stdio, and `serve` at `/mcp` over the streamable HTTP transport.
+//! Either way they are a client of msgline's own HTTP API, acting with one API key (stdio:
+//! `MSGLINE_KEY` against the server at `MSGLINE_URL`; HTTP: the request's `Authorization:
+//! Bearer` key against the instance itself), so every rule the API enforces (scopes, line
+//! binding, rate limits, idempotency) holds for the assistant too. An API refusal comes back as a
+//! tool error carrying the API's JSON error (`error` is its code).
 
+use std::sync::{Arc, LazyLock};
+
+use axum::{
+    extract::{Request, State},
+    http::header,
+    response::{IntoResponse, Response},
+};
 use rmcp::{
     ErrorData as McpError, ServerHandler, ServiceExt,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
     model::{CallToolResult, Content, Implementation, ServerCapabilities, ServerInfo},
     schemars, tool, tool_handler, tool_router,
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -170,8 +182,13 @@ pub struct Tools {
 #[tool_router]
 impl Tools {
     pub fn new(base: &str, key: &str) -> Self {
+        Self::with_client(reqwest::Client::new(), base, key)
+    }
+
+    /// The tools acting with `key` against `base`, through a client shared with others.
+    pub fn with_client(http: reqwest::Client, base: &str, key: &str) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            http,
             base: base.trim_end_matches('/').to_string(),
             key: key.to_string(),
             tool_router: Self::tool_router(),
@@ -291,4 +308,53 @@ pub async fn run(base: &str, key: &str) -> anyhow::Result<()> {
     let service = Tools::new(base, key).serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())
+}
+
+/// `/mcp`: the tools over MCP's streamable HTTP transport, for an assistant on another machine.
+pub fn router() -> axum::Router<crate::services::Services> {
+    axum::Router::new().route("/mcp", axum::routing::any(over_http))
+}
+
+/// One client for every HTTP session's calls to the API: connections to the instance itself
+/// are kept and shared.
+static LOOPBACK: LazyLock<reqwest::Client> = LazyLock::new(reqwest::Client::new);
+
+/// One request of the transport. The key is checked first (401 with the API's error, as the API
+/// answers a bad key) and counted against its global rate policy (429); then the request is served statelessly, each with the tools acting with
+/// its own key: no session lives on the instance, so any instance behind a load balancer answers
+/// any request, and the transport's `GET` stream is not offered (405, as the transport allows).
+/// The tools call the API of this instance, where the key's scopes and rate limits apply.
+async fn over_http(State(state): State<crate::services::Services>, request: Request) -> Response {
+    let key = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::caller::bearer)
+        .map(str::to_string);
+    let caller = match state.auth.authenticate(&state.sender.db, key.as_deref()).await {
+        Ok(caller) => caller,
+        Err(error) => return error.into_response(),
+    };
+    // Each request of the transport counts against the key's global policy, as an API request
+    // does; a tool's call of the API counts again there.
+    let policies = [crate::ratelimit::Policy::Global];
+    if let Err((policy, retry_after)) = state.limits.check_all(&policies, &caller.caller()).await {
+        crate::metrics::rate_limited(policy.name());
+        return crate::error::ApiError::rate_limited(retry_after).into_response();
+    }
+    let key = key.unwrap_or_default();
+    let config = &state.sender.config;
+    let base = config.loopback_url.clone().unwrap_or_else(|| config.public_base());
+    // Stateless, answering JSON: a tool call is one request and its answer.
+    let transport = StreamableHttpServerConfig::default()
+        .with_stateful_mode(false)
+        .with_json_response(true)
+        // Who may call is the key's to say, not the Host header's: msgline is reached by name.
+        .disable_allowed_hosts();
+    let service = StreamableHttpService::new(
+        move || Ok(Tools::with_client(LOOPBACK.clone(), &base, &key)),
+        Arc::new(LocalSessionManager::default()),
+        transport,
+    );
+    service.handle(request).await.into_response()
 }

@@ -46,6 +46,7 @@ mod lines;
 mod locks;
 mod matrix;
 mod mcp;
+mod mcp_http;
 mod media;
 mod messages;
 mod metrics;

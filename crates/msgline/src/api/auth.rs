@@ -14,7 +14,4 @@ impl<S: Send + Sync> FromRequestParts<S> for Principal {
 }
 
 /// The credentials of a `Bearer` authorization header (the scheme name in any case).
-pub fn bearer(header: &str) -> Option<&str> {
-    let (scheme, credentials) = header.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| credentials.trim())
-}
+pub use crate::caller::bearer;
