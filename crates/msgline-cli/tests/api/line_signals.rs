@@ -28,6 +28,15 @@ async fn send_and_settle(line: &DeviceLine, body: &str, outcome: &str) {
     line.wait_status(&id, outcome).await;
 }
 
+/// Waits for the line to be flagged; the line as shown then.
+async fn until_flagged(line: &DeviceLine) -> Value {
+    eventually(30, "the line to be flagged", || async {
+        let now = health(line).await;
+        (now["health"] == "flagged").then_some(now)
+    })
+    .await
+}
+
 async fn android_mode(line: &DeviceLine, mode: &str, reason: &str) {
     line.fake.control("/control/mode", json!({"mode": mode, "reason": reason})).await;
 }
@@ -37,11 +46,7 @@ async fn an_android_phone_at_its_sending_limit_flags_its_line_at_once_and_later_
     let line = DeviceLine::start(Kind::Android, &[]).await;
     android_mode(&line, "fail", LIMIT).await;
     send_and_settle(&line, "one too many", "failed").await;
-    let flagged = eventually(30, "the line to be flagged", || async {
-        let now = health(&line).await;
-        (now["health"] == "flagged").then_some(now)
-    })
-    .await;
+    let flagged = until_flagged(&line).await;
     assert!(flagged["health_reason"].as_str().unwrap().contains("RESULT_ERROR_LIMIT_EXCEEDED"), "{flagged}");
 
     // The phone would send again, but the line stays stopped until an operator resumes it.
@@ -81,11 +86,7 @@ async fn a_run_of_generic_failures_flags_an_android_line_and_no_signal_or_a_send
     assert_eq!(health(&line).await["health"], "active", "four in a row since the last send that went");
 
     send_and_settle(&line, "the fifth in a row", "failed").await;
-    let flagged = eventually(30, "the line to be flagged", || async {
-        let now = health(&line).await;
-        (now["health"] == "flagged").then_some(now)
-    })
-    .await;
+    let flagged = until_flagged(&line).await;
     let reason = flagged["health_reason"].as_str().unwrap();
     assert!(reason.contains("5 sends in a row") && reason.contains("RESULT_ERROR_GENERIC_FAILURE"), "{reason}");
 }
@@ -106,11 +107,7 @@ async fn a_run_of_failed_imessages_flags_a_bluebubbles_line_and_a_recipient_with
     }
     assert_eq!(health(&line).await["health"], "active");
     send_and_settle(&line, "refused again", "failed").await;
-    let flagged = eventually(30, "the line to be flagged", || async {
-        let now = health(&line).await;
-        (now["health"] == "flagged").then_some(now)
-    })
-    .await;
+    let flagged = until_flagged(&line).await;
     assert!(flagged["health_reason"].as_str().unwrap().contains("error 38"), "{flagged}");
 
     // Later sends wait on the flagged line: the Mac is not called.

@@ -9,6 +9,20 @@ use tokio::{
 
 use crate::helpers::spawn_app;
 
+/// The tools, by name, in order: what both transports list.
+pub const TOOLS: [&str; 10] = [
+    "cancel_message",
+    "create_group",
+    "get_conversation_messages",
+    "get_message",
+    "list_conversations",
+    "list_lines",
+    "search_contacts",
+    "send_contact_card",
+    "send_message",
+    "send_poll",
+];
+
 struct Session {
     child: Child,
     stdin: ChildStdin,
@@ -87,21 +101,7 @@ async fn an_mcp_client_lists_the_tools_sends_a_message_and_reads_it_back() {
     let tools = listed["tools"].as_array().expect("tools");
     let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort();
-    assert_eq!(
-        names,
-        [
-            "cancel_message",
-            "create_group",
-            "get_conversation_messages",
-            "get_message",
-            "list_conversations",
-            "list_lines",
-            "search_contacts",
-            "send_contact_card",
-            "send_message",
-            "send_poll"
-        ]
-    );
+    assert_eq!(names, TOOLS);
     let send = tools.iter().find(|t| t["name"] == "send_message").unwrap();
     let schema = &send["inputSchema"];
     assert!(schema["required"].as_array().unwrap().contains(&json!("body")), "{schema}");

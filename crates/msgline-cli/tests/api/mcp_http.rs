@@ -49,21 +49,7 @@ async fn an_assistant_on_another_machine_lists_the_tools_sends_once_and_reads_it
     assert_eq!(seen["server"]["name"], "msgline", "{seen}");
     assert_eq!(seen["server"]["version"], env!("CARGO_PKG_VERSION"), "{seen}");
     let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-    assert_eq!(
-        tools,
-        [
-            "cancel_message",
-            "create_group",
-            "get_conversation_messages",
-            "get_message",
-            "list_conversations",
-            "list_lines",
-            "search_contacts",
-            "send_contact_card",
-            "send_message",
-            "send_poll"
-        ]
-    );
+    assert_eq!(tools, crate::mcp::TOOLS);
 
     assert_eq!(seen["sent"]["error"], false, "{seen}");
     let id = seen["sent"]["json"]["message"]["id"].as_str().expect("a message id").to_string();

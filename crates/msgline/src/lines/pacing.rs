@@ -50,19 +50,19 @@ pub async fn step(db: &Db, line_id: &str, now: i64, lease_ms: i64) -> sqlx::Resu
     db.transaction(async |tx| {
         let Some(line) = line_sends::lock_line(tx, line_id).await? else { return Ok(Step::default()) };
         let expired = line_sends::expire(tx, line_id, now, LOOK_AT_MOST).await?;
-        let queue = line_sends::queue(tx, line_id).await?;
-        if queue.waiting == 0 {
-            return Ok(Step { expired, ..Step::default() });
-        }
+        // When the first waiting message is due and the first validity ends (not how many wait:
+        // a count reads them all, and a step runs at every send to a paced line).
+        let (next_due, next_expiry) = line_sends::next_times(tx, line_id).await?;
+        let Some(next_due) = next_due else { return Ok(Step { expired, ..Step::default() }) };
         // At the latest: the next validity to end, and a look a minute on.
-        let bound = earliest(queue.next_expiry, Some(now + LOOK_AGAIN_MS));
+        let bound = earliest(next_expiry, Some(now + LOOK_AGAIN_MS));
         let not_yet = |at: Option<i64>| earliest(at, bound);
         if line.health != Health::Active {
             let (moved_to, failover_at) = fail_over(tx, &line, now).await?;
             return Ok(Step { expired, moved_to, next_at: earliest(bound, failover_at), ..Step::default() });
         }
-        if let Some(due) = queue.next_due.filter(|due| *due > now) {
-            return Ok(Step { expired, next_at: not_yet(Some(due)), ..Step::default() });
+        if next_due > now {
+            return Ok(Step { expired, next_at: not_yet(Some(next_due)), ..Step::default() });
         }
         let policy = line.policy_in_force();
         let month_start = clock::month_start_ms(now);
