@@ -211,7 +211,10 @@ async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_k
             .cloned()
             .collect()
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    // A bound on liveness, not a speed: alone this settles in seconds, but under the whole
+    // suite's load on two cores smsbox has taken more than 90 s to call again the reports it
+    // could not give msgline while it was down.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
     let mut last = Vec::new();
     let statuses = loop {
         let mut rows: Vec<(String, String)> =
@@ -226,7 +229,7 @@ async fn msgline_killed_mid_load_loses_nothing_and_sends_nothing_twice_through_k
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "not every message settled in 90 s: {} of {total} stored, unsettled {unsettled:?}",
+            "not every message settled in 240 s: {} of {total} stored, unsettled {unsettled:?}",
             rows.len()
         );
         last = rows;
@@ -430,7 +433,10 @@ async fn kannel_killed_mid_load_and_restarted_loses_nothing_and_sends_nothing_tw
     assert!(answers.iter().all(|s| *s == 202), "msgline accepts while its line is down: {answers:?}");
 
     // Settled: nothing waits to be handed to Kannel, and nothing moved for three seconds.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    // A bound on liveness, not a speed: alone this settles in seconds, but under the whole
+    // suite's load on two cores smsbox has taken more than 90 s to call again the reports it
+    // could not give msgline while it was down.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
     let mut last = Vec::new();
     let settled = loop {
         let rows = statuses().await;
