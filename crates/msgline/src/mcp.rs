@@ -320,29 +320,19 @@ pub fn router() -> axum::Router<crate::services::Services> {
 static LOOPBACK: LazyLock<reqwest::Client> = LazyLock::new(reqwest::Client::new);
 
 /// One request of the transport. The key is checked first (401 with the API's error, as the API
-/// answers a bad key) and counted against its global rate policy (429); then the request is served statelessly, each with the tools acting with
-/// its own key: no session lives on the instance, so any instance behind a load balancer answers
-/// any request, and the transport's `GET` stream is not offered (405, as the transport allows).
-/// The tools call the API of this instance, where the key's scopes and rate limits apply.
+/// answers a bad key) and counted against its global rate policy (429); then the request is
+/// served statelessly, with the tools acting with its own key: no session lives on the
+/// instance, so any instance behind a load balancer answers any request, and the transport's
+/// `GET` stream is not offered (405, as the transport allows). The tools call the API of this
+/// instance, where the key's scopes and rate limits apply.
 async fn over_http(State(state): State<crate::services::Services>, request: Request) -> Response {
-    let key = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(crate::caller::bearer)
-        .map(str::to_string);
-    let caller = match state.auth.authenticate(&state.sender.db, key.as_deref()).await {
-        Ok(caller) => caller,
-        Err(error) => return error.into_response(),
-    };
-    // Each request of the transport counts against the key's global policy, as an API request
-    // does; a tool's call of the API counts again there.
-    let policies = [crate::ratelimit::Policy::Global];
-    if let Err((policy, retry_after)) = state.limits.check_all(&policies, &caller.caller()).await {
-        crate::metrics::rate_limited(policy.name());
-        return crate::error::ApiError::rate_limited(retry_after).into_response();
+    let header = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    // Each request of the transport is admitted as an API request is (its key, its global
+    // policy); a tool's call of the API counts again there.
+    if let Err(error) = state.admit(header).await {
+        return error.into_response();
     }
-    let key = key.unwrap_or_default();
+    let key = header.and_then(crate::caller::bearer).unwrap_or_default().to_string();
     let config = &state.sender.config;
     let base = config.loopback_url.clone().unwrap_or_else(|| config.public_base());
     // Stateless, answering JSON: a tool call is one request and its answer.

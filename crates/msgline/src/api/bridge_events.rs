@@ -289,8 +289,6 @@ async fn fetch_files(
     Ok(())
 }
 
-/// An inbound text may have queued an automatic reply (to STOP, START or HELP): the dispatcher
-/// is woken to send it now rather than at its next look.
 /// What the applied status reports say of the line (a run of failures, a blocked SIM: see
 /// `lines::signals`).
 async fn observe_reports(
@@ -305,6 +303,8 @@ async fn observe_reports(
     Ok(())
 }
 
+/// An inbound text may have queued an automatic reply (to STOP, START or HELP): the dispatcher
+/// is woken to send it now rather than at its next look.
 fn wake_for_replies(state: &Services, events: &[BridgeEvent]) {
     if events.iter().any(|e| matches!(e.payload, crate::bridge::BridgeEventPayload::Inbound { .. })) {
         state.sender.dispatch.wake();

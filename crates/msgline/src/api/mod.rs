@@ -38,7 +38,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::{
     error::{ApiError, ErrorKind},
     ids,
-    ratelimit::{Allowance, Policy},
+    ratelimit::Allowance,
     services::Services,
 };
 
@@ -163,18 +163,11 @@ async fn route_template(req: Request, next: Next) -> Response {
 /// Authenticates the bearer key and counts the request against the caller's rate limits.
 async fn authenticate(State(state): State<Services>, mut req: Request, next: Next) -> Response {
     let header = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let principal = match state.auth.authenticate(&state.sender.db, header.and_then(auth::bearer)).await {
-        Ok(principal) => principal,
-        Err(error) => return error.into_response(),
-    };
     // The send policy is counted where a send is accepted (`send::rates`), for every edge alike;
     // its allowance comes back on the response.
-    let mut allowances = match state.limits.check_all(&[Policy::Global], &principal.caller()).await {
-        Ok(allowances) => allowances,
-        Err((policy, retry_after)) => {
-            crate::metrics::rate_limited(policy.name());
-            return ApiError::rate_limited(retry_after).into_response();
-        }
+    let (principal, mut allowances) = match state.admit(header).await {
+        Ok(admitted) => admitted,
+        Err(error) => return error.into_response(),
     };
     req.extensions_mut().insert(principal);
     let mut response = next.run(req).await;

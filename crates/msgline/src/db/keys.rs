@@ -188,10 +188,7 @@ pub async fn rotate(db: &Db, org_id: &str, id: &str, grace_ms: i64) -> sqlx::Res
 /// Tells every instance listening on this PostgreSQL that key `id` changed (revoked, rotated).
 /// Nothing to tell on SQLite, which one instance serves.
 pub async fn announce_change(db: &Db, id: &str) -> sqlx::Result<()> {
-    if db.backend() == super::Backend::Postgres {
-        sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(id).execute(db.writer()).await?;
-    }
-    Ok(())
+    super::notify(db.backend(), db.writer(), CHANNEL, id).await
 }
 
 /// How many connections named `application_name` (each instance's listener for [`CHANNEL`])

@@ -366,13 +366,9 @@ pub async fn set_policy(db: &Db, id: &str, policy: &Overrides) -> sqlx::Result<(
 /// line at once: a line paused through one instance sends nothing through another.
 pub const CHANNEL: &str = "msgline_lines";
 
-/// Tells the other instances, when the transaction commits, that line `id` changed. Nothing to
-/// tell on SQLite, which one instance serves.
+/// Tells the other instances, when the transaction commits, that line `id` changed.
 async fn announce(conn: &mut sqlx::AnyConnection, id: &str) -> sqlx::Result<()> {
-    if super::Backend::of(conn) == super::Backend::Postgres {
-        sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(id).execute(&mut *conn).await?;
-    }
-    Ok(())
+    super::notify(super::Backend::of(conn), &mut *conn, CHANNEL, id).await
 }
 
 /// A line by id inside a transaction, its row held until the transaction ends (on PostgreSQL;

@@ -472,6 +472,21 @@ pub async fn write_returning<T: Send + 'static>(
     rows.iter().map(|row| map(row)).collect()
 }
 
+/// Tells the instances listening on this PostgreSQL `payload` on `channel` (`NOTIFY`), when the
+/// transaction `executor` runs in commits (at once outside one). Nothing on SQLite, which one
+/// instance serves.
+async fn notify<'e>(
+    backend: Backend,
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    channel: &'static str,
+    payload: &str,
+) -> sqlx::Result<()> {
+    if backend == Backend::Postgres {
+        sqlx::query("SELECT pg_notify($1, $2)").bind(channel).bind(payload.to_string()).execute(executor).await?;
+    }
+    Ok(())
+}
+
 /// Escapes `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
 pub fn like_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -115,8 +115,9 @@ pub fn verdict(signal: Signal, run: u32, reason: &str) -> Option<String> {
 }
 
 /// What one send (`message_id`) of `line` came to, from its answer or its status report:
-/// `Some(reason)` failed, `None` went out. Counts or ends the line's run, and flags the line on a blocked signal or a full
-/// run (with `messaging.line.health_changed`). The line's sends wait from then on.
+/// `Some(reason)` failed, `None` went out. Counts or ends the line's run, and flags the line on a
+/// blocked signal or a full run (with `messaging.line.health_changed`). The line's sends wait
+/// from then on.
 pub async fn observe(
     db: &Db,
     lines: &LineDirectory,

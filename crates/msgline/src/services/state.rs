@@ -7,7 +7,14 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 
-use crate::{agents::Agents, caller::AuthCache, db::Db, ratelimit::RateLimits, send::Sender};
+use crate::{
+    agents::Agents,
+    caller::{self, AuthCache, Principal},
+    db::Db,
+    error::{ApiError, ApiResult},
+    ratelimit::{Allowance, Policy, RateLimits},
+    send::Sender,
+};
 
 /// Cheap to clone: each part is a handle.
 #[derive(Clone, FromRef)]
@@ -23,6 +30,21 @@ pub struct Services {
 impl Services {
     pub(crate) fn new(sender: Sender, auth: Arc<AuthCache>, limits: Arc<RateLimits>, agents: Agents) -> Self {
         Services { sender, auth, limits, agents }
+    }
+
+    /// Who makes a request with this `Authorization` header value: its bearer key authenticated
+    /// (401 `unauthorized`), and the request counted against the key's global rate policy (429
+    /// `rate_limited`), with what the policy leaves for the `RateLimit` headers. The API's
+    /// requests and MCP's over HTTP are admitted alike.
+    pub(crate) async fn admit(&self, authorization: Option<&str>) -> ApiResult<(Principal, Vec<Allowance>)> {
+        let principal = self.auth.authenticate(&self.sender.db, authorization.and_then(caller::bearer)).await?;
+        match self.limits.check_all(&[Policy::Global], &principal.caller()).await {
+            Ok(allowances) => Ok((principal, allowances)),
+            Err((policy, retry_after)) => {
+                crate::metrics::rate_limited(policy.name());
+                Err(ApiError::rate_limited(retry_after))
+            }
+        }
     }
 
     /// The database the server runs on (the demo and the tests read it).

@@ -1,9 +1,10 @@
 //! What several instances on one PostgreSQL tell each other: a key that was revoked or rotated
 //! (`NOTIFY msgline_keys`), so that every instance refuses it at once instead of after its key
 //! cache runs out, and a line whose health or policy changed (`NOTIFY msgline_lines`), so that
-//! every instance reads it again at once instead of after its line cache runs out. Each instance listens on one connection of its own, named
-//! [`LISTENER_NAME`]; those connections also tell how many instances share the database, and an
-//! instance without Redis warns once when it is not alone (its rate limits are its own).
+//! every instance reads it again at once instead of after its line cache runs out. Each instance
+//! listens on one connection of its own, named [`LISTENER_NAME`]; those connections also tell how
+//! many instances share the database, and an instance without Redis warns once when it is not
+//! alone (its rate limits are its own).
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
