@@ -73,6 +73,9 @@ pub struct Config {
     /// Seconds between two probes of each line (its capabilities asked): a line whose probe
     /// fails is `offline` until one succeeds.
     pub line_check_seconds: u64,
+    /// How long the event feed gives an event: a reader without a cursor starts this far back,
+    /// and a cursor older than this is refused.
+    pub feed_retention_hours: u64,
     /// How long a connection may take to send a request's headers, and how long a kept-alive
     /// connection may sit idle before its next request; then it is closed.
     pub header_read_timeout_seconds: u64,
@@ -120,6 +123,7 @@ impl Default for Config {
             schedule_min_seconds: 60,
             schedule_late_seconds: 3_600,
             line_check_seconds: 30,
+            feed_retention_hours: 72,
             header_read_timeout_seconds: 30,
             body_read_timeout_seconds: 60,
             max_connections: 10_000,
@@ -203,6 +207,7 @@ impl Config {
         anyhow::ensure!(self.body_read_timeout_seconds > 0, "MSGLINE_BODY_READ_TIMEOUT_SECONDS must be at least 1");
         anyhow::ensure!(self.max_connections > 0, "MSGLINE_MAX_CONNECTIONS must be at least 1");
         anyhow::ensure!(self.line_check_seconds > 0, "MSGLINE_LINE_CHECK_SECONDS must be at least 1");
+        anyhow::ensure!(self.feed_retention_hours > 0, "MSGLINE_FEED_RETENTION_HOURS must be at least 1");
         anyhow::ensure!(self.max_connections_per_address > 0, "MSGLINE_MAX_CONNECTIONS_PER_ADDRESS must be at least 1");
         Ok(())
     }

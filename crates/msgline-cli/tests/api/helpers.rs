@@ -358,6 +358,8 @@ pub fn authenticated_routes() -> Vec<(Method, &'static str, &'static str, Option
         (Method::GET, "/opt-outs", "messaging_contacts", None),
         (Method::DELETE, "/opt-outs/opt_unknown", "messaging_contacts", None),
         (Method::GET, "/settings", "messaging_read", None),
+        (Method::GET, "/feed", "messaging_read", None),
+        (Method::GET, "/feed/stream", "messaging_read", None),
         (Method::POST, "/messages/msg_unknown/reactions", "messaging_send", Some(json!({"reaction": "love"}))),
         (Method::DELETE, "/messages/msg_unknown/reactions/love", "messaging_send", None),
     ]

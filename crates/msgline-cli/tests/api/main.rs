@@ -26,6 +26,7 @@ mod demo;
 mod egress;
 mod errors;
 mod fallback;
+mod feed;
 mod foundation;
 mod fuzz;
 mod group_changes;

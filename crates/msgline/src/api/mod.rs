@@ -11,6 +11,7 @@ pub mod contacts;
 mod conversations;
 mod events;
 pub mod extract;
+mod feed;
 pub mod groups;
 mod health;
 pub mod keys;
@@ -62,6 +63,7 @@ fn routes(authenticate: impl FnOnce(OpenApiRouter<Services>) -> OpenApiRouter<Se
         .merge(groups::router())
         .merge(agents::router())
         .merge(events::router())
+        .merge(feed::router())
         .merge(webhooks::router());
     OpenApiRouter::with_openapi(openapi::Root::openapi())
         .nest(BASE, authenticate(authenticated).merge(bridge_events::router()))

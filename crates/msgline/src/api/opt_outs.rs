@@ -134,6 +134,7 @@ fn replies_json(replies: &Replies) -> Value {
         "opt_in_reply": replies.opt_in_text(),
         "help_reply": replies.help_text(),
         "fallback": replies.default_fallback.as_deref().unwrap_or("none"),
+        "event_feed": replies.event_feed.unwrap_or(false),
         "defaults": {
             "opt_out_reply": replies.opt_out.is_none(),
             "opt_in_reply": replies.opt_in.is_none(),

@@ -85,6 +85,7 @@ pub async fn save_settings(
         opt_in_reply: Some(form.opt_in_reply),
         help_reply: Some(form.help_reply),
         fallback: Some(form.fallback).filter(|f| !f.is_empty()).map(serde_json::Value::String),
+        event_feed: None,
     };
     let (status, context) = match crate::services::opt_outs::update_replies(&state, &signed_in.principal, body).await {
         Ok(replies) => (StatusCode::OK, context! { replies => replies_context(&replies), saved => "Saved." }),

@@ -22,16 +22,21 @@ pub(super) fn values(p: &[String]) -> String {
 }
 
 /// Whether an event is written at all: only for an organisation with a webhook endpoint,
-/// enabled or disabled. Events are what endpoints are sent (now, or by a replay, which never
-/// reaches back before the endpoint was made); with none to send them to, a message costs no
-/// event rows.
+/// enabled or disabled, or with its event feed on. Events are what endpoints are sent (now, or
+/// by a replay, which never reaches back before the endpoint was made) and what the feed reads;
+/// with neither, a message costs no event rows.
 pub(super) fn only_if(p: &[String]) -> String {
-    format!("EXISTS (SELECT 1 FROM webhooks w WHERE w.org_id = {})", p[1])
+    format!(
+        "(EXISTS (SELECT 1 FROM webhooks w WHERE w.org_id = {org}) \
+         OR EXISTS (SELECT 1 FROM orgs o WHERE o.id = {org} AND o.event_feed = 1))",
+        org = p[1]
+    )
 }
 
-/// Finds a row if the organisation `$1` has a webhook endpoint, enabled or not: the condition of
-/// [`only_if`] on its own, for a runner that asks it once for many events.
-pub(super) const HAS_ENDPOINT: &str = "SELECT 1 FROM webhooks WHERE org_id = $1 LIMIT 1";
+/// Finds a row if the organisation `$1` wants events (see [`only_if`]): the condition on its
+/// own, for a runner that asks it once for many events.
+pub(super) const WANTS_EVENTS: &str = "SELECT 1 FROM webhooks WHERE org_id = $1 \
+     UNION ALL SELECT 1 FROM orgs WHERE id = $1 AND event_feed = 1 LIMIT 1";
 
 /// The insert of one event, parameters `$1..$6` in [`values`]' order; built once.
 fn insert_sql() -> &'static str {
@@ -42,7 +47,7 @@ fn insert_sql() -> &'static str {
     })
 }
 
-/// Writes an event if the organisation has a webhook endpoint (see [`only_if`]); `data` is the
+/// Writes an event if the organisation wants events (see [`only_if`]); `data` is the
 /// object webhook receivers get, serialised. Returns the event's id, or `None` if none was
 /// written.
 pub async fn insert(
@@ -65,6 +70,18 @@ pub async fn insert(
     Ok((done.rows_affected() == 1).then_some(id))
 }
 
+/// An event as webhooks and the feed give it, `{id, type, created_at, data}`, from its row
+/// (`data` as stored, serialised).
+pub fn object(id: &str, kind: &str, created_at: i64, data: &str) -> serde_json::Value {
+    let data: serde_json::Value = serde_json::from_str(data).unwrap_or(serde_json::Value::Null);
+    serde_json::json!({"id": id, "type": kind, "created_at": clock::rfc3339(created_at), "data": data})
+}
+
+/// [`object`], serialised.
+pub fn body(id: &str, kind: &str, created_at: i64, data: &str) -> Vec<u8> {
+    serde_json::to_vec(&object(id, kind, created_at, data)).expect("JSON values serialise")
+}
+
 /// Stages `messaging.message.<status>` of a message into a batch, with `data` (the message as
 /// it now is: `Message::event_data`).
 pub fn stage_message_event(batch: &mut Batch, org_id: &str, message_id: &str, status: &str, data: String) {
@@ -80,7 +97,7 @@ pub fn stage_message_event(batch: &mut Batch, org_id: &str, message_id: &str, st
                 clock::now_ms().into(),
             ],
         )
-        .guard_last(HAS_ENDPOINT, org_id.into());
+        .guard_last(WANTS_EVENTS, org_id.into());
 }
 
 /// The types of the events written for a message, oldest first (for tests).

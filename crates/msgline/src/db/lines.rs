@@ -426,7 +426,14 @@ pub async fn change_health(
         .to_string();
         let orgs: Vec<String> = match &line.org_id {
             Some(org) => vec![org.clone()],
-            None => sqlx::query_scalar("SELECT DISTINCT org_id FROM webhooks").fetch_all(&mut *tx).await?,
+            // A shared line's change, for every organisation that wants events.
+            None => {
+                sqlx::query_scalar(
+                    "SELECT DISTINCT org_id FROM webhooks UNION SELECT id FROM orgs WHERE event_feed = 1",
+                )
+                .fetch_all(&mut *tx)
+                .await?
+            }
         };
         for org in orgs {
             super::events::insert(tx, &org, "messaging.line.health_changed", None, data.clone()).await?;

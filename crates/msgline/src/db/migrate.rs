@@ -55,6 +55,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(29, "0029_sms_fallback"),
     migration!(30, "0030_webhook_rows_unlinked"),
     migration!(31, "0031_lines_that_last"),
+    migration!(32, "0032_event_feed"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

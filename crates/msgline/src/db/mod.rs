@@ -20,6 +20,7 @@ pub mod conversations;
 mod engine;
 pub mod events;
 pub mod fallback;
+pub mod feed;
 pub mod group_changes;
 pub mod idempotency;
 pub mod keys;

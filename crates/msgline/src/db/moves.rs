@@ -208,10 +208,10 @@ fn stage_move(
         match (endpoint, backend) {
             (Some(_), _) => {}
             (None, super::Backend::Sqlite) => {
-                batch.guard_last(events::HAS_ENDPOINT, org());
+                batch.guard_last(events::WANTS_EVENTS, org());
             }
             (None, super::Backend::Postgres) => {
-                batch.guard_last_or(events::HAS_ENDPOINT, org(), update, plain_args);
+                batch.guard_last_or(events::WANTS_EVENTS, org(), update, plain_args);
             }
         }
     } else {

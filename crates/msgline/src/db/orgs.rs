@@ -39,6 +39,8 @@ pub struct Replies {
     /// The default SMS fallback of the organisation's sends: `Some("sms")`, or `None`. In a
     /// change, `Some("none")` turns it off.
     pub default_fallback: Option<String>,
+    /// Whether the organisation's event feed is on (in a change, `None` leaves it as it is).
+    pub event_feed: Option<bool>,
 }
 
 impl Replies {
@@ -67,11 +69,12 @@ pub async fn replies_in<'c, E>(executor: E, org_id: &str) -> sqlx::Result<Replie
 where
     E: sqlx::Executor<'c, Database = sqlx::Any>,
 {
-    let row =
-        sqlx::query("SELECT name, opt_out_reply, opt_in_reply, help_reply, default_fallback FROM orgs WHERE id = $1")
-            .bind(org_id)
-            .fetch_optional(executor)
-            .await?;
+    let row = sqlx::query(
+        "SELECT name, opt_out_reply, opt_in_reply, help_reply, default_fallback, event_feed FROM orgs WHERE id = $1",
+    )
+    .bind(org_id)
+    .fetch_optional(executor)
+    .await?;
     let Some(row) = row else { return Ok(Replies::default()) };
     Ok(Replies {
         org_name: row.try_get(0)?,
@@ -79,6 +82,7 @@ where
         opt_in: row.try_get(2)?,
         help: row.try_get(3)?,
         default_fallback: row.try_get(4)?,
+        event_feed: Some(row.try_get::<i64, _>(5)? == 1),
     })
 }
 
@@ -91,7 +95,8 @@ pub async fn set_replies(db: &Db, org_id: &str, changes: &Replies) -> sqlx::Resu
         "UPDATE orgs SET opt_out_reply = CASE WHEN $1 = 1 THEN opt_out_reply ELSE $2 END, \
          opt_in_reply = CASE WHEN $3 = 1 THEN opt_in_reply ELSE $4 END, \
          help_reply = CASE WHEN $5 = 1 THEN help_reply ELSE $6 END, \
-         default_fallback = CASE WHEN $8 = 1 THEN default_fallback ELSE $9 END WHERE id = $7",
+         default_fallback = CASE WHEN $8 = 1 THEN default_fallback ELSE $9 END, \
+         event_feed = CASE WHEN $10 = 1 THEN event_feed ELSE $11 END WHERE id = $7",
     )
     .bind(keep(&changes.opt_out))
     .bind(text(&changes.opt_out))
@@ -102,6 +107,8 @@ pub async fn set_replies(db: &Db, org_id: &str, changes: &Replies) -> sqlx::Resu
     .bind(org_id)
     .bind(keep(&changes.default_fallback))
     .bind(changes.default_fallback.clone().filter(|f| f == "sms"))
+    .bind(i64::from(changes.event_feed.is_none()))
+    .bind(i64::from(changes.event_feed == Some(true)))
     .execute(db.writer())
     .await?;
     replies_in(db.writer(), org_id).await

@@ -52,7 +52,7 @@ pub async fn apply_reports(db: &Db, line_id: &str, reports: Vec<StatusReport>) -
                 // Read in the transaction the moves run in, as the messages are.
                 let mut endpoints = HashSet::new();
                 for org in messages.values().map(|m| m.org_id.as_str()).collect::<HashSet<_>>() {
-                    if super::engine::native::finds(conn, super::events::HAS_ENDPOINT, &org.into())? {
+                    if super::engine::native::finds(conn, super::events::WANTS_EVENTS, &org.into())? {
                         endpoints.insert(org.to_string());
                     }
                 }
@@ -140,16 +140,19 @@ async fn lock_many(conn: &mut AnyConnection, ids: &[&str]) -> sqlx::Result<Vec<M
     rows.iter().map(from_row).collect()
 }
 
-/// Which of `orgs` have a webhook endpoint, enabled or not (see [`super::events::only_if`]). On
-/// a PostgreSQL commit lane.
+/// Which of `orgs` want events: a webhook endpoint, enabled or not, or the event feed on (see
+/// [`super::events::only_if`]). On a PostgreSQL commit lane.
 async fn with_endpoints<'a>(
     conn: &mut AnyConnection,
     orgs: impl Iterator<Item = &'a str>,
 ) -> sqlx::Result<HashSet<String>> {
     use sqlx::Row;
     let orgs: Vec<&str> = orgs.collect::<HashSet<_>>().into_iter().collect();
-    let sql =
-        format!("SELECT DISTINCT org_id FROM webhooks WHERE org_id IN ({})", super::engine::batch::lane_texts_of(1));
+    let orgs_in = super::engine::batch::lane_texts_of(1);
+    let sql = format!(
+        "SELECT DISTINCT org_id FROM webhooks WHERE org_id IN ({orgs_in}) \
+         UNION SELECT id FROM orgs WHERE event_feed = 1 AND id IN ({orgs_in})"
+    );
     let rows = sqlx::query(&sql).bind(serde_json::to_string(&orgs).expect("ids are strings")).fetch_all(conn).await?;
     rows.iter().map(|row| row.try_get(0)).collect()
 }

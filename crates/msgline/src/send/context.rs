@@ -36,6 +36,8 @@ pub struct Handles {
     pub org_defaults: super::org_defaults::OrgDefaults,
     /// The rate limits: sends count against the send policy where they are accepted.
     pub limits: Arc<RateLimits>,
+    /// Wakes this instance's open event-feed streams.
+    pub feed: crate::db::feed::Signal,
 }
 
 /// The one `Deref` on the way to a handle: `sender.db` is the send path's database.
@@ -60,6 +62,7 @@ impl Sender {
             )),
             media,
             limits,
+            feed: Default::default(),
             db,
             config,
         })))

@@ -1,5 +1,5 @@
 //! Opt-outs and the organisation's settings: clearing an opt-out, and the automatic replies to
-//! STOP, START and HELP with the default SMS fallback.
+//! STOP, START and HELP with the default SMS fallback, and the event feed.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -39,6 +39,10 @@ pub struct UpdateSettings {
     /// `none` (the default).
     #[schema(value_type = Option<String>, example = "sms")]
     pub fallback: Option<Value>,
+    /// Whether the organisation's events are kept for `GET /feed` and `GET /feed/stream`
+    /// (`false`, the default: only webhooks get them).
+    #[schema(value_type = Option<bool>, example = true)]
+    pub event_feed: Option<Value>,
 }
 
 /// Sets the organisation's automatic replies with the API's rules; the console saves them
@@ -64,9 +68,17 @@ pub async fn update_replies(state: &Services, caller: &Principal, body: UpdateSe
         && body.opt_in_reply.is_none()
         && body.help_reply.is_none()
         && body.fallback.is_none()
+        && body.event_feed.is_none()
     {
-        return Err(ApiError::bad_request("give at least one of opt_out_reply, opt_in_reply, help_reply and fallback"));
+        return Err(ApiError::bad_request(
+            "give at least one of opt_out_reply, opt_in_reply, help_reply, fallback and event_feed",
+        ));
     }
+    let event_feed = match body.event_feed {
+        None => None,
+        Some(Value::Bool(on)) => Some(on),
+        Some(_) => return Err(ApiError::invalid("event_feed", "event_feed is true or false")),
+    };
     let default_fallback = match body.fallback {
         None => None,
         Some(Value::String(text)) if text == "sms" || text == "none" => Some(text),
@@ -78,6 +90,7 @@ pub async fn update_replies(state: &Services, caller: &Principal, body: UpdateSe
         opt_in: reply("opt_in_reply", body.opt_in_reply)?,
         help: reply("help_reply", body.help_reply)?,
         default_fallback,
+        event_feed,
     };
     let saved = db::orgs::set_replies(&state.sender.db, &caller.org_id, &changes).await?;
     state.sender.org_defaults.forget(&caller.org_id);

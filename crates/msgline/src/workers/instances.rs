@@ -1,7 +1,9 @@
 //! What several instances on one PostgreSQL tell each other: a key that was revoked or rotated
 //! (`NOTIFY msgline_keys`), so that every instance refuses it at once instead of after its key
 //! cache runs out, and a line whose health or policy changed (`NOTIFY msgline_lines`), so that
-//! every instance reads it again at once instead of after its line cache runs out. Each instance
+//! every instance reads it again at once instead of after its line cache runs out, and new
+//! events of an organisation with an event feed (`NOTIFY msgline_feed`, from a trigger), so that
+//! every instance's open feed streams look at once. Each instance
 //! listens on one connection of its own, named [`LISTENER_NAME`]; those connections also tell how
 //! many instances share the database, and an instance without Redis warns once when it is not
 //! alone (its rate limits are its own).
@@ -14,7 +16,7 @@ use tokio::sync::watch;
 use super::pause;
 use crate::{
     caller::AuthCache,
-    db::{Backend, Db, keys, lines},
+    db::{Backend, Db, feed, keys, lines},
     send::Sender,
 };
 
@@ -49,7 +51,7 @@ pub async fn run(sender: Sender, auth: Arc<AuthCache>, mut shutdown: watch::Rece
                 continue;
             }
         };
-        if let Err(error) = listener.listen_all([keys::CHANNEL, lines::CHANNEL]).await {
+        if let Err(error) = listener.listen_all([keys::CHANNEL, lines::CHANNEL, feed::CHANNEL]).await {
             tracing::warn!(error = %error, "cannot listen for key changes; trying again");
             if !pause(&mut shutdown, Duration::from_secs(1)).await {
                 break;
@@ -75,6 +77,8 @@ pub async fn run(sender: Sender, auth: Arc<AuthCache>, mut shutdown: watch::Rece
                         sender.lines.forget(notification.payload());
                         sender.dispatch.wake_pacer(notification.payload());
                     }
+                    // New events of an organisation with a feed: its streams look.
+                    Ok(Some(notification)) if notification.channel() == feed::CHANNEL => sender.feed.bump(),
                     Ok(Some(notification)) => auth.forget(notification.payload()),
                     // The connection was lost and is made again on the next call: what was
                     // announced meanwhile is unknown, so nothing cached is trusted.
@@ -96,6 +100,7 @@ pub async fn run(sender: Sender, auth: Arc<AuthCache>, mut shutdown: watch::Rece
 fn forget_all(sender: &Sender, auth: &AuthCache) {
     auth.clear();
     sender.lines.clear();
+    sender.feed.bump();
 }
 
 /// Warns (and answers `true`) when other instances listen on this database too.

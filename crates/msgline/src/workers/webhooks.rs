@@ -11,7 +11,6 @@ use std::{
 };
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
-use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::{
@@ -214,10 +213,7 @@ async fn prune(state: &Sender) -> sqlx::Result<()> {
 
 /// The body every attempt of an event carries: `{id, type, created_at, data}`.
 pub fn payload(event: &StoredEvent) -> Vec<u8> {
-    let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
-    let body =
-        json!({"id": event.id, "type": event.kind, "created_at": clock::rfc3339(event.created_at), "data": data});
-    serde_json::to_vec(&body).expect("JSON values serialise")
+    db::events::body(&event.id, &event.kind, event.created_at, &event.data)
 }
 
 /// What one attempt came to.

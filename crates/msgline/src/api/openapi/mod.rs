@@ -50,6 +50,7 @@ use crate::services::Services;
         (name = "lines", description = "The phone lines a key may send from"),
         (name = "keys", description = "API keys"),
         (name = "webhooks", description = "Endpoints that receive events, and their deliveries"),
+        (name = "events", description = "The event feed: the events webhooks carry, read as pages or a stream"),
         (name = "agents", description = "Hosted agents that answer on a line"),
         (name = "bridge", description = "Callbacks from the lines' devices (not for API keys)"),
         (name = "operations", description = "Health, metrics and this document"),

@@ -358,6 +358,8 @@ pub struct Settings {
     help_reply: String,
     /// The SMS fallback of sends that do not say: `sms` or `none`.
     fallback: String,
+    /// Whether the organisation's events are kept for `GET /feed` and `GET /feed/stream`.
+    event_feed: bool,
     defaults: ReplyDefaults,
 }
 
@@ -535,6 +537,29 @@ pub struct Health {
     status: String,
     #[schema(required = false)]
     error: String,
+}
+
+/// An event, as webhooks and the feed give it.
+#[derive(ToSchema)]
+pub struct FeedEvent {
+    /// `evt_…`
+    id: String,
+    /// Such as `messaging.message.delivered`.
+    r#type: String,
+    #[schema(format = DateTime)]
+    created_at: String,
+    /// What the event is about (a message's events: the message).
+    #[schema(value_type = Object)]
+    data: serde_json::Value,
+}
+
+/// A page of the feed, oldest first.
+#[derive(ToSchema)]
+pub struct FeedPage {
+    data: Vec<FeedEvent>,
+    /// The id of the last event given: pass back as `after` for what follows (also when `data`
+    /// is empty and more may come). `null` only for an empty first page.
+    next_cursor: Option<String>,
 }
 
 /// A page of a list, newest first.
