@@ -52,6 +52,7 @@ async fn through_kannel(h: &Harness, args: &BenchArgs, sendsms: &str) -> anyhow:
                 bridge_username: Some("bench"),
                 bridge_password: Some("bench"),
                 kannel_smsc: None,
+                dial_in: false,
             };
             admin::create_line(&h.db, setup).await?["line_id"].as_str().unwrap_or_default().to_string()
         }

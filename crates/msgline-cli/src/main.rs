@@ -283,8 +283,12 @@ enum LineCommand {
         #[arg(long)]
         org: Option<String>,
         /// The device's address: a `msgline` bridge, a BlueBubbles Server, an Android gateway.
+        #[arg(long, required_unless_present = "dial_in")]
+        bridge_url: Option<String>,
+        /// An Android phone that calls msgline (SMS Gateway for Android's private-server mode)
+        /// instead of being called: prints the address and the registration token to give it.
         #[arg(long)]
-        bridge_url: String,
+        dial_in: bool,
         /// The token msgline presents to a `msgline` bridge.
         #[arg(long)]
         bridge_token: Option<String>,
@@ -449,18 +453,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                             bridge_username,
                             bridge_password,
                             kannel_smsc,
+                            dial_in,
                         },
                 } => {
                     let setup = admin::LineSetup {
                         e164: &e164,
                         kind: &kind,
                         org_id: org.as_deref(),
-                        bridge_url: &bridge_url,
+                        bridge_url: bridge_url.as_deref().unwrap_or_default(),
                         bridge_token: bridge_token.as_deref(),
                         bridge_kind: &bridge_kind,
                         bridge_username: bridge_username.as_deref(),
                         bridge_password: bridge_password.as_deref(),
                         kannel_smsc: kannel_smsc.as_deref(),
+                        dial_in,
                     };
                     let mut answer = admin::create_line(&db, setup).await?;
                     admin::connect_line(&db, &config, &mut answer).await?;

@@ -63,6 +63,8 @@ pub struct LineSetup<'a> {
     pub bridge_password: Option<&'a str>,
     /// A Kannel line's `smsc-id` (`--kannel-smsc`).
     pub kannel_smsc: Option<&'a str>,
+    /// An Android line whose phone dials in (`--dial-in`): no bridge URL or credentials.
+    pub dial_in: bool,
 }
 
 impl<'a> LineSetup<'a> {
@@ -84,6 +86,7 @@ impl<'a> LineSetup<'a> {
             bridge_username: None,
             bridge_password: None,
             kannel_smsc: None,
+            dial_in: false,
         }
     }
 }
@@ -100,6 +103,7 @@ pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value>
         bridge_username,
         bridge_password,
         kannel_smsc,
+        dial_in,
     } = setup;
     let e164 = E164::parse(e164, None).map_err(|e| anyhow::anyhow!("--e164: {}", e.describe(e164)))?;
     let kind = LineKind::parse(kind).ok_or_else(|| anyhow::anyhow!("--kind must be dedicated or shared"))?;
@@ -117,11 +121,20 @@ pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value>
         }
         (LineKind::Shared, None) => {}
     }
-    anyhow::ensure!(
-        bridge_url.starts_with("http://") || bridge_url.starts_with("https://"),
-        "--bridge-url must be an http:// or https:// URL"
-    );
+    if dial_in {
+        anyhow::ensure!(bridge_kind == BridgeKind::AndroidGateway, "--dial-in is for --bridge-kind android-gateway");
+        anyhow::ensure!(
+            bridge_url.is_empty() && bridge_username.is_none() && bridge_password.is_none() && bridge_token.is_none(),
+            "a --dial-in line's phone calls msgline: give no --bridge-url, --bridge-username, --bridge-password or --bridge-token"
+        );
+    } else {
+        anyhow::ensure!(
+            bridge_url.starts_with("http://") || bridge_url.starts_with("https://"),
+            "--bridge-url must be an http:// or https:// URL (or --dial-in for an Android phone that calls msgline)"
+        );
+    }
     match bridge_kind {
+        BridgeKind::AndroidGateway if dial_in => {}
         BridgeKind::Msgline => anyhow::ensure!(
             bridge_username.is_none() && bridge_password.is_none(),
             "--bridge-username and --bridge-password are for --bridge-kind bluebubbles, android-gateway or kannel"
@@ -150,6 +163,7 @@ pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value>
         bridge_username,
         bridge_password,
         kannel_smsc,
+        dial_in,
     };
     let (line, secret) = match db::lines::create(db, new).await {
         Err(error) if db::is_unique_violation(&error) => anyhow::bail!("a line with number {e164} exists already"),
@@ -161,6 +175,12 @@ pub async fn create_line(db: &Db, setup: LineSetup<'_>) -> anyhow::Result<Value>
     if line.bridge_kind != BridgeKind::Msgline {
         answer["bridge_kind"] = json!(line.bridge_kind.as_str());
     }
+    if dial_in {
+        // The app's "private token": it registers the phone, once per phone (shown once).
+        let token = crate::domain::apikey::random_secret("mlr_");
+        db::dial_in::create(db, &line.id, &crate::domain::apikey::hash_secret(&token)).await?;
+        answer["registration_token"] = json!(token);
+    }
     Ok(answer)
 }
 
@@ -171,6 +191,11 @@ pub async fn connect_line(db: &Db, config: &Config, answer: &mut Value) -> anyho
     let id = answer["line_id"].as_str().unwrap_or_default();
     let Some(line) = db::lines::get(db, id).await? else { return Ok(()) };
     if line.bridge_kind == BridgeKind::Msgline {
+        return Ok(());
+    }
+    if line.bridge_settings.dial_in {
+        // Where the phone calls: the app's private-server address.
+        answer["device_api_url"] = json!(format!("{}/api/mobile/v1", config.public_base()));
         return Ok(());
     }
     if line.bridge_kind == BridgeKind::Kannel {

@@ -23,6 +23,7 @@ mod contacts;
 mod conversations;
 mod crash;
 mod demo;
+mod dial_in;
 mod egress;
 mod errors;
 mod fallback;

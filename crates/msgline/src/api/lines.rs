@@ -47,6 +47,8 @@ pub fn view(view: &LineView) -> Value {
         "policy": outlook.policy,
         "health": line.health.as_str(),
         "health_reason": line.health_reason,
+        "dial_in": line.bridge_settings.dial_in,
+        "device_last_seen_at": clock::rfc3339_opt(view.device_seen_at),
         "queue": {"waiting": outlook.waiting, "next_send_at": clock::rfc3339_opt(outlook.next_send_at)},
         "usage": {
             "minute": usage.minute,

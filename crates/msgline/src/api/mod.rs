@@ -17,6 +17,7 @@ mod health;
 pub mod keys;
 mod lines;
 pub mod messages;
+pub mod mobile;
 pub mod openapi;
 pub mod opt_outs;
 pub mod polls;
@@ -82,6 +83,7 @@ pub fn router(state: Services, pages: Router<Services>) -> Router {
     }
     router
         .merge(routes)
+        .merge(mobile::router())
         .merge(pages)
         // Inside routing, where the route's template is known: handed to `request_id` below.
         .route_layer(middleware::from_fn(route_template))

@@ -79,7 +79,8 @@ impl AndroidGateway {
             .basic_auth(settings.username.as_deref().unwrap_or_default(), settings.password.as_deref())
     }
 
-    fn hook_url(&self, line: &Line) -> String {
+    /// The webhook URL the phone is given: the hook route with the line's secret.
+    pub fn hook_url(&self, line: &Line) -> String {
         format!("{}/{}?secret={}", self.hooks, line.id, line.bridge_settings.hook_secret)
     }
 

@@ -21,6 +21,9 @@ pub enum SendOutcome {
     RetryLater,
     /// The call reached the bridge but the answer says nothing certain.
     Unknown(String),
+    /// The line holds it for its device, which takes it when it next calls (a phone that dials
+    /// in): the message stays `queued`, and msgline asks the line about it from `ask_at` on.
+    Held { ask_at: i64 },
 }
 
 impl SendOutcome {
@@ -28,6 +31,7 @@ impl SendOutcome {
     pub fn attempt_outcome(&self) -> &'static str {
         match self {
             SendOutcome::Accepted => "accepted",
+            SendOutcome::Held { .. } => "held",
             SendOutcome::Rejected(_) | SendOutcome::Blocked(_) => "rejected",
             SendOutcome::Timeout => "timeout",
             SendOutcome::Unreachable(_) | SendOutcome::RetryLater | SendOutcome::Unknown(_) => "error",

@@ -9,6 +9,7 @@ use super::{
     adapter::{Hook, HookError, LineAdapter},
     android::AndroidGateway,
     bluebubbles::BlueBubbles,
+    dial_in::AndroidDialIn,
     kannel::Kannel,
     protocol::MsglineBridge,
 };
@@ -28,6 +29,7 @@ pub struct BridgeClient {
     msgline: MsglineBridge,
     bluebubbles: BlueBubbles,
     android: AndroidGateway,
+    dial_in: AndroidDialIn,
     kannel: Kannel,
 }
 
@@ -37,6 +39,7 @@ macro_rules! on_kind {
         match $line.bridge_kind {
             BridgeKind::Msgline => $self.msgline.$method(),
             BridgeKind::BlueBubbles => $self.bluebubbles.$method(),
+            BridgeKind::AndroidGateway if $line.bridge_settings.dial_in => $self.dial_in.$method(),
             BridgeKind::AndroidGateway => $self.android.$method(),
             BridgeKind::Kannel => $self.kannel.$method(),
         }
@@ -45,6 +48,7 @@ macro_rules! on_kind {
         match $line.bridge_kind {
             BridgeKind::Msgline => $self.msgline.$method($line, $($arg),*).await,
             BridgeKind::BlueBubbles => $self.bluebubbles.$method($line, $($arg),*).await,
+            BridgeKind::AndroidGateway if $line.bridge_settings.dial_in => $self.dial_in.$method($line, $($arg),*).await,
             BridgeKind::AndroidGateway => $self.android.$method($line, $($arg),*).await,
             BridgeKind::Kannel => $self.kannel.$method($line, $($arg),*).await,
         }
@@ -66,11 +70,21 @@ impl BridgeClient {
             msgline: MsglineBridge::new(http.clone(), timeout),
             bluebubbles: BlueBubbles::new(http.clone(), timeout, db.clone(), hooks.clone(), media),
             android: AndroidGateway::new(http.clone(), timeout, hooks.clone(), db.clone()),
+            dial_in: AndroidDialIn::new(
+                AndroidGateway::new(http.clone(), timeout, hooks.clone(), db.clone()),
+                db.clone(),
+                Duration::from_secs(config.line_check_seconds.max(1)),
+            ),
             kannel: Kannel::new(http, timeout, hooks, db),
         }
     }
 
     /// Asks what the line can do.
+    /// The dial-in phones' side of the client: their queue's signal and webhook URL.
+    pub fn dial_in(&self) -> &AndroidDialIn {
+        &self.dial_in
+    }
+
     pub async fn capabilities(&self, line: &Line) -> Result<CapabilitiesAnswer, String> {
         on_kind!(self, line, capabilities())
     }

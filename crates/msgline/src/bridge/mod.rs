@@ -14,6 +14,7 @@ pub mod batch;
 pub mod bluebubbles;
 pub mod call;
 pub mod client;
+pub mod dial_in;
 pub mod directory;
 pub mod kannel;
 pub mod protocol;

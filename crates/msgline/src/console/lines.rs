@@ -41,6 +41,7 @@ fn row(view: &LineView) -> minijinja::Value {
         id => line.id, e164 => line.e164, kind => line.kind.as_str(), bridge_kind => line.bridge_kind.as_str(),
         shared => line.org_id.is_none(),
         health => line.health.as_str(), health_reason => line.health_reason,
+        dial_in => line.bridge_settings.dial_in, device_seen_at => clock::rfc3339_opt(view.device_seen_at),
         day => outlook.usage.day, day_limit => outlook.policy.max_per_day,
         hour => outlook.usage.hour, new_contacts_day => outlook.usage.new_contacts_day,
         waiting => outlook.waiting, next_send_at => clock::rfc3339_opt(outlook.next_send_at),

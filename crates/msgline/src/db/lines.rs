@@ -88,6 +88,10 @@ pub struct BridgeSettings {
     /// them one (`adopt_signing_key`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub signing_key: String,
+    /// An Android line whose phone dials in (`--dial-in`): msgline holds its sends until the
+    /// phone takes them, instead of calling it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dial_in: bool,
     /// A Kannel line's `smsc` (the `smsc-id` of kannel.conf that sends its messages), if named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kannel_smsc: Option<String>,
@@ -182,6 +186,7 @@ pub struct NewLine<'a> {
     pub bridge_username: Option<&'a str>,
     pub bridge_password: Option<&'a str>,
     pub kannel_smsc: Option<&'a str>,
+    pub dial_in: bool,
 }
 
 const COLUMNS: &str = "id, org_id, e164, kind, bridge_url, bridge_token, capabilities, status, checked_at, created_at, \
@@ -236,6 +241,7 @@ pub async fn create(db: &Db, new: NewLine<'_>) -> sqlx::Result<(Line, String)> {
                 BridgeKind::Msgline | BridgeKind::BlueBubbles | BridgeKind::Kannel => String::new(),
             },
             kannel_smsc: new.kannel_smsc.map(str::to_string),
+            dial_in: new.dial_in,
         },
         capabilities: None,
         status: "unknown".into(),

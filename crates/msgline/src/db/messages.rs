@@ -546,3 +546,10 @@ pub async fn first_in_conversation(
         .map(|r| r.try_get(0))
         .transpose()
 }
+
+/// When a message's wait for its line ends (`validity_seconds`), if it has one.
+pub async fn expires_at(db: &super::Db, id: &str) -> sqlx::Result<Option<i64>> {
+    use sqlx::Row;
+    let row = sqlx::query("SELECT expires_at FROM messages WHERE id = $1").bind(id).fetch_optional(db.reader()).await?;
+    Ok(row.map(|row| row.try_get::<Option<i64>, _>(0)).transpose()?.flatten())
+}

@@ -56,6 +56,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(30, "0030_webhook_rows_unlinked"),
     migration!(31, "0031_lines_that_last"),
     migration!(32, "0032_event_feed"),
+    migration!(33, "0033_dial_in"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -17,6 +17,7 @@ pub mod bench;
 pub mod bridge_refs;
 pub mod contacts;
 pub mod conversations;
+pub mod dial_in;
 mod engine;
 pub mod events;
 pub mod fallback;

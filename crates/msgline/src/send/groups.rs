@@ -269,6 +269,7 @@ pub async fn create(
                 }
                 SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
                 SendOutcome::Unknown(error) => Some(error.clone()),
+                SendOutcome::Held { .. } => Some("the line holds it for its device".into()),
             };
             db::attempts::insert(
                 tx,
@@ -286,7 +287,7 @@ pub async fn create(
             .await?;
             let state_now = match &result.outcome {
                 SendOutcome::Accepted => "created",
-                SendOutcome::Timeout | SendOutcome::Unknown(_) => "unknown",
+                SendOutcome::Timeout | SendOutcome::Unknown(_) | SendOutcome::Held { .. } => "unknown",
                 _ => "failed",
             };
             let (group, message) = settle(tx, &group.id, &message.id, state_now, error_text.as_deref()).await?;
@@ -516,6 +517,7 @@ pub async fn change(
             (ChangeState::Unknown, Some("the line did not answer within the bridge timeout".to_string()))
         }
         SendOutcome::Unknown(error) => (ChangeState::Unknown, Some(error.clone())),
+        SendOutcome::Held { .. } => (ChangeState::Unknown, Some("the line holds it for its device".into())),
     };
     let next_ask = (settled == ChangeState::Unknown).then(|| clock::now_ms() + 500);
     let (change, group) = state

@@ -47,7 +47,7 @@ async fn over_imessage(state: &Sender, conversation: &Conversation) -> ApiResult
 /// The line's answer as the API's: accepted, or why not.
 fn answered(outcome: SendOutcome) -> ApiResult<()> {
     match outcome {
-        SendOutcome::Accepted => Ok(()),
+        SendOutcome::Accepted | SendOutcome::Held { .. } => Ok(()),
         SendOutcome::Rejected(reason) | SendOutcome::Blocked(reason) => {
             Err(ApiError::new(ErrorKind::LineRejected, "line_rejected")
                 .with_message(format!("the line refused it: {reason}")))

@@ -20,11 +20,17 @@ use crate::{
 pub struct LineView {
     pub line: Line,
     pub outlook: Outlook,
+    /// A dial-in line's phone: when it last called msgline (`None`: never, or not dial-in).
+    pub device_seen_at: Option<i64>,
 }
 
-async fn view_of(state: &Services, line: Line) -> ApiResult<LineView> {
+pub async fn view_of(state: &Services, line: Line) -> ApiResult<LineView> {
     let outlook = crate::lines::pacing::outlook(&state.sender.db, &line, clock::now_ms()).await?;
-    Ok(LineView { line, outlook })
+    let device_seen_at = match line.bridge_settings.dial_in {
+        true => db::dial_in::get(&state.sender.db, &line.id).await?.and_then(|d| d.device_id.and(d.last_seen_at)),
+        false => None,
+    };
+    Ok(LineView { line, outlook, device_seen_at })
 }
 
 /// The lines the caller may send from (a line-bound key: its own line).

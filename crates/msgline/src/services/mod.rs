@@ -6,6 +6,7 @@
 
 pub mod agents;
 pub mod contacts;
+pub mod dial_in;
 pub mod feed;
 pub mod keys;
 pub mod lines;

@@ -238,7 +238,10 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     };
     let result = state.lines.client().send(&line, &request).await;
     let now = clock::now_ms();
-    if matches!(result.outcome, SendOutcome::Accepted | SendOutcome::Rejected(_) | SendOutcome::Blocked(_)) {
+    if matches!(
+        result.outcome,
+        SendOutcome::Accepted | SendOutcome::Rejected(_) | SendOutcome::Blocked(_) | SendOutcome::Held { .. }
+    ) {
         state.dispatch.line_answered(&line.id);
     }
 
@@ -247,7 +250,7 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
         SendOutcome::Unreachable(error) | SendOutcome::Unknown(error) => Some(error.clone()),
         SendOutcome::RetryLater => Some("the line asked to be tried later".into()),
         SendOutcome::Timeout => Some("the line did not answer within the bridge timeout".into()),
-        SendOutcome::Accepted => None,
+        SendOutcome::Accepted | SendOutcome::Held { .. } => None,
     };
     let mut batch = db::Batch::new();
     db::attempts::stage_insert(
@@ -268,7 +271,9 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
         SendOutcome::Accepted => Some((MessageStatus::Submitted, None, true)),
         SendOutcome::Rejected(reason) => Some((MessageStatus::Failed, Some(reason.as_str()), true)),
         SendOutcome::Timeout | SendOutcome::Unknown(_) => Some((MessageStatus::Unknown, None, false)),
-        SendOutcome::Unreachable(_) | SendOutcome::RetryLater | SendOutcome::Blocked(_) => None,
+        SendOutcome::Unreachable(_) | SendOutcome::RetryLater | SendOutcome::Blocked(_) | SendOutcome::Held { .. } => {
+            None
+        }
     };
     // The whole outcome is one unit of work: the move (with its event), the attempt and the
     // end or next turn of the outbox job.
@@ -303,7 +308,7 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
     if let Some((status, ..)) = next {
         crate::metrics::status_moves(status.as_str(), 1);
     }
-    if !matches!(result.outcome, SendOutcome::Accepted) {
+    if !matches!(result.outcome, SendOutcome::Accepted | SendOutcome::Held { .. }) {
         tracing::info!(message = %message.id, line = %line.id, outcome = ?result.outcome, "delivery attempt did not succeed");
     }
     Ok(())
@@ -332,5 +337,7 @@ fn stage_job_end(batch: &mut db::Batch, message_id: &str, outcome: &SendOutcome,
             db::outbox::stage_retry_at(batch, message_id, now + retry_delay(attempts))
         }
         SendOutcome::Timeout | SendOutcome::Unknown(_) => db::outbox::stage_mark_unknown(batch, message_id, now + 500),
+        // The line asks its device for it, and is asked about it later.
+        SendOutcome::Held { ask_at } => db::outbox::stage_mark_unknown(batch, message_id, *ask_at),
     }
 }

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use super::pause;
 use crate::{
     caller::AuthCache,
-    db::{Backend, Db, feed, keys, lines},
+    db::{Backend, Db, dial_in, feed, keys, lines},
     send::Sender,
 };
 
@@ -51,7 +51,8 @@ pub async fn run(sender: Sender, auth: Arc<AuthCache>, mut shutdown: watch::Rece
                 continue;
             }
         };
-        if let Err(error) = listener.listen_all([keys::CHANNEL, lines::CHANNEL, feed::CHANNEL]).await {
+        if let Err(error) = listener.listen_all([keys::CHANNEL, lines::CHANNEL, feed::CHANNEL, dial_in::CHANNEL]).await
+        {
             tracing::warn!(error = %error, "cannot listen for key changes; trying again");
             if !pause(&mut shutdown, Duration::from_secs(1)).await {
                 break;
@@ -79,6 +80,10 @@ pub async fn run(sender: Sender, auth: Arc<AuthCache>, mut shutdown: watch::Rece
                     }
                     // New events of an organisation with a feed: its streams look.
                     Ok(Some(notification)) if notification.channel() == feed::CHANNEL => sender.feed.bump(),
+                    // A send held for a dial-in phone: the instance holding its stream tells it.
+                    Ok(Some(notification)) if notification.channel() == dial_in::CHANNEL => {
+                        sender.lines.client().dial_in().queued().bump()
+                    }
                     Ok(Some(notification)) => auth.forget(notification.payload()),
                     // The connection was lost and is made again on the next call: what was
                     // announced meanwhile is unknown, so nothing cached is trusted.
@@ -101,6 +106,7 @@ fn forget_all(sender: &Sender, auth: &AuthCache) {
     auth.clear();
     sender.lines.clear();
     sender.feed.bump();
+    sender.lines.client().dial_in().queued().bump();
 }
 
 /// Warns (and answers `true`) when other instances listen on this database too.

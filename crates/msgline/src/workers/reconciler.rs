@@ -213,7 +213,11 @@ async fn settle(state: &Sender, job: &Job) -> anyhow::Result<()> {
             match lookup {
                 StatusLookup::Known(answer) if settled_status(&answer.status).is_none() => {
                     db::outbox::mark_unknown(tx, &message.id, now + next_ask(now - message.created_at)).await?;
-                    tracing::warn!(message = %message.id, status = %answer.status, "the line answered a status that settles nothing; will ask again");
+                    match answer.status.as_str() {
+                        // A dial-in phone has not taken it yet.
+                        "queued" => tracing::debug!(message = %message.id, "the line still holds the message for its device"),
+                        _ => tracing::warn!(message = %message.id, status = %answer.status, "the line answered a status that settles nothing; will ask again"),
+                    }
                 }
                 StatusLookup::Known(answer) => {
                     let status = settled_status(&answer.status).unwrap_or(MessageStatus::Unknown);

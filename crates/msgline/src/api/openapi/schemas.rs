@@ -189,6 +189,11 @@ pub struct Line {
     health: String,
     /// Why the line is not active (`null` when it is).
     health_reason: Option<String>,
+    /// An Android phone that calls msgline (`--dial-in`) rather than one msgline calls.
+    dial_in: bool,
+    /// A dial-in line's phone: when it last called msgline (`null`: never, or not dial-in).
+    #[schema(format = DateTime)]
+    device_last_seen_at: Option<String>,
     queue: LineQueue,
     usage: LineUsage,
 }
