@@ -31,6 +31,7 @@ mod send;
 pub mod series;
 mod soak;
 mod waiting;
+mod feed;
 mod wrk;
 
 use report::{LoadCpu, print_table};
@@ -70,7 +71,7 @@ pub const SCENARIOS: [&str; 11] = [
 ];
 
 /// Scenarios that run only when named: they take minutes, or change the server's state.
-pub const ONLY_NAMED: [&str; 3] = ["soak", "scheduled", "waiting"];
+pub const ONLY_NAMED: [&str; 4] = ["soak", "scheduled", "waiting", "feed"];
 
 /// Latency samples in microseconds, and how many requests failed.
 #[derive(Default)]
@@ -524,6 +525,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 continue;
             }
             "waiting" => waiting::scenario(&harness, &args).await?,
+            "feed" => feed::scenario(&harness, &args).await?,
             _ => {
                 let conversation = match &seeded {
                     Some(conversation) => conversation.clone(),
@@ -591,6 +593,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             anyhow::ensure!(result["errors"].as_u64().unwrap_or(0) == 0, "bench scenario {name} had errors");
             if name == "soak" {
                 soak::check(result)?;
+            }
+            if name == "feed" {
+                feed::check(result)?;
             }
         }
         println!("bench check: every scenario ran and counted");
