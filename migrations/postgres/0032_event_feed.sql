@@ -19,14 +19,17 @@ ALTER TABLE events ALTER COLUMN feed_seq SET DEFAULT nextval('events_feed_seq');
 CREATE INDEX events_feed ON events (org_id, feed_txid, feed_seq);
 
 -- A feed's open streams hear of new events at once: every instance listens on msgline_feed
--- (workers/instances.rs) and is told the organisation of each statement's events, when they
--- commit, if it reads a feed. Organisations without the feed notify nothing.
+-- (workers/instances.rs) and is told the organisation of each event when it commits, if the
+-- organisation reads a feed. A row trigger, not a statement one: a statement trigger would run
+-- for every insert of an event, also those that insert nothing (most status moves of an
+-- organisation without webhooks or feed); PostgreSQL folds the same notification repeated in
+-- one transaction into one.
 CREATE FUNCTION msgline_feed_notify() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('msgline_feed', o.id) FROM orgs o
-        WHERE o.event_feed = 1 AND o.id IN (SELECT DISTINCT org_id FROM inserted);
+    IF EXISTS (SELECT 1 FROM orgs WHERE id = NEW.org_id AND event_feed = 1) THEN
+        PERFORM pg_notify('msgline_feed', NEW.org_id);
+    END IF;
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER events_feed_notify AFTER INSERT ON events REFERENCING NEW TABLE AS inserted
-    FOR EACH STATEMENT EXECUTE FUNCTION msgline_feed_notify();
+CREATE TRIGGER events_feed_notify AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION msgline_feed_notify();

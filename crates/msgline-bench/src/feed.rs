@@ -15,7 +15,8 @@ use crate::{BenchArgs, Harness, client, send::sends_from};
 
 /// Reads the stream until aborted, counting its events.
 async fn read_stream(url: String, key: String, events: Arc<AtomicU64>) {
-    let Ok(mut response) = client(1).get(&url).bearer_auth(&key).timeout(std::time::Duration::from_secs(3600)).send().await
+    let Ok(mut response) =
+        client(1).get(&url).bearer_auth(&key).timeout(std::time::Duration::from_secs(3600)).send().await
     else {
         return;
     };

@@ -23,6 +23,7 @@ use tokio::{
 use msgline::{Backend, Db, admin, ids};
 
 mod console;
+mod feed;
 mod kannel_line;
 mod peer;
 mod report;
@@ -31,7 +32,6 @@ mod send;
 pub mod series;
 mod soak;
 mod waiting;
-mod feed;
 mod wrk;
 
 use report::{LoadCpu, print_table};

@@ -6,8 +6,8 @@ use std::{convert::Infallible, time::Duration};
 use axum::{
     Json,
     extract::State,
-    http::HeaderMap,
-    response::{IntoResponse, Response, sse},
+    http::{HeaderMap, header},
+    response::{IntoResponse, Response},
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -24,8 +24,8 @@ use crate::{
     },
 };
 
-/// A stream sends a comment at least this often when it has no event to send, so that proxies
-/// and clients see the connection alive.
+/// A stream sends a comment (`: keep-alive`) when it has had no event to send for this long, so
+/// that proxies and clients see the connection alive.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 pub fn router() -> OpenApiRouter<Services> {
@@ -112,12 +112,19 @@ async fn stream(
     };
     let from = feed::position(&state, &caller, cursor.as_deref(), field, Otherwise::Newest).await?;
     let reader = StreamReader::new(state, &caller, from);
-    let events = futures_util::stream::unfold(reader, |mut reader| async move {
-        let event = reader.next().await;
-        let data = String::from_utf8(db::events::body(&event.id, &event.kind, event.created_at, &event.data))
-            .expect("JSON is UTF-8");
-        let sent = sse::Event::default().id(&event.id).event(&event.kind).data(data);
-        Some((Ok::<_, Infallible>(sent), reader))
+    let body = futures_util::stream::unfold(reader, |mut reader| async move {
+        // Cancel-safe: a batch is kept by the reader until it is handed out whole.
+        let text = match tokio::time::timeout(KEEP_ALIVE, reader.next_batch()).await {
+            Ok(events) => {
+                events.iter().map(|e| format!("id: {}\nevent: {}\ndata: {}\n\n", e.id, e.kind, e.json())).collect()
+            }
+            Err(_) => String::from(": keep-alive\n\n"),
+        };
+        Some((Ok::<_, Infallible>(axum::body::Bytes::from(text)), reader))
     });
-    Ok(sse::Sse::new(events).keep_alive(sse::KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")).into_response())
+    Ok((
+        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response())
 }

@@ -21,6 +21,11 @@ use crate::{
 /// connection's buffers hold for a reader that does not keep up.
 pub const STREAM_BATCH: i64 = 100;
 
+/// How long a stream gathers after a read that found less than a batch, before it reads again:
+/// a reader keeping up with a busy feed would otherwise read a handful of events per query,
+/// thousands of queries a second.
+const GATHER: Duration = Duration::from_millis(50);
+
 /// How long an idle stream waits before it looks again without being told of new events. On
 /// PostgreSQL streams are told (`NOTIFY msgline_feed`), and this only covers an event held back
 /// behind a transaction still running; on SQLite it is how fast a stream sees a new event.
@@ -100,8 +105,10 @@ pub async fn page(state: &Services, caller: &Principal, from: Position, limit: i
     Ok(db::feed::after(&state.sender.db, &caller.org_id, caller.bound_line(), from, limit).await?)
 }
 
-/// A stream's reader: hands out the caller's events after a position one at a time, reading
-/// [`STREAM_BATCH`] at a time, and waits for more when it has given them all.
+/// A stream's reader: hands out the caller's events after a position as they are read,
+/// [`STREAM_BATCH`] at a time, and waits for more when it has given them all. A batch is
+/// written to the connection as one piece: a reader keeping up with thousands of events a
+/// second costs the server one write per batch, not one per event.
 pub struct StreamReader {
     state: Services,
     org_id: String,
@@ -109,6 +116,8 @@ pub struct StreamReader {
     from: Position,
     ready: VecDeque<FeedEvent>,
     told: tokio::sync::watch::Receiver<u64>,
+    /// The last read found less than a batch: the next one waits [`GATHER`] first.
+    caught_up: bool,
 }
 
 impl StreamReader {
@@ -120,21 +129,26 @@ impl StreamReader {
             from,
             ready: VecDeque::new(),
             told,
+            caught_up: false,
             state,
         }
     }
 
-    /// The next event; waits for one.
-    pub async fn next(&mut self) -> FeedEvent {
+    /// The events ready to be given (at most [`STREAM_BATCH`]); waits for one.
+    pub async fn next_batch(&mut self) -> Vec<FeedEvent> {
         loop {
-            if let Some(event) = self.ready.pop_front() {
-                return event;
+            if !self.ready.is_empty() {
+                return self.ready.drain(..).collect();
+            }
+            if std::mem::take(&mut self.caught_up) {
+                tokio::time::sleep(GATHER).await;
             }
             // Marked seen before the read: an event told of during it makes the wait below end.
             self.told.borrow_and_update();
             let db = &self.state.sender.db;
             match db::feed::after(db, &self.org_id, self.line_id.as_deref(), self.from, STREAM_BATCH).await {
                 Ok(events) if !events.is_empty() => {
+                    self.caught_up = (events.len() as i64) < STREAM_BATCH;
                     self.from = events.last().expect("not empty").position;
                     self.ready.extend(events);
                     continue;
