@@ -584,21 +584,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     harness.stop().await;
     if args.check {
-        for result in report["results"].as_array().into_iter().flatten() {
-            let name = result["scenario"].as_str().unwrap_or_default();
-            if result.get("skipped").is_some() {
-                continue;
-            }
-            anyhow::ensure!(result["count"].as_u64().unwrap_or(0) > 0, "bench scenario {name} counted nothing");
-            anyhow::ensure!(result["errors"].as_u64().unwrap_or(0) == 0, "bench scenario {name} had errors");
-            if name == "soak" {
-                soak::check(result)?;
-            }
-            if name == "feed" {
-                feed::check(result)?;
-            }
-        }
-        println!("bench check: every scenario ran and counted");
+        report::check(&report)?;
     }
     Ok(())
 }

@@ -163,3 +163,23 @@ fn print_soak(soak: &Value) {
 fn ms(value: &Value) -> String {
     value.as_f64().map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())
 }
+
+/// `--check` (the smoke run): every scenario ran, counted and had no errors, and the scenarios
+/// with checks of their own pass them.
+pub(crate) fn check(report: &Value) -> anyhow::Result<()> {
+    for result in report["results"].as_array().into_iter().flatten() {
+        let name = result["scenario"].as_str().unwrap_or_default();
+        if result.get("skipped").is_some() {
+            continue;
+        }
+        anyhow::ensure!(result["count"].as_u64().unwrap_or(0) > 0, "bench scenario {name} counted nothing");
+        anyhow::ensure!(result["errors"].as_u64().unwrap_or(0) == 0, "bench scenario {name} had errors");
+        match name {
+            "soak" => crate::soak::check(result)?,
+            "feed" => crate::feed::check(result)?,
+            _ => {}
+        }
+    }
+    println!("bench check: every scenario ran and counted");
+    Ok(())
+}

@@ -66,13 +66,7 @@ async fn read_page(
 ) -> ApiResult<Json<Value>> {
     feed::require_on(&state, &caller).await?;
     let ApiQuery(query) = query?;
-    let limit = match query.limit.as_deref() {
-        None | Some("") => 50,
-        Some(text) => match text.parse::<i64>() {
-            Ok(n) if (1..=200).contains(&n) => n,
-            _ => return Err(ApiError::invalid("limit", "limit must be a whole number from 1 to 200")),
-        },
-    };
+    let limit = super::extract::page(query.limit.as_deref(), None)?.limit;
     let after = query.after.as_deref().filter(|a| !a.is_empty());
     let from = feed::position(&state, &caller, after, "after", Otherwise::Oldest).await?;
     let events = feed::page(&state, &caller, from, limit).await?;

@@ -37,8 +37,8 @@ use crate::{
     domain::apikey,
 };
 
-/// What the gateway can do: SMS only.
-const CAPABILITIES: Capabilities = Capabilities {
+/// What the gateway can do: SMS only (the dial-in phone's app is the same).
+pub(super) const CAPABILITIES: Capabilities = Capabilities {
     imessage: false,
     sms: true,
     groups: false,

@@ -17,31 +17,12 @@ use super::{
     BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
     SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
-    android::AndroidGateway,
+    android::{AndroidGateway, CAPABILITIES},
     call::{CallResult, SendOutcome, StatusLookup, nobody_on_imessage},
 };
 use crate::{
     clock,
-    db::{
-        self, Db,
-        dial_in::Queued,
-        feed::Signal,
-        lines::{Capabilities, Line},
-    },
-};
-
-/// What the phone can do: what the app sends (SMS, text and data).
-const CAPABILITIES: Capabilities = Capabilities {
-    imessage: false,
-    sms: true,
-    groups: false,
-    polls: false,
-    reactions: false,
-    typing: false,
-    read_receipts: false,
-    media: false,
-    mms: false,
-    batch: 0,
+    db::{self, Db, dial_in::Queued, feed::Signal, lines::Line},
 };
 
 /// How long a held message waits before msgline asks about it when its validity is not known.
