@@ -31,22 +31,52 @@ Written from the server's source (BlueBubblesApp/bluebubbles-server, packages/se
     1:1 chats only
   databases/server/index.ts (addWebhook: one webhook per URL), services/webhookService/index.ts
   (unsigned {type, data} POSTs), api/serializers/{Message,Chat,Handle}Serializer.ts (fields).
+Message actions (msgline issue 68), from the same tree:
+  validators/messageValidator.ts (sendTextRules, validateText: effectId, subject, selectedMessageGuid,
+    ddScan or attributedBody imply method private-api; editParamRules, unsendParamRules) + index.ts
+    (validatorjs' first error); routers/messageRouter.ts (sendText, editMessage, unsendMessage: an
+    unknown guid is 400 "Selected message does not exist!", any other failure 500 iMessage Error
+    "Message Edit Error" / "Unsend Message Error" with the reason); api/interfaces/messageInterface.ts
+    (checkPrivateApiStatus in helpers/utils.ts, then isMinVentura from env.ts; then a wait for
+    dateEdited to move whose result (resultAwaiter) is the message even when it never moved, so
+    Apple refusing answers 200 with the unchanged message after ~43 s); api/privateApi/apis/
+    PrivateApiMessage.ts + PrivateApiService.ts (a helper "error" rejects the call with its text);
+    BlueBubblesApp/bluebubbles-helper Messages/MacOS-11+/BlueBubblesHelper.m (edit-message and
+    unsend-message acknowledge at once, the only error being "Chat does not exist in
+    IMChatRegistry!"; a reply joins the selected message's thread if it has one);
+  api/serializers/MessageSerializer.ts: webhooks get isForNotification (no threadOriginatorPart and
+    the other "non-essentials"), attributedBody, messageSummaryInfo, payloadData null; dateEdited,
+    dateRetracted, partCount on Ventura and newer; index.ts handleUpdatedMessage: the updated-message
+    webhook without chats; pollers/MessagePoller.ts: an edit and an unsend both move dateEdited,
+    Apple leaves dateRetracted unset (an unsent row is is_empty, which is not serialized).
 
 What it cannot reproduce: Apple's delivery timing, the real iMessage error codes beyond the one
-it is told to use, attachments other than what msgline sends, and the Mac's database races.
+it is told to use, attachments other than what msgline sends, and the Mac's database races. Nor
+Apple's rules for edits and unsends (15 minutes, 5 edits, 2 minutes: the server checks none of them;
+mode refuse stands in), a message's edit history (messageSummaryInfo and attributedBody are null
+here), a reply to a guid the Mac does not know, threadOriginatorPart's exact form ("part:0:length"
+here) or the backwardsCompatibilityMessage older devices see; an unsent message's text is null here.
 
     fake_bluebubbles.py --listen 127.0.0.1:PORT --password PW [--step-ms 50] [--no-helper]
+        [--no-private-api] [--macos 14.5]   (server/info private_api and os_version; below 13 refuses
+        edit and unsend with the server's words)
 
 Control routes (no password): POST /control/inbound {from, body, chat?, service?, attachments?
-[{base64, name?, mime?}]} (files served at GET /api/v1/attachment/:guid/download),
+[{base64, name?, mime?}], threadOriginatorGuid?, threadOriginatorPart?, expressiveSendStyleId?,
+subject?} (files served at GET /api/v1/attachment/:guid/download; a reply as the Mac stores it),
+POST /control/edit {message_guid, body} and POST /control/unsend {message_guid} (an edit or unsend
+made on a phone: the updated-message webhook),
 POST /control/reaction {from, target (a message guid), reaction (love, -love, ...)} (a tapback),
 POST /control/typing {from, display} (a typing-indicator), GET /control/signals (typing and read calls),
 POST /control/group {chat, action: rename|add|remove|leave, name?, address?} (a change made on a phone),
-POST /control/helper {connected}, POST /control/mode {mode: accept|slow|error|late|hook-first, delay_ms, code}
+POST /control/helper {connected, private_api?},
+POST /control/mode {mode: accept|slow|error|late|hook-first|refuse, delay_ms, code}
 (for group changes: error answers 500 and changes nothing; late answers 500 at once, as the server
 does when its 30 s wait runs out, and makes the change after delay_ms; hook-first delivers the
 change's webhook, and waits for its answer, before answering the call, as when the server's poller
-sees the change before the call's own wait does),
+sees the change before the call's own wait does; for edit and unsend: slow applies the change
+after delay_ms, then answers; error answers the helper's error and changes nothing; refuse answers
+200 with the message unchanged after delay_ms, as when Apple refuses; other modes act as accept),
 POST /control/repeat-webhooks {times}, GET /control/sent, GET /control/stats, GET /control/webhooks.
 """
 
@@ -67,6 +97,8 @@ app = App()
 state = {
     "password": "",
     "helper": True,
+    "private_api": True,  # the server's enable_private_api setting
+    "macos": "14.5",
     "step": 0.05,
     "mode": "accept",
     "delay": 0.0,
@@ -132,6 +164,40 @@ def not_found(error):
     return envelope(404, "The requested resource was not found", None, {"type": "Database Error", "message": error})
 
 
+SOCKET_ONLY = {"threadOriginatorPart"}  # serialized for the API and the socket, left out of webhooks
+
+
+def ventura():
+    """env.ts isMinVentura: edit and unsend, and dateEdited, dateRetracted and partCount in a message."""
+    return int(state["macos"].split(".")[0]) >= 13
+
+
+def private_api_refusal():
+    """helpers/utils.ts checkPrivateApiStatus: why the Private API cannot be used, or None."""
+    if not state["private_api"]:
+        return "iMessage Private API is not enabled!"
+    return None if state["helper"] else "iMessage Private API Helper is not connected!"
+
+
+def invalid(body, rules):
+    """validators/index.ts ValidateInput (validatorjs): the first rule broken, or None."""
+    for field, rule in rules:
+        value = body.get(field)
+        if value is None or value == "":
+            if rule == "required":
+                return f"The {field} field is required."
+            continue
+        if rule in ("string", "required") and not isinstance(value, str):
+            return f"The {field} must be a string."
+        if rule == "index":
+            try:
+                if float(value) < 0:
+                    return f"The {field} must be at least 0."
+            except (TypeError, ValueError):
+                return f"The {field} must be a number."
+    return None
+
+
 def chat_for(guid, participants=None, name=None):
     with app.lock:
         if guid not in state["chats"]:
@@ -184,7 +250,11 @@ def new_message(chat_guid, text, from_me, sender=None, attachment=None):
         "threadOriginatorGuid": None,
         "hasPayloadData": False,
         "chats": [brief_chat(chat)],
+        "messageSummaryInfo": None,  # High Sierra and newer; null unless parsed (never in a webhook)
+        "payloadData": None,
     }
+    if ventura():
+        message.update(dateEdited=None, dateRetracted=None, partCount=1)
     with app.lock:
         state["messages"][guid] = message
         state["order"].append(guid)
@@ -193,6 +263,8 @@ def new_message(chat_guid, text, from_me, sender=None, attachment=None):
 
 def emit(kind, data, wait=False):
     """Posts a webhook from a thread of its own, or (`wait`) here, returning once it is answered."""
+    if isinstance(data, dict):  # MessageSerializer isForNotification: no threadOriginatorPart
+        data = {k: v for k, v in data.items() if k not in SOCKET_ONLY}
     body = json.dumps({"type": kind, "data": data}).encode()
     with app.lock:
         hooks = [h for h in state["webhooks"] if "*" in h["events"] or kind in h["events"]]
@@ -245,6 +317,9 @@ def protected(function):
 
 def private_api(function):
     def check(request):
+        if not state["private_api"]:
+            return imessage_error("Please make sure you have completed the setup for the Private API, and your "
+                                  "helper is connected!", private_api_refusal())
         if not state["helper"]:
             return imessage_error(
                 "Please make sure you have completed the setup for the Private API, and your helper is connected!",
@@ -264,7 +339,7 @@ def note_temp_guid(temp_guid):
             state["temp_guids"].add(temp_guid)
 
 
-def synchronous_send(temp_guid, chat_guid, text, record, attachment=None):
+def synchronous_send(temp_guid, chat_guid, text, record, attachment=None, extra=None):
     """Sends as the server does: the message is in the Mac's database at once, the answer comes when
     the server has seen it (after `delay` in slow mode); an error code fails it."""
     if chat_guid not in state["chats"] and ";+;" in chat_guid:
@@ -274,6 +349,7 @@ def synchronous_send(temp_guid, chat_guid, text, record, attachment=None):
         mode, delay, code = state["mode"], state["delay"], state["code"]
     try:
         message = new_message(chat_guid, text, True, attachment=attachment)
+        message.update(extra or {})
         record["guid"] = message["guid"]
         with app.lock:
             state["sent"].append(record)
@@ -303,9 +379,9 @@ def ping(request):
 def server_info(request):
     return success({
         "computer_id": "fake-mac",
-        "os_version": "14.5",
+        "os_version": state["macos"],
         "server_version": "1.9.9",
-        "private_api": True,
+        "private_api": state["private_api"],
         "proxy_service": "lan-url",
         "helper_connected": state["helper"],
         "detected_icloud": "line@example.com",
@@ -335,19 +411,52 @@ def send_text(request):
     method = body.get("method") or "apple-script"
     if not chat_guid:
         return bad_request("The chatGuid field is required.")
+    broken = invalid(body, [("effectId", "string"), ("subject", "string"), ("selectedMessageGuid", "string"),
+                            ("partIndex", "index")])
+    if broken:
+        return bad_request(broken)
+    # validateText: an effect, a subject, a reply (or ddScan, attributedBody) means the Private API.
+    implied = any(body.get(k) for k in ("effectId", "subject", "selectedMessageGuid", "ddScan", "attributedBody"))
+    method = "private-api" if implied else method
     if method == "apple-script" and not temp_guid:
         return bad_request("A 'tempGuid' is required when sending via AppleScript")
     if method == "apple-script" and not text:
         return bad_request("A 'message' is required when sending via AppleScript")
+    if method == "private-api" and not (text or "").strip() and not (body.get("subject") or "").strip():
+        return bad_request("A 'message' or 'subject' is required when sending via the Private API")
+    refusal = private_api_refusal() if method == "private-api" else None
+    if refusal and (implied or not state["private_api"]):  # sendMessagePrivateApi's check, caught by sendText
+        return imessage_error("Message Send Error", refusal)
     if method == "private-api" and not state["helper"]:
         return imessage_error("Message Send Error", "Private API Helper is not connected!")
     with app.lock:
-        if temp_guid in state["send_cache"]:
+        if temp_guid and temp_guid in state["send_cache"]:
             note_temp_guid(temp_guid)
             return bad_request(f"Message is already queued to be sent! (Temp GUID: {temp_guid})")
     note_temp_guid(temp_guid)
     record = {"tempGuid": temp_guid, "chatGuid": chat_guid, "text": text, "method": method, "at": now_ms()}
-    return synchronous_send(temp_guid, chat_guid, text, record)
+    record.update({k: body[k] for k in ("selectedMessageGuid", "partIndex", "effectId", "subject")
+                   if body.get(k) is not None})
+    return synchronous_send(temp_guid, chat_guid, text, record, extra=private_api_fields(body))
+
+
+def private_api_fields(body):
+    """What the Mac stores for an effect, a subject and a reply (the helper's sendMessage: a reply
+    to a message already in a thread joins that thread)."""
+    extra = {}
+    if body.get("effectId"):
+        extra["expressiveSendStyleId"] = body["effectId"]
+    if body.get("subject"):
+        extra["subject"] = body["subject"]
+    target = body.get("selectedMessageGuid")
+    if target:
+        with app.lock:
+            original = dict(state["messages"].get(target) or {})
+        part = int(float(body.get("partIndex") or 0))
+        extra["threadOriginatorGuid"] = original.get("threadOriginatorGuid") or target
+        extra["threadOriginatorPart"] = (original.get("threadOriginatorPart") if original.get("threadOriginatorGuid")
+                                         else f"{part}:0:{len(original.get('text') or '')}")
+    return extra
 
 
 def multipart_fields(request):
@@ -648,6 +757,71 @@ def find(request):
     return success(message)
 
 
+def change_message(guid, kind, text=None, wait=False):
+    """An edit or an unsend as the Mac's database shows it: both move dateEdited (Apple leaves
+    dateRetracted unset, MessagePoller.ts); an edit carries the new text, an unsent message none.
+    Posted as updated-message without chats (index.ts handleUpdatedMessage; `wait`: see emit)."""
+    with app.lock:
+        message = state["messages"][guid]
+        message["dateEdited"] = now_ms()
+        if kind == "edit":
+            message["text"] = text
+        else:
+            message["text"], message["partCount"] = None, 0
+        snapshot = {k: v for k, v in message.items() if k != "chats"}
+    emit("updated-message", snapshot, wait=wait)
+
+
+def message_action(request, kind):
+    """messageRouter.ts editMessage / unsendMessage and messageInterface.ts: the server asks the
+    helper, which acknowledges at once whatever Apple does, then waits for dateEdited to move and
+    answers with the message as it then is (changed or not)."""
+    guid, body = unquote(request.params["guid"]), request.json()
+    rules = [("editedMessage", "required"), ("backwardsCompatibilityMessage", "required")] if kind == "edit" else []
+    broken = invalid(body, rules + [("partIndex", "index")])
+    if broken:
+        return bad_request(broken)
+    with app.lock:
+        message = state["messages"].get(guid)
+        chat = message["chats"][0]["guid"] if message else None
+    if message is None:
+        return bad_request("Selected message does not exist!")
+    failure, done = ("Message Edit Error", "Message edited!") if kind == "edit" else ("Unsend Message Error",
+                                                                                      "Message unsent!")
+    refusal = private_api_refusal() or (None if ventura() else "Unsend message is only supported on macOS Ventura "
+                                        "and newer!")  # the server's words for edit too
+    if refusal:
+        return imessage_error(failure, refusal)
+    record = {"kind": kind, "guid": guid, "chatGuid": chat, "partIndex": body.get("partIndex"), "at": now_ms()}
+    if kind == "edit":
+        record.update(editedMessage=body["editedMessage"],
+                      backwardsCompatibilityMessage=body["backwardsCompatibilityMessage"])
+    with app.lock:
+        state["sends"] += 1
+        state["sent"].append(record)
+        mode, delay = state["mode"], state["delay"]
+    if mode == "error":  # the helper's one error for these actions
+        return imessage_error(failure, "Chat does not exist in IMChatRegistry!")
+    if mode in ("slow", "refuse"):
+        time.sleep(delay)
+    if mode != "refuse":
+        change_message(guid, kind, body.get("editedMessage"), wait=mode == "hook-first")
+    with app.lock:
+        return success(dict(state["messages"][guid]), done)
+
+
+@app.route("POST", "/api/v1/message/(?P<guid>[^/]+)/edit")
+@protected
+def edit_message(request):
+    return message_action(request, "edit")
+
+
+@app.route("POST", "/api/v1/message/(?P<guid>[^/]+)/unsend")
+@protected
+def unsend_message(request):
+    return message_action(request, "unsend")
+
+
 @app.route("GET", "/api/v1/webhook")
 @protected
 def webhooks(request):
@@ -710,6 +884,8 @@ def control_inbound(request):
     message = new_message(chat, text, False, sender=sender)
     message["attachments"] = files
     message["handle"] = {"originalROWID": 2, "address": sender, "service": service}
+    message.update({k: body[k] for k in ("threadOriginatorGuid", "threadOriginatorPart", "expressiveSendStyleId",
+                                          "subject") if body.get(k) is not None})
     emit("new-message", dict(message))
     return Reply(200, {"guid": message["guid"]})
 
@@ -762,8 +938,24 @@ def control_group(request):
 
 @app.route("POST", "/control/helper")
 def control_helper(request):
-    state["helper"] = bool(request.json().get("connected"))
-    return Reply(200, {"helper": state["helper"]})
+    body = request.json()
+    state["helper"] = bool(body.get("connected"))
+    if "private_api" in body:
+        state["private_api"] = bool(body["private_api"])
+    return Reply(200, {"helper": state["helper"], "private_api": state["private_api"]})
+
+
+@app.route("POST", "/control/edit")
+def control_edit(request):
+    body = request.json()
+    change_message(body["message_guid"], "edit", body["body"])
+    return Reply(200, {"guid": body["message_guid"]})
+
+
+@app.route("POST", "/control/unsend")
+def control_unsend(request):
+    change_message(request.json()["message_guid"], "unsend")
+    return Reply(200, {"guid": request.json()["message_guid"]})
 
 
 @app.route("POST", "/control/mode")
@@ -785,10 +977,13 @@ def main():
     parser.add_argument("--password", required=True)
     parser.add_argument("--step-ms", type=float, default=50)
     parser.add_argument("--no-helper", action="store_true")
+    parser.add_argument("--no-private-api", action="store_true", help="the server's Private API setting off")
+    parser.add_argument("--macos", default="14.5", help="os_version; below 13 refuses edit and unsend")
     args = parser.parse_args()
     state["password"] = args.password
     state["step"] = args.step_ms / 1000
     state["helper"] = not args.no_helper
+    state["private_api"], state["macos"] = not args.no_private_api, args.macos
     app.serve(args.listen)
 
 
