@@ -16,14 +16,39 @@ use crate::helpers::{TestApp, TestOrg};
 /// Chosen below the kernel's ephemeral range (32768 and up on Linux), so that no outgoing
 /// connection of this or another test takes it as its local port between the moment it is
 /// chosen and the moment a server binds it, or while a killed server is restarted on it.
+///
+/// A port is handed to one test at a time across the suite's processes: each is claimed with a
+/// file made with `create_new` in a directory of the system's temporary one, for ten minutes. A
+/// test that kills a server and starts it again on its port leaves the port free meanwhile, and
+/// another test's check that the port is free must not find it so.
 pub fn free_port() -> u16 {
+    let claims = std::env::temp_dir().join("msgline-test-ports");
+    let _ = std::fs::create_dir_all(&claims);
     for _ in 0..1000 {
         let port = rand::random_range(20_000..32_000);
+        if !claim(&claims.join(port.to_string())) {
+            continue;
+        }
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }
     panic!("no free loopback port between 20000 and 32000");
+}
+
+/// Takes the claim file `path` if nobody holds it, or if its holder took it over ten minutes ago.
+fn claim(path: &std::path::Path) -> bool {
+    let create = || std::fs::OpenOptions::new().write(true).create_new(true).open(path).is_ok();
+    if create() {
+        return true;
+    }
+    let stale = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|age| age > std::time::Duration::from_secs(600));
+    // Of two tests that find it stale, one removes it and both race to make it again: one wins.
+    stale && std::fs::remove_file(path).is_ok() && create()
 }
 
 /// A line of the test's app whose bridge is a running `msgline sim`.
