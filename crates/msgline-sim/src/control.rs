@@ -1,5 +1,6 @@
 //! The simulator's control API (`/control/...`): what a test or a person does on the simulated
-//! device (inbound messages, tapbacks, typing, poll taps, group changes) and what it can look at
+//! device (inbound messages, tapbacks, typing, poll taps, group changes, edits and unsends) and
+//! what it can look at
 //! (the sent log, counters) or change (the answering mode).
 
 use super::*;
@@ -11,6 +12,8 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/control/vote", post(control_vote))
         .route("/control/group", post(control_group))
         .route("/control/reaction", post(control_reaction))
+        .route("/control/edit", post(control_edit))
+        .route("/control/unsend", post(control_unsend))
         .route("/control/typing", get(control_typing_shown).post(control_typing))
         .route("/control/sent", get(control_sent))
         .route("/control/mode", post(control_mode))
@@ -29,6 +32,9 @@ struct InboundControl {
     /// Files that come with the message: `{"base64", "filename"?}` each.
     #[serde(default)]
     media: Vec<InboundMedia>,
+    /// The message this one answers (an inline reply): msgline's id of it, or the line's.
+    #[serde(default)]
+    reply_to: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +73,7 @@ async fn control_inbound(State(sim): State<Shared>, Json(request): Json<InboundC
         channel,
         message_id: Some(message_id),
         attachments,
+        reply_to: request.reply_to,
     });
     report_now(&sim, event).await
 }
@@ -95,6 +102,43 @@ async fn control_reaction(State(sim): State<Shared>, Json(request): Json<Reactio
         message_id: Some(message_id),
     });
     report_now(&sim, event).await
+}
+
+#[derive(Debug, Deserialize)]
+struct ChangeControl {
+    /// msgline's `msg_` id of the message (the line's own id of an inbound message works too).
+    #[serde(default)]
+    message_id: Option<String>,
+    /// For an edit: the message's text now.
+    #[serde(default)]
+    body: Option<String>,
+}
+
+/// A 400 naming what the control call lacks.
+fn bad_control(error: &str) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({"error": error}))).into_response()
+}
+
+/// The message a change names, if it names one.
+fn named_message(request: &ChangeControl) -> Option<String> {
+    request.message_id.as_deref().map(str::trim).filter(|id| !id.is_empty()).map(str::to_string)
+}
+
+const MESSAGE_ID_REQUIRED: &str = "message_id is required: msgline's id of the message";
+
+/// The person who sent a message edited it: a `message.edited` callback.
+async fn control_edit(State(sim): State<Shared>, Json(request): Json<ChangeControl>) -> Response {
+    let Some(message_id) = named_message(&request) else { return bad_control(MESSAGE_ID_REQUIRED) };
+    let Some(body) = request.body.filter(|body| !body.trim().is_empty()) else {
+        return bad_control("body is required: the message's text after the edit");
+    };
+    report_now(&sim, sim.event(BridgeEventPayload::MessageEdited { message_id, body })).await
+}
+
+/// The person who sent a message unsent it: a `message.unsent` callback.
+async fn control_unsend(State(sim): State<Shared>, Json(request): Json<ChangeControl>) -> Response {
+    let Some(message_id) = named_message(&request) else { return bad_control(MESSAGE_ID_REQUIRED) };
+    report_now(&sim, sim.event(BridgeEventPayload::MessageUnsent { message_id })).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -216,6 +260,10 @@ struct ModeControl {
     /// `true`: the device is away (every call from msgline answered 503, probes included).
     #[serde(default)]
     offline: Option<bool>,
+    /// `false`: the device has no replies, edits, unsend or effects (its capabilities say so, and
+    /// edits and unsends are refused).
+    #[serde(default)]
+    message_actions: Option<bool>,
 }
 
 /// Answers 503 to every call from msgline while the device is `offline` (`/control/mode`).
@@ -257,6 +305,9 @@ async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl
     if let Some(offline) = request.offline {
         sim.offline.store(offline, Ordering::Relaxed);
     }
+    if let Some(actions) = request.message_actions {
+        sim.message_actions.store(actions, Ordering::Relaxed);
+    }
     Json(json!({
         "batch": sim.batch.load(Ordering::Relaxed),
         "ask_ms": sim.ask_ms.load(Ordering::Relaxed),
@@ -266,5 +317,6 @@ async fn control_mode(State(sim): State<Shared>, Json(request): Json<ModeControl
         "imessage": if sim.imessage_rejected.load(Ordering::Relaxed) { "reject" } else { "" },
         "blocked": sim.blocked.load(Ordering::Relaxed),
         "offline": sim.offline.load(Ordering::Relaxed),
+        "message_actions": sim.message_actions.load(Ordering::Relaxed),
     }))
 }

@@ -25,14 +25,9 @@ pub(super) async fn create_group(
         channel: "imessage".into(),
         kind: "text".into(),
         body: request.body.clone(),
-        poll: None,
-        vcard: None,
         name: request.name.clone(),
-        remove: Vec::new(),
-        leave: false,
-        reaction: None,
-        attachments: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
+        ..Sent::default()
     };
     // The group and its opening message share one fate on the line.
     let answer = sim.accept_or_refuse(&request.message_id, refusal, record);
@@ -99,15 +94,11 @@ pub(super) async fn change_group(
         chat: Some(group_id),
         channel: "imessage".into(),
         kind: "group_change".into(),
-        body: String::new(),
-        poll: None,
-        vcard: None,
         name: request.name.clone(),
         remove: request.remove.clone(),
         leave: request.leave,
-        reaction: None,
-        attachments: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
+        ..Sent::default()
     };
     let answer = (StatusCode::ACCEPTED, SendAnswer { status: "accepted".into(), reason: None, error: None });
     sim.remember(&request.id, Known { status: "applied".into(), reason: None, answer: answer.clone() }, Some(record));

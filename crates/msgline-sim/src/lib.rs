@@ -3,7 +3,8 @@
 //! It answers the bridge protocol (capabilities, sends, group creation, status lookups,
 //! reachability), progresses what it accepted through sent → delivered (→ read) and reports each
 //! step to the callback URL. Its control API (`/control/...`) drives the device from a test or a
-//! person: inbound messages, native poll taps, the sent log, and the answering mode.
+//! person: inbound messages, native poll taps, the sent log, and the answering mode. Messages it
+//! sent can be edited and unsent, once per action id (see `actions`).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -36,12 +37,14 @@ use msgline::{
     clock,
 };
 
+mod actions;
 mod control;
 mod groups;
 mod journal;
 mod media;
 mod sends;
 mod signals;
+use actions::{action_lookup, edit, unsend};
 use groups::{change_group, change_lookup, create_group};
 use journal::{Journal, JournalEntry};
 use media::serve_file;
@@ -113,7 +116,7 @@ impl Default for SimConfig {
 }
 
 /// One entry of the sent log, as `GET /control/sent` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Sent {
     id: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -141,6 +144,17 @@ struct Sent {
     /// The files of a `media` send as the line fetched them: `{id, content_type, size, sha256}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     attachments: Vec<Value>,
+    /// What a send answers (an inline reply), as the line names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reply_to: Option<String>,
+    /// A send's bubble or screen effect, and its subject line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    effect: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subject: Option<String>,
+    /// The message an edit or unsend changed (msgline's id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    target: Option<String>,
     at: String,
 }
 
@@ -179,6 +193,9 @@ struct Sim {
     blocked: std::sync::atomic::AtomicBool,
     /// `POST /control/mode {"offline": true}`: every call from msgline is answered 503.
     offline: std::sync::atomic::AtomicBool,
+    /// `POST /control/mode {"message_actions": false}`: the device has no replies, edits, unsend
+    /// or effects (its capabilities say so, and edits and unsends are refused).
+    message_actions: std::sync::atomic::AtomicBool,
     /// Callback posts that failed and were tried again (the service was away or refused).
     callback_retries: AtomicU64,
     /// Status lookups of messages and groups the line knew.
@@ -242,6 +259,7 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         imessage_rejected: std::sync::atomic::AtomicBool::new(false),
         blocked: std::sync::atomic::AtomicBool::new(false),
         offline: std::sync::atomic::AtomicBool::new(false),
+        message_actions: std::sync::atomic::AtomicBool::new(true),
         callback_retries: AtomicU64::new(0),
         lookups: AtomicU64::new(0),
         reachability_asks: AtomicU64::new(0),
@@ -264,6 +282,9 @@ pub fn router(config: SimConfig) -> anyhow::Result<Router> {
         .route("/v1/messages", post(send))
         .route("/v1/messages/batch", post(send_batch))
         .route("/v1/messages/{id}", get(lookup))
+        .route("/v1/messages/{id}/edit", post(edit))
+        .route("/v1/messages/{id}/unsend", post(unsend))
+        .route("/v1/messages/{id}/actions/{action_id}", get(action_lookup))
         .route("/v1/groups", post(create_group))
         .route("/v1/groups/{id}", get(lookup))
         .route("/v1/groups/{id}/changes", post(change_group))
@@ -289,8 +310,8 @@ impl Sim {
                     JournalEntry::Decided { id, sent: record, status, reason, code, answer } => {
                         let code = StatusCode::from_u16(code).unwrap_or(StatusCode::ACCEPTED);
                         if let Some(record) = record {
-                            // A group change has no steps to report.
-                            if record.kind != "group_change" {
+                            // A group change, an edit and an unsend have no steps to report.
+                            if !matches!(record.kind.as_str(), "group_change" | "edit" | "unsend") {
                                 accepted.push(id.clone());
                             }
                             sent.push(*record);
@@ -454,6 +475,7 @@ async fn capabilities(State(sim): State<Shared>, headers: HeaderMap) -> Response
         return unauthorized();
     }
     let groups = *sim.groups.lock().expect("groups lock");
+    let actions = sim.message_actions.load(Ordering::Relaxed);
     Json(CapabilitiesAnswer {
         e164: sim.config.e164.clone(),
         capabilities: Capabilities {
@@ -466,6 +488,10 @@ async fn capabilities(State(sim): State<Shared>, headers: HeaderMap) -> Response
             read_receipts: true,
             media: true,
             mms: sim.config.mms,
+            replies: actions,
+            edits: actions,
+            unsend: actions,
+            effects: actions,
             batch: sim.batch.load(Ordering::Relaxed),
         },
     })

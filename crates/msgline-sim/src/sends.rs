@@ -91,12 +91,13 @@ async fn decide(sim: &Shared, request: &SendRequest) -> Option<(StatusCode, Send
         body: request.body.clone(),
         poll: request.poll.as_ref().and_then(|poll| serde_json::to_value(poll).ok()),
         vcard: request.vcard.clone(),
-        name: None,
-        remove: Vec::new(),
-        leave: false,
         reaction: request.reaction.clone(),
         attachments,
+        reply_to: request.reply_to.clone(),
+        effect: request.effect.clone(),
+        subject: request.subject.clone(),
         at: clock::rfc3339(clock::now_ms()),
+        ..Sent::default()
     };
     sim.accept_or_refuse(&request.id, refusal, record)
 }

@@ -15,15 +15,8 @@ fn signal_record(sim: &Sim, kind: &str, request: &ConversationSignal) -> Sent {
         chat: request.chat.clone(),
         channel: "imessage".into(),
         kind: kind.into(),
-        body: String::new(),
-        poll: None,
-        vcard: None,
-        name: None,
-        remove: Vec::new(),
-        leave: false,
-        reaction: None,
-        attachments: Vec::new(),
         at: clock::rfc3339(clock::now_ms()),
+        ..Sent::default()
     }
 }
 

@@ -74,7 +74,7 @@ pub use mcp::run as run_mcp;
 /// a bridge and what it answers, and the events a bridge reports back.
 pub mod bridge_protocol {
     pub use crate::bridge::{
-        AttachmentRef, BatchAnswer, BatchResult, BridgeEvent, BridgeEventPayload, CapabilitiesAnswer,
+        ActionRequest, AttachmentRef, BatchAnswer, BatchResult, BridgeEvent, BridgeEventPayload, CapabilitiesAnswer,
         ConversationSignal, GroupChangeRequest, GroupRequest, InboundFile, LINE_BLOCKED, ReachabilityAnswer,
         ReachabilityRequest, ReactionRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     };

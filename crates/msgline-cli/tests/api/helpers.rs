@@ -362,6 +362,8 @@ pub fn authenticated_routes() -> Vec<(Method, &'static str, &'static str, Option
         (Method::GET, "/feed/stream", "messaging_read", None),
         (Method::POST, "/messages/msg_unknown/reactions", "messaging_send", Some(json!({"reaction": "love"}))),
         (Method::DELETE, "/messages/msg_unknown/reactions/love", "messaging_send", None),
+        (Method::POST, "/messages/msg_unknown/edit", "messaging_send", Some(json!({"body": "x"}))),
+        (Method::POST, "/messages/msg_unknown/unsend", "messaging_send", Some(json!({}))),
     ]
 }
 

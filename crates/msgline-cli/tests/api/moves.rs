@@ -55,6 +55,9 @@ async fn stage_queued(app: &TestApp, batch: &mut Batch, org: &TestOrg, line: &st
             attachment: None,
             send_at: None,
             wait: Default::default(),
+            from: None,
+            to: None,
+            extras: Default::default(),
         },
     )
 }

@@ -79,7 +79,7 @@ pub fn respond(sent: Accepted) -> Response {
 /// A send's answer, written straight to the response (no JSON tree in between: it is built for
 /// every send): the message, whether it was a replay, and the card or poll it carries.
 struct Envelope<'a> {
-    message: db::messages::MessageView<'a>,
+    message: db::message_view::MessageView<'a>,
     duplicate: bool,
     delivery_unknown: bool,
     extra: Option<(&'static str, Value)>,

@@ -16,6 +16,7 @@ pub mod groups;
 mod health;
 pub mod keys;
 mod lines;
+mod message_actions;
 pub mod messages;
 pub mod mobile;
 pub mod openapi;
@@ -58,6 +59,7 @@ fn routes(authenticate: impl FnOnce(OpenApiRouter<Services>) -> OpenApiRouter<Se
         .merge(availability::router())
         .merge(conversations::router())
         .merge(messages::router())
+        .merge(message_actions::router())
         .merge(attachments::router())
         .merge(contact_cards::router())
         .merge(polls::router())

@@ -12,8 +12,8 @@ use axum::http::HeaderMap;
 
 pub use super::call::FileError;
 use super::{
-    BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest, ReachabilityAnswer,
-    SendRequest,
+    ActionRequest, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
+    ReachabilityAnswer, SendRequest,
     call::{CallResult, SendOutcome, StatusLookup},
 };
 use crate::db::lines::Line;
@@ -49,6 +49,20 @@ pub trait LineAdapter {
     async fn fetch_file(&self, line: &Line, url: &str, max_bytes: usize) -> Result<Vec<u8>, FileError>;
     /// What became of a group change (msgline's `gch_` id): `applied` or `failed`.
     async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup;
+    /// Edits (`action.body`) or unsends a message msgline sent. Only asked of a line whose
+    /// capabilities say `edits` or `unsend`; a kind without either refuses.
+    async fn act(&self, _line: &Line, action: &ActionRequest) -> CallResult<SendOutcome> {
+        CallResult {
+            outcome: SendOutcome::Rejected(format!("this line's device cannot {} messages", action.verb())),
+            http_status: None,
+            latency_ms: 0,
+        }
+    }
+    /// What became of an edit or unsend: `applied` or `failed`, or `NotFound` when the device
+    /// certainly never received it (it is then failed, never asked again).
+    async fn action_status(&self, _line: &Line, _action: &ActionRequest) -> StatusLookup {
+        StatusLookup::NotFound
+    }
     /// Makes sure the device reports to msgline: registers msgline's webhook where the device
     /// takes registrations. Called when the line is created and by the line checker.
     async fn connect(&self, line: &Line) -> Result<(), String>;

@@ -49,6 +49,10 @@ pub(super) const CAPABILITIES: Capabilities = Capabilities {
     // The gateway's API sends text and data SMS only, no MMS.
     media: false,
     mms: false,
+    replies: false,
+    edits: false,
+    unsend: false,
+    effects: false,
     batch: 0,
 };
 /// The events msgline registers a webhook for.
@@ -363,6 +367,7 @@ impl LineAdapter for AndroidGateway {
                     channel: "sms".into(),
                     message_id: None,
                     attachments: Vec::new(),
+                    reply_to: None,
                 },
             }]),
             // An MMS once the phone has downloaded it: its text parts joined as `body`, the other
@@ -389,6 +394,7 @@ impl LineAdapter for AndroidGateway {
                         channel: "sms".into(),
                         message_id: None,
                         attachments,
+                        reply_to: None,
                     },
                 }])
             }

@@ -148,6 +148,9 @@ mod tests {
             poll: None,
             reaction: None,
             attachments: Vec::new(),
+            reply_to: None,
+            effect: None,
+            subject: None,
         }
     }
 

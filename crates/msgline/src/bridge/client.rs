@@ -144,6 +144,16 @@ impl BridgeClient {
         on_kind!(self, line, group_change_status(group_id, change_id))
     }
 
+    /// Asks the line to edit or unsend a message msgline sent.
+    pub async fn act(&self, line: &Line, action: &super::ActionRequest) -> CallResult<SendOutcome> {
+        on_kind!(self, line, act(action))
+    }
+
+    /// Asks the line what became of an edit or unsend.
+    pub async fn action_status(&self, line: &Line, action: &super::ActionRequest) -> StatusLookup {
+        on_kind!(self, line, action_status(action))
+    }
+
     /// Asks the line what became of a group.
     pub async fn group_status(&self, line: &Line, id: &str) -> StatusLookup {
         on_kind!(self, line, group_status(id))

@@ -46,6 +46,10 @@ const CAPABILITIES: Capabilities = Capabilities {
     read_receipts: false,
     media: false,
     mms: false,
+    replies: false,
+    edits: false,
+    unsend: false,
+    effects: false,
     batch: 0,
 };
 
@@ -313,6 +317,7 @@ impl LineAdapter for Kannel {
                         channel: "sms".into(),
                         message_id: None,
                         attachments: Vec::new(),
+                        reply_to: None,
                     },
                 }])
             }

@@ -58,6 +58,43 @@ pub struct SendRequest {
     /// For `media`: the files, each fetched from msgline by the bridge.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<AttachmentRef>,
+    /// The message this one answers (an inline reply, iMessage only), by the line's name for it:
+    /// msgline's `msg_` id for a message msgline sent, else the `message_id` the bridge gave the
+    /// inbound message. Only sent to a line whose capabilities say `replies`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
+    /// The bubble or screen effect (msgline's name: `slam`, `invisible_ink`, `confetti`, …).
+    /// Only sent to a line whose capabilities say `effects`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+    /// The iMessage subject line, shown in bold above the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+}
+
+/// `POST /v1/messages/{message_id}/edit` and `POST /v1/messages/{message_id}/unsend` body: an
+/// edit (with `body`) or an unsend of a message msgline sent. `id` is msgline's `mac_` id of the
+/// action: a bridge that receives an id it has seen before does not apply it again and answers
+/// as it did the first time. `GET /v1/messages/{message_id}/actions/{id}` asks what became of it
+/// (`applied` or `failed`; 404: never received).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActionRequest {
+    pub id: String,
+    /// msgline's `msg_` id of the message acted on.
+    pub message_id: String,
+    /// The new text, for an edit; absent for an unsend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// When msgline asked for it (ms since the epoch); not part of the call.
+    #[serde(skip)]
+    pub requested_at: i64,
+}
+
+impl ActionRequest {
+    /// `edit` or `unsend`: the path segment of the call.
+    pub fn verb(&self) -> &'static str {
+        if self.body.is_some() { "edit" } else { "unsend" }
+    }
 }
 
 /// A file that arrived with a message: where msgline fetches it from the bridge (with the
@@ -244,7 +281,17 @@ pub enum BridgeEventPayload {
         /// Files that came with the message; msgline fetches each from the bridge.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         attachments: Vec<InboundFile>,
+        /// The message it answers (an inline reply), named as a reaction's `target` is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_to: Option<String>,
     },
+    /// A message was edited on the device (by the person who sent it, or on the line's own
+    /// device): `message_id` names it as a reaction's `target` is; `body` is its text now.
+    #[serde(rename = "message.edited")]
+    MessageEdited { message_id: String, body: String },
+    /// A message was unsent on the device: it no longer shows in the conversation.
+    #[serde(rename = "message.unsent")]
+    MessageUnsent { message_id: String },
     /// A tapback arrived. `target` names the message reacted to as a reaction send does (msgline's
     /// `msg_` id, or the `message_id` of an inbound message); `removed` takes an earlier one back.
     #[serde(rename = "message.reaction")]
@@ -336,10 +383,19 @@ impl BridgeEvent {
                     format!("the sender is a handle of 1 to {MAX_HANDLE_CHARS} characters without control characters"),
                 ))
             }
-            BridgeEventPayload::Inbound { body, .. } if body.chars().count() > MAX_TEXT_CHARS => Err((
-                "data.body",
-                format!("a message's text is at most {MAX_TEXT_CHARS} characters; send a longer one as several"),
-            )),
+            BridgeEventPayload::Inbound { body, .. } | BridgeEventPayload::MessageEdited { body, .. }
+                if body.chars().count() > MAX_TEXT_CHARS =>
+            {
+                Err((
+                    "data.body",
+                    format!("a message's text is at most {MAX_TEXT_CHARS} characters; send a longer one as several"),
+                ))
+            }
+            BridgeEventPayload::MessageEdited { message_id, .. } | BridgeEventPayload::MessageUnsent { message_id }
+                if message_id.trim().is_empty() || message_id.len() > 200 =>
+            {
+                Err(("data.message_id", "the message is named by 1 to 200 characters".into()))
+            }
             BridgeEventPayload::PollVote { option_index, .. } if *option_index < 0 => {
                 Err(("data.option_index", format!("option_index {option_index} counts from 0")))
             }

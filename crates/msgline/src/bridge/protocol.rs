@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{
-    BatchAnswer, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
+    ActionRequest, BatchAnswer, BridgeEvent, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
     ReachabilityAnswer, ReachabilityRequest, SendAnswer, SendBatch, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
     batch::{Lanes, Waiting, split_due},
@@ -309,6 +309,16 @@ impl LineAdapter for MsglineBridge {
     /// Asks the line what became of a group change.
     async fn group_change_status(&self, line: &Line, group_id: &str, change_id: &str) -> StatusLookup {
         self.lookup(line, &format!("/v1/groups/{group_id}/changes/{change_id}")).await
+    }
+
+    /// Edits or unsends a message msgline sent.
+    async fn act(&self, line: &Line, action: &ActionRequest) -> CallResult<SendOutcome> {
+        self.post_send(line, &format!("/v1/messages/{}/{}", action.message_id, action.verb()), action).await
+    }
+
+    /// Asks what became of an edit or unsend.
+    async fn action_status(&self, line: &Line, action: &ActionRequest) -> StatusLookup {
+        self.lookup(line, &format!("/v1/messages/{}/actions/{}", action.message_id, action.id)).await
     }
 
     /// A bridge of this kind is told its callback URL and secret when it is set up.

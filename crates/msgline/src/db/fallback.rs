@@ -57,6 +57,10 @@ pub async fn fall_back(conn: &mut AnyConnection, imessage: &Message) -> sqlx::Re
             send_at: None,
             fallback: Fallback { for_message: Some(imessage.id.clone()), ..Fallback::default() },
             wait: Default::default(),
+            from: imessage.from.clone(),
+            to: imessage.to.clone(),
+            // Over SMS a reply goes as a plain message, and effects and subjects do not exist.
+            extras: Default::default(),
         },
     )
     .await?;

@@ -29,7 +29,7 @@ impl ChangeState {
         }
     }
 
-    fn parse(text: &str) -> ChangeState {
+    pub(super) fn parse(text: &str) -> ChangeState {
         match text {
             "applied" => ChangeState::Applied,
             "failed" => ChangeState::Failed,

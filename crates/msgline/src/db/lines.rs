@@ -125,6 +125,18 @@ pub struct Capabilities {
     /// Sends files over SMS too (MMS).
     #[serde(default)]
     pub mms: bool,
+    /// Sends inline replies (`reply_to`) over iMessage.
+    #[serde(default)]
+    pub replies: bool,
+    /// Edits iMessages it sent (`POST /v1/messages/{id}/edit`).
+    #[serde(default)]
+    pub edits: bool,
+    /// Unsends iMessages it sent (`POST /v1/messages/{id}/unsend`).
+    #[serde(default)]
+    pub unsend: bool,
+    /// Sends iMessages with a bubble or screen effect, and with a subject.
+    #[serde(default)]
+    pub effects: bool,
     /// Takes several sends in one call (`POST /v1/messages/batch`), at most this many; absent
     /// or 0: one call per message. Only the `msgline` kind's protocol has it.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -1,7 +1,6 @@
 //! Messages and their status lifecycle. Every status move writes its `messaging.message.*`
 //! event in the same transaction.
 
-use serde_json::Value;
 use std::collections::HashMap;
 
 use sqlx::{AnyConnection, Row};
@@ -55,117 +54,33 @@ pub struct Message {
     pub fallback_for: Option<String>,
     /// The SMS sent in this iMessage's place.
     pub fallback_message_id: Option<String>,
+    /// Who sent it and to whom: the line's number and the contact's (inbound: the reverse), or
+    /// the handle as the line reported it; `to` is `None` in a group.
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// What it answers, how it shows, and what became of it after it was sent.
+    pub extras: Extras,
+    pub edited_at: Option<i64>,
+    pub unsent_at: Option<i64>,
+    /// The earlier texts, oldest first: `[{"body", "at"}]`, as stored (JSON).
+    pub edits: Option<String>,
+    /// The latest edit or unsend not applied (pending, unknown or failed), as stored (JSON).
+    pub action: Option<String>,
 }
 
-impl Message {
-    /// The public representation, as the API and webhook events show it.
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.view()).expect("a message view serialises")
-    }
-
-    /// The `data` of a `messaging.message.*` event, `{"message": …}`, written straight to a
-    /// string (no JSON tree in between: it is built for every status a message passes).
-    pub fn event_data(&self) -> String {
-        #[derive(serde::Serialize)]
-        struct Data<'a> {
-            message: MessageView<'a>,
-        }
-        serde_json::to_string(&Data { message: self.view() }).expect("a message view serialises")
-    }
-
-    /// The public representation, written straight to a response.
-    pub fn view(&self) -> MessageView<'_> {
-        MessageView {
-            id: &self.id,
-            conversation_id: &self.conversation_id,
-            contact_id: self.contact_id.as_deref(),
-            line_id: &self.line_id,
-            direction: self.direction,
-            channel: self.channel,
-            kind: self.kind,
-            body: &self.body,
-            status: self.status,
-            error: self.error.as_deref(),
-            delivery_unknown: self.delivery_unknown,
-            agent_id: self.agent_id.as_deref(),
-            created_at: clock::rfc3339(self.created_at),
-            updated_at: clock::rfc3339(self.updated_at),
-            submitted_at: clock::rfc3339_opt(self.submitted_at),
-            sent_at: clock::rfc3339_opt(self.sent_at),
-            delivered_at: clock::rfc3339_opt(self.delivered_at),
-            read_at: clock::rfc3339_opt(self.read_at),
-            send_at: clock::rfc3339_opt(self.send_at),
-            fallback_for: self.fallback_for.as_deref(),
-            fallback_message_id: self.fallback_message_id.as_deref(),
-            payload: self.payload.as_ref(),
-            reactions: None,
-        }
-    }
-
-    pub fn is_final(&self) -> bool {
-        self.status.is_final()
-    }
-
-    /// The message as it was when accepted (what its send answered): queued (or scheduled),
-    /// nothing since.
-    pub fn as_accepted(&self) -> Message {
-        Message {
-            status: if self.send_at.is_some() { MessageStatus::Scheduled } else { MessageStatus::Queued },
-            error: None,
-            delivery_unknown: false,
-            updated_at: self.created_at,
-            submitted_at: None,
-            sent_at: None,
-            delivered_at: None,
-            read_at: None,
-            ..self.clone()
-        }
-    }
-}
-
-/// A message as the API shows it: its fields, and those its payload adds (`contact_card`,
-/// `poll`, `poll_vote`).
-#[derive(Debug, serde::Serialize)]
-pub struct MessageView<'a> {
-    id: &'a str,
-    conversation_id: &'a str,
-    contact_id: Option<&'a str>,
-    line_id: &'a str,
-    direction: Direction,
-    channel: Channel,
-    kind: MessageKind,
-    body: &'a str,
-    status: MessageStatus,
-    error: Option<&'a str>,
-    delivery_unknown: bool,
-    agent_id: Option<&'a str>,
-    created_at: String,
-    updated_at: String,
-    submitted_at: Option<String>,
-    sent_at: Option<String>,
-    delivered_at: Option<String>,
-    read_at: Option<String>,
-    send_at: Option<String>,
-    fallback_for: Option<&'a str>,
-    fallback_message_id: Option<&'a str>,
-    #[serde(flatten)]
-    payload: Option<&'a Payload>,
-    /// The reactions standing on the message, on API reads (webhook events leave them out).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reactions: Option<&'a [super::reactions::Standing]>,
-}
-
-impl<'a> MessageView<'a> {
-    /// The view with the reactions standing on the message.
-    pub fn with_reactions(mut self, reactions: &'a [super::reactions::Standing]) -> Self {
-        self.reactions = Some(reactions);
-        self
-    }
+/// What a message may carry besides its text: the message of its conversation it answers (an
+/// inline reply), its iMessage effect and its subject.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extras {
+    pub reply_to: Option<String>,
+    pub effect: Option<String>,
+    pub subject: Option<String>,
 }
 
 pub(super) const COLUMNS: &str = "id, org_id, conversation_id, contact_id, line_id, direction, channel, kind, body, payload, \
      status, error, delivery_unknown, agent_id, created_at, updated_at, submitted_at, sent_at, delivered_at, read_at, \
-     attachment, send_at, fallback_for, fallback_message_id";
+     attachment, send_at, fallback_for, fallback_message_id, from_number, to_number, reply_to, effect, subject, \
+     edited_at, unsent_at, edits, action";
 
 pub(super) fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Message> {
     let payload = row.opt_text("payload")?;
@@ -194,6 +109,17 @@ pub(super) fn from_row(row: &(impl super::Columns + ?Sized)) -> sqlx::Result<Mes
         send_at: row.opt_int("send_at")?,
         fallback_for: row.opt_text("fallback_for")?,
         fallback_message_id: row.opt_text("fallback_message_id")?,
+        from: row.opt_text("from_number")?,
+        to: row.opt_text("to_number")?,
+        extras: Extras {
+            reply_to: row.opt_text("reply_to")?,
+            effect: row.opt_text("effect")?,
+            subject: row.opt_text("subject")?,
+        },
+        edited_at: row.opt_int("edited_at")?,
+        unsent_at: row.opt_int("unsent_at")?,
+        edits: row.opt_text("edits")?,
+        action: row.opt_text("action")?,
     })
 }
 
@@ -218,6 +144,24 @@ pub struct NewMessage {
     pub fallback: Fallback,
     /// How a queued outbound message waits for its line.
     pub wait: Wait,
+    /// As [`Message::from`] and [`Message::to`].
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub extras: Extras,
+}
+
+/// A message's numbers (`from`, `to`) by its direction: the line's and the other side's. A group
+/// message has no `to` (its conversation names the group).
+pub fn numbers(
+    direction: Direction,
+    line_e164: &str,
+    other: Option<&str>,
+    in_group: bool,
+) -> (Option<String>, Option<String>) {
+    match direction {
+        Direction::Outbound => (Some(line_e164.to_string()), other.filter(|_| !in_group).map(str::to_string)),
+        Direction::Inbound => (other.map(str::to_string), (!in_group).then(|| line_e164.to_string())),
+    }
 }
 
 /// How a queued outbound message waits for its line: for the line's pacer (`paced`: its line has
@@ -307,13 +251,20 @@ pub fn stage_insert_at(
         send_at: new.send_at,
         fallback_for: new.fallback.for_message.clone(),
         fallback_message_id: None,
+        from: new.from,
+        to: new.to,
+        extras: new.extras,
+        edited_at: None,
+        unsent_at: None,
+        edits: None,
+        action: None,
     };
     batch.push(
         format!(
             "INSERT INTO messages ({COLUMNS}, outbox_state, available_at, idem_key, idem_fingerprint, idem_extra, \
              idem_expires_at, outbox_attempts, claimed_until, fallback, fallback_at, expires_at, pool_id) VALUES ($1, $2, \
              $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, 0, $12, $13, $13, NULL, NULL, NULL, NULL, $14, $15, $16, NULL, \
-             $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)"
+             $17, $18, $19, $20, $21, NULL, NULL, NULL, NULL, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)"
         ),
         vec![
             (&message.id).into(),
@@ -332,6 +283,11 @@ pub fn stage_insert_at(
             message.attachment.clone().into(),
             message.send_at.into(),
             message.fallback_for.clone().into(),
+            message.from.clone().into(),
+            message.to.clone().into(),
+            message.extras.reply_to.clone().into(),
+            message.extras.effect.clone().into(),
+            message.extras.subject.clone().into(),
             queued.then_some(outbox_state).into(),
             queued.then_some(available_at).into(),
             key.map(|k| k.key.clone()).into(),

@@ -57,6 +57,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(31, "0031_lines_that_last"),
     migration!(32, "0032_event_feed"),
     migration!(33, "0033_dial_in"),
+    migration!(34, "0034_message_actions"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -27,6 +27,8 @@ pub mod idempotency;
 pub mod keys;
 pub mod line_sends;
 pub mod lines;
+pub mod message_actions;
+pub mod message_view;
 pub mod messages;
 mod migrate;
 pub mod moves;

@@ -13,6 +13,7 @@ pub mod id;
 pub mod idempotency;
 pub mod lifecycle;
 pub mod line_policy;
+pub mod message_action;
 pub mod opt_out;
 pub mod payload;
 pub mod phone;

@@ -10,7 +10,7 @@ use sha2::Sha256;
 use time::{OffsetDateTime, format_description::well_known::Rfc2822};
 
 /// Every event type a webhook can receive.
-pub const EVENT_TYPES: [&str; 19] = [
+pub const EVENT_TYPES: [&str; 21] = [
     "messaging.message.scheduled",
     "messaging.message.canceled",
     "messaging.message.queued",
@@ -22,6 +22,8 @@ pub const EVENT_TYPES: [&str; 19] = [
     "messaging.message.unknown",
     "messaging.message.received",
     "messaging.message.fallback",
+    "messaging.message.edited",
+    "messaging.message.unsent",
     "messaging.poll.voted",
     "messaging.group.created",
     "messaging.group.failed",

@@ -6,6 +6,7 @@
 
 use sqlx::AnyConnection;
 
+mod changes;
 mod signals;
 use signals::{store_reaction, tapback, typing_shown};
 
@@ -17,6 +18,7 @@ use crate::{
     db::{self, Db, contacts::Contact, lines::Line, messages::NewMessage},
     domain::{
         lifecycle::{Channel, ConversationKind, Direction, MessageKind, MessageStatus},
+        message_action::ActionKind,
         opt_out::{self, Keyword},
         payload::{Payload, VoteSummary},
         poll, reaction,
@@ -140,6 +142,8 @@ fn meter(event: &BridgeEvent) {
         BridgeEventPayload::PollVote { .. }
         | BridgeEventPayload::GroupState { .. }
         | BridgeEventPayload::GroupUpdated { .. }
+        | BridgeEventPayload::MessageEdited { .. }
+        | BridgeEventPayload::MessageUnsent { .. }
         | BridgeEventPayload::Typing { .. } => {}
     }
 }
@@ -152,13 +156,18 @@ async fn apply(tx: &mut AnyConnection, line: &Line, event: &BridgeEvent, rules: 
             return Ok(if moved.first() == Some(&true) { Handled::Applied } else { Handled::Duplicate });
         }
         _ if !db::reports::record_callback(tx, &line.id, &event.id).await? => return Ok(Handled::Duplicate),
-        BridgeEventPayload::Inbound { from, body, chat, channel, message_id, attachments } => {
-            let arrived = Arrived { from, chat: chat.as_deref(), line_name: message_id.as_deref() };
+        BridgeEventPayload::Inbound { from, body, chat, channel, message_id, attachments, reply_to } => {
+            let arrived = Arrived {
+                from,
+                chat: chat.as_deref(),
+                line_name: message_id.as_deref(),
+                reply_to: reply_to.as_deref(),
+            };
             let files: Vec<_> = attachments.iter().filter_map(|f| f.stored.clone()).collect();
             inbound(tx, line, &arrived, body, channel, &files, rules).await?
         }
         BridgeEventPayload::Reaction { from, target, reaction, removed, chat, message_id } => {
-            let arrived = Arrived { from, chat: chat.as_deref(), line_name: message_id.as_deref() };
+            let arrived = Arrived { from, chat: chat.as_deref(), line_name: message_id.as_deref(), reply_to: None };
             tapback(tx, line, &arrived, target, reaction, *removed).await?
         }
         BridgeEventPayload::Typing { from, chat, typing } => {
@@ -173,6 +182,12 @@ async fn apply(tx: &mut AnyConnection, line: &Line, event: &BridgeEvent, rules: 
         BridgeEventPayload::GroupUpdated { group_id, name, participants } => {
             group_updated(tx, line, group_id, name.as_deref(), participants.as_deref()).await?
         }
+        BridgeEventPayload::MessageEdited { message_id, body } => {
+            changes::changed(tx, line, message_id, ActionKind::Edit, Some(body)).await?
+        }
+        BridgeEventPayload::MessageUnsent { message_id } => {
+            changes::changed(tx, line, message_id, ActionKind::Unsend, None).await?
+        }
     }
     Ok(Handled::Applied)
 }
@@ -183,6 +198,8 @@ struct Arrived<'a> {
     from: &'a str,
     chat: Option<&'a str>,
     line_name: Option<&'a str>,
+    /// The message it answers, as the line names it.
+    reply_to: Option<&'a str>,
 }
 
 /// The conversation an arrival belongs to, found or created.
@@ -252,22 +269,36 @@ async fn inbound(
         db::contacts::record_reachability(conn, &contact.id, true).await?;
     }
     let channel = if channel == "sms" { Channel::Sms } else { Channel::Imessage };
-    let text = |direction, status, body: String| NewMessage {
-        fallback: Default::default(),
-        wait: Default::default(),
-        send_at: None,
-        org_id: org_id.clone(),
-        conversation_id: conversation_id.clone(),
-        contact_id: Some(contact.id.clone()),
-        line_id: line.id.clone(),
-        direction,
-        channel,
-        kind: MessageKind::Text,
-        body,
-        payload: None,
-        status,
-        agent_id: None,
-        attachment: None,
+    // The message it answers, when the line says and it is of this conversation.
+    let reply_to = match arrived.reply_to {
+        Some(name) => {
+            changes::named(conn, line, name).await?.filter(|m| m.conversation_id == conversation_id).map(|m| m.id)
+        }
+        None => None,
+    };
+    let extras = db::messages::Extras { reply_to, ..Default::default() };
+    let text = |direction, status, body: String| {
+        let (from, to) = db::messages::numbers(direction, &line.e164, Some(&contact.phone), in_group);
+        NewMessage {
+            from,
+            to,
+            extras: Default::default(),
+            fallback: Default::default(),
+            wait: Default::default(),
+            send_at: None,
+            org_id: org_id.clone(),
+            conversation_id: conversation_id.clone(),
+            contact_id: Some(contact.id.clone()),
+            line_id: line.id.clone(),
+            direction,
+            channel,
+            kind: MessageKind::Text,
+            body,
+            payload: None,
+            status,
+            agent_id: None,
+            attachment: None,
+        }
     };
     // Files: a message of kind media with the text as its caption, whatever the text says.
     if !files.is_empty() {
@@ -278,6 +309,7 @@ async fn inbound(
             send_at: None,
             kind: MessageKind::Media,
             payload: Some(Payload::Media(listed)),
+            extras: extras.clone(),
             ..text(Direction::Inbound, MessageStatus::Received, body.to_string())
         };
         let message = db::messages::insert(conn, new).await?;
@@ -309,7 +341,8 @@ async fn inbound(
         && poll.open_at(clock::now_ms(), rules.poll_open_ms)
         && let Some(index) = poll::match_reply(body, &poll.options)
     {
-        record_vote(conn, &poll, &contact, index, channel, Some(body)).await?;
+        let to = (!in_group).then(|| line.e164.clone());
+        record_vote(conn, &poll, &contact, index, channel, Some(body), to).await?;
         return Ok(());
     }
     // A tapback's words ("Loved “…”"), as a phone without tapbacks receives them: a reaction to
@@ -326,8 +359,8 @@ async fn inbound(
         store_reaction(conn, line, reacted, arrived.line_name, target, words.tapback, words.removed).await?;
         return Ok(());
     }
-    let message =
-        db::messages::insert(conn, text(Direction::Inbound, MessageStatus::Received, body.to_string())).await?;
+    let new = NewMessage { extras, ..text(Direction::Inbound, MessageStatus::Received, body.to_string()) };
+    let message = db::messages::insert(conn, new).await?;
     if let Some(name) = arrived.line_name {
         db::bridge_refs::record_in(&mut *conn, &line.id, name, &message.id).await?;
     }
@@ -412,7 +445,11 @@ async fn native_vote(
     };
     let from = sender(line, from);
     let contact = db::contacts::find_or_create(&mut *conn, &poll.org_id, &from).await?;
-    record_vote(conn, &poll, &contact, index, Channel::Imessage, None).await
+    let in_group = db::conversations::get_any(conn, &poll.conversation_id)
+        .await?
+        .is_some_and(|c| c.kind == crate::domain::lifecycle::ConversationKind::Group);
+    let to = (!in_group).then(|| line.e164.clone());
+    record_vote(conn, &poll, &contact, index, Channel::Imessage, None, to).await
 }
 
 /// Stores a vote: an inbound `poll_vote` message naming the option and the question, the vote
@@ -424,11 +461,15 @@ async fn record_vote(
     index: usize,
     channel: Channel,
     reply: Option<&str>,
+    to: Option<String>,
 ) -> anyhow::Result<()> {
     let option = &poll.options[index];
     let message = db::messages::insert(
         conn,
         NewMessage {
+            from: Some(contact.phone.clone()),
+            to,
+            extras: Default::default(),
             fallback: Default::default(),
             wait: Default::default(),
             send_at: None,

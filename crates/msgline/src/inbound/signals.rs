@@ -78,7 +78,12 @@ pub(super) async fn tapback(
         None => None,
     };
     let body = reaction::fallback_text(tapback, removed, reacted.as_ref().map_or("…", |m| m.body.as_str()));
+    let (from_number, to) =
+        db::messages::numbers(Direction::Inbound, &line.e164, Some(&thread.contact.phone), thread.in_group);
     let new = NewMessage {
+        from: from_number,
+        to,
+        extras: Default::default(),
         fallback: Default::default(),
         wait: Default::default(),
         send_at: None,

@@ -215,6 +215,9 @@ pub async fn create(
             let message = db::messages::stage_insert_at(
                 &mut batch,
                 NewMessage {
+                    from: Some(line.e164.clone()),
+                    to: None,
+                    extras: Default::default(),
                     fallback: Default::default(),
                     wait: Default::default(),
                     send_at: None,

@@ -3,9 +3,11 @@
 //! the idempotency record, contact, conversation, message (its own outbox job), poll and first
 //! event, committed together.
 
+pub mod actions;
 pub mod availability;
 pub mod card;
 mod context;
+pub mod extras;
 pub mod groups;
 pub mod media;
 mod org_defaults;
@@ -80,6 +82,8 @@ pub struct SendInput {
     /// How long the message may wait for its line once it is due (`validity_seconds`; `None`:
     /// the default, [`request::VALIDITY_DEFAULT_SECONDS`]).
     pub validity_ms: Option<i64>,
+    /// The message it answers (`reply_to`), its effect and its subject (see [`extras::check`]).
+    pub extras: db::messages::Extras,
 }
 
 /// The poll of a poll message.
@@ -157,7 +161,14 @@ fn outbound(
     now: i64,
     paced: bool,
 ) -> NewMessage {
+    let to = match &target.destination {
+        resolve::Destination::Direct { phone, .. } => Some(phone.to_string()),
+        resolve::Destination::Group { .. } => None,
+    };
     NewMessage {
+        from: Some(target.line.e164.clone()),
+        to,
+        extras: input.extras.clone(),
         fallback: input.fallback_plan.clone(),
         send_at: input.send_at,
         org_id: principal.org_id.clone(),
@@ -306,6 +317,9 @@ pub async fn submit(
         Ok(target) => target,
         Err(error) => return prior_or(state, principal, idempotency.as_ref(), error).await,
     };
+    if let Err(error) = extras::check(state, principal, &input, &target).await {
+        return prior_or(state, principal, idempotency.as_ref(), error).await;
+    }
     let ttl_ms = state.config.idempotency_ttl_hours as i64 * 3_600_000;
     let mut input = input;
     input.fallback_plan = fallback_plan(state, principal, &input, &target, now).await?;

@@ -81,6 +81,11 @@ pub struct SendFields {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<i64>, minimum = 5, maximum = 259200)]
     pub validity_seconds: Option<Value>,
+    /// A message of the same conversation (`msg_…`) that this one answers: an inline reply over
+    /// iMessage; over SMS the message goes as a plain one. Another conversation's: 400.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "msg_01HZX3K9J8Q2W5E7R4T6Y8U0IP")]
+    pub reply_to: Option<Value>,
 }
 
 /// The default `validity_seconds`: 10 hours, as long as a carrier's queue keeps an SMS.
@@ -147,7 +152,18 @@ impl SendFields {
                 })? * 1_000,
             ),
         };
+        let reply_to = match self.reply_to {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) if id.starts_with("msg_") && id.len() <= 64 => Some(id),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "reply_to",
+                    "reply_to is the id (msg_…) of a message of the conversation",
+                ));
+            }
+        };
         Ok(SendInput {
+            extras: crate::db::messages::Extras { reply_to, ..Default::default() },
             validity_ms,
             recipient: Recipient { to, conversation_id: self.conversation_id, contact_id: self.contact_id },
             line_id: self.line_id,
@@ -212,8 +228,49 @@ pub struct SendMessage {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 86400)]
     pub fallback_after_seconds: Option<Value>,
+    /// An iMessage bubble or screen effect: `slam`, `loud`, `gentle`, `invisible_ink`, `echo`,
+    /// `spotlight`, `balloons`, `confetti`, `love`, `lasers`, `fireworks` or `celebration`.
+    /// iMessage only (over SMS: 409 `effect_requires_imessage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "confetti")]
+    pub effect: Option<Value>,
+    /// An iMessage subject line, shown in bold above the text: up to 200 characters. iMessage
+    /// only (over SMS: 409 `subject_requires_imessage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, max_length = 200)]
+    pub subject: Option<Value>,
     #[serde(flatten)]
     pub fields: SendFields,
+}
+
+/// A send's `effect` and `subject`, read and checked (the channel is checked once it is known).
+fn look(effect: Option<&Value>, subject: Option<&Value>) -> ApiResult<(Option<String>, Option<String>)> {
+    use crate::domain::message_action::{Effect, MAX_SUBJECT_CHARS};
+    let effect = match effect {
+        None | Some(Value::Null) => None,
+        Some(value) => {
+            Some(value.as_str().and_then(Effect::parse).map(|e| e.as_str().to_string()).ok_or_else(|| {
+                let names: Vec<&str> = Effect::ALL.iter().map(|e| e.as_str()).collect();
+                ApiError::invalid("effect", format!("effect is one of {}", names.join(", ")))
+            })?)
+        }
+    };
+    let subject = match subject {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if text.trim().is_empty() => None,
+        Some(Value::String(text))
+            if text.chars().count() <= MAX_SUBJECT_CHARS && !text.chars().any(|c| c.is_control()) =>
+        {
+            Some(text.clone())
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "subject",
+                format!("subject is a text of up to {MAX_SUBJECT_CHARS} characters on one line"),
+            ));
+        }
+    };
+    Ok((effect, subject))
 }
 
 /// The longest `fallback_after_seconds`: a day.
@@ -270,8 +327,11 @@ pub async fn send_text(
     if fallback == Some(true) && kind == MessageKind::Media {
         return Err(ApiError::invalid("fallback", "SMS fallback is for text messages, not files"));
     }
+    let (effect, subject) = look(request.effect.as_ref(), request.subject.as_ref())?;
     request.fields.prepare().await;
     let mut input = request.fields.into_input(body, kind)?;
+    input.extras.effect = effect;
+    input.extras.subject = subject;
     input.fallback = fallback;
     input.fallback_after_ms = fallback_after_ms;
     input.agent_id = agent_id.cloned();
@@ -318,8 +378,11 @@ pub async fn send_uploads(
         Some(body) => required_text("body", Some(body), MAX_BODY_CHARS)?,
         None => String::new(),
     };
+    let (effect, subject) = look(request.effect.as_ref(), request.subject.as_ref())?;
     request.fields.prepare().await;
     let mut input = request.fields.into_input(body, MessageKind::Media)?;
+    input.extras.effect = effect;
+    input.extras.subject = subject;
     if let Some(sent) = super::prior(state, caller, idempotency.as_ref()).await? {
         return Ok(sent.counted(allowance));
     }

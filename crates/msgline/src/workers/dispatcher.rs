@@ -206,7 +206,16 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
         message = moved.unwrap_or(message);
     }
     let is_group = kind == ConversationKind::Group;
+    // Replies, effects and subjects are iMessage's: over SMS the text goes plain.
+    let imessage = message.channel == crate::domain::lifecycle::Channel::Imessage;
+    let reply_to = match message.extras.reply_to.as_deref().filter(|_| imessage) {
+        Some(id) => Some(crate::send::extras::line_name(&state.db, &line.id, id).await?),
+        None => None,
+    };
     let request = SendRequest {
+        reply_to,
+        effect: message.extras.effect.clone().filter(|_| imessage),
+        subject: message.extras.subject.clone().filter(|_| imessage),
         id: message.id.clone(),
         to: if is_group { Vec::new() } else { recipients },
         chat: is_group.then(|| message.conversation_id.clone()),

@@ -43,6 +43,10 @@ pub async fn step(state: &Sender) -> anyhow::Result<usize> {
         tracing::error!(error = %error, "could not settle group changes");
         0
     });
+    let actions = settle_actions(state).await.unwrap_or_else(|error| {
+        tracing::error!(error = %error, "could not settle edits and unsends");
+        0
+    });
     let groups = settle_reported_groups(state).await.unwrap_or_else(|error| {
         tracing::error!(error = %error, "could not settle groups from their opening messages");
         0
@@ -61,7 +65,7 @@ pub async fn step(state: &Sender) -> anyhow::Result<usize> {
         });
     }
     while tasks.join_next().await.is_some() {}
-    Ok(count + changes + groups)
+    Ok(count + changes + actions + groups)
 }
 
 /// Asks the line about group changes whose outcome is unknown: `applied` or `failed` settles
@@ -95,6 +99,42 @@ async fn settle_changes(state: &Sender) -> anyhow::Result<usize> {
             .await?;
     }
     Ok(changes.len())
+}
+
+/// Asks the line about edits and unsends whose outcome is unknown, as about group changes: one
+/// the line never received failed (the message is as it was; the caller may ask again), and
+/// nothing is ever asked of the line twice.
+async fn settle_actions(state: &Sender) -> anyhow::Result<usize> {
+    let now = clock::now_ms();
+    let stale = send::actions::stale_pending_before(state);
+    let actions = db::message_actions::claim_unknown(&state.db, now, now + 60_000, BATCH, stale).await?;
+    for action in &actions {
+        let Some(line) = state.lines.get(&action.line_id).await? else { continue };
+        let lookup = state.lines.client().action_status(&line, &action.request()).await;
+        let retry_at = clock::now_ms() + next_ask(clock::now_ms() - action.created_at);
+        let (settled, reason, next) = match lookup {
+            StatusLookup::Known(answer) if answer.status == "applied" => (ChangeState::Applied, None, None),
+            StatusLookup::Known(answer) if answer.status == "failed" => {
+                (ChangeState::Failed, Some(answer.reason.unwrap_or_else(|| "the line could not apply it".into())), None)
+            }
+            StatusLookup::NotFound => {
+                (ChangeState::Failed, Some(format!("the line never received the {}", action.kind.as_str())), None)
+            }
+            StatusLookup::Known(answer) => {
+                tracing::warn!(action = %action.id, status = %answer.status, "the line answered an edit's status that settles nothing; will ask again");
+                (ChangeState::Unknown, action.error.clone(), Some(retry_at))
+            }
+            StatusLookup::Failed(error) => {
+                tracing::debug!(action = %action.id, error, "could not ask the line about an edit or unsend; will ask again");
+                (ChangeState::Unknown, action.error.clone(), Some(retry_at))
+            }
+        };
+        state
+            .db
+            .transaction(async |tx| db::message_actions::settle(tx, &action.id, settled, reason.as_deref(), next).await)
+            .await?;
+    }
+    Ok(actions.len())
 }
 
 /// Groups whose creation is unsettled but whose opening message the line has since reported on:

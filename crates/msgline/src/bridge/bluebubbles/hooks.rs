@@ -1,4 +1,9 @@
 //! What the BlueBubbles Server posts to msgline's webhook, read into bridge events.
+//!
+//! An edit or an unsend (made on a phone, or msgline's own echoed back) comes as an
+//! `updated-message` without `chats` whose `dateEdited` moved (`MessagePoller.ts`): an edit with the
+//! new `text`, an unsend with none (`text` null, `partCount` 0; Apple leaves `dateRetracted`
+//! unset). Receipts of a message edited before carry that `dateEdited` too.
 
 use super::*;
 
@@ -34,6 +39,9 @@ impl BlueBubbles {
             return Ok(Vec::new());
         }
         match kind {
+            "updated-message" if message.date("dateEdited").is_some() => {
+                self.message_changed(line, &message, guid).await.map_err(storage)
+            }
             "new-message" if !message.is_from_me() => {
                 let Some(from) = message.0.get("handle").and_then(|h| h.get("address")).and_then(Value::as_str) else {
                     return Err(HookError::Malformed("new-message without handle.address".into()));
@@ -95,6 +103,8 @@ impl BlueBubbles {
                         channel: if sms { "sms".into() } else { "imessage".into() },
                         message_id: Some(guid.to_string()),
                         attachments,
+                        // An inline reply names the message its thread started with.
+                        reply_to: message.str("threadOriginatorGuid").filter(|g| !g.is_empty()).map(str::to_string),
                     },
                 }])
             }
@@ -111,5 +121,52 @@ impl BlueBubbles {
             }
             _ => Ok(Vec::new()),
         }
+    }
+
+    /// An `updated-message` of a message edited or unsent: for a message msgline sent, its
+    /// receipt as any update's, and for every message the change, read from the Mac's message as
+    /// it now is (`GET /message/:guid`; the webhook's own when the Mac cannot be asked), so that
+    /// a webhook overtaken by a later one reports nothing stale. Event ids name the Mac's state:
+    /// a webhook repeated, or another of the same state, is one change.
+    async fn message_changed(
+        &self,
+        line: &Line,
+        message: &MacMessage<'_>,
+        guid: &str,
+    ) -> sqlx::Result<Vec<BridgeEvent>> {
+        let mut events = Vec::new();
+        let name = if message.is_from_me() {
+            // A message sent from the Mac itself, not through msgline: nothing to report.
+            let Some(id) = self.our_id(line, message).await? else { return Ok(events) };
+            let (status, reason) = message.status();
+            events.push(BridgeEvent {
+                id: format!("bluebubbles:{status}:{guid}"),
+                payload: BridgeEventPayload::MessageStatus { message_id: id.clone(), status: status.into(), reason },
+            });
+            id
+        } else {
+            guid.to_string()
+        };
+        let path = format!("/message/{}", path_segment(guid));
+        let current = match self.call(self.request(reqwest::Method::GET, line, &path)).await {
+            Ok((status, envelope)) if status.is_success() && MacMessage(&envelope.data).guid() == Some(guid) => {
+                Some(envelope.data)
+            }
+            _ => None,
+        };
+        let now = current.as_ref().map_or(MacMessage(message.0), MacMessage);
+        if now.is_unsent() {
+            events.push(BridgeEvent {
+                id: format!("bluebubbles:unsend:{guid}"),
+                payload: BridgeEventPayload::MessageUnsent { message_id: name },
+            });
+        } else if let Some(body) = now.shown_text().filter(|body| !body.is_empty()) {
+            let edited_at = now.date("dateEdited").unwrap_or_default();
+            events.push(BridgeEvent {
+                id: format!("bluebubbles:edit:{guid}:{edited_at}"),
+                payload: BridgeEventPayload::MessageEdited { message_id: name, body },
+            });
+        }
+        Ok(events)
     }
 }

@@ -29,8 +29,15 @@ impl BlueBubbles {
     /// A media send: each file through the attachment route (the first with msgline's id as its
     /// temp guid, the next with `<id>-2`, ...), then the caption as a text of its own. The message
     /// stands or falls with its first file, which is what msgline matches and tracks; a later
-    /// file or the caption that fails is logged.
-    pub(super) async fn send_media(&self, line: &Line, chat: &str, message: &SendRequest) -> CallResult<SendOutcome> {
+    /// file or the caption that fails is logged. The caption carries the message's reply, effect
+    /// and subject (`private_api`), which the files' route does not take.
+    pub(super) async fn send_media(
+        &self,
+        line: &Line,
+        chat: &str,
+        message: &SendRequest,
+        private_api: Option<&Value>,
+    ) -> CallResult<SendOutcome> {
         let failed = |outcome| CallResult { outcome, http_status: None, latency_ms: 0 };
         let mut files = Vec::with_capacity(message.attachments.len());
         for (n, file) in message.attachments.iter().enumerate() {
@@ -74,10 +81,13 @@ impl BlueBubbles {
             }
         }
         if !message.body.trim().is_empty() {
-            let caption = self.send_text(line, chat, &format!("{}-caption", message.id), &message.body).await;
+            let caption_id = format!("{}-caption", message.id);
+            let caption = self.send_text(line, chat, &caption_id, &message.body, private_api).await;
             if !matches!(&caption, Ok((status, _)) if status.is_success()) {
                 tracing::warn!(message = %message.id, "the files went out but their caption did not");
             }
+        } else if private_api.is_some() {
+            tracing::warn!(message = %message.id, "files without a caption go without their reply, effect or subject");
         }
         sent.unwrap_or_else(|| failed(SendOutcome::Rejected("no files".into())))
     }

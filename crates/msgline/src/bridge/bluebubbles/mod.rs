@@ -24,6 +24,7 @@
 //! send's answer, or a send whose answer never came — is matched to it. A message the Mac has no
 //! record of once its own send wait is over is `failed`, not sent again.
 
+mod actions;
 mod groups;
 mod hooks;
 mod media;
@@ -38,8 +39,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use super::{
-    BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest, GroupRequest,
-    ReachabilityAnswer, SendRequest, StatusAnswer,
+    ActionRequest, BridgeEvent, BridgeEventPayload, CapabilitiesAnswer, ConversationSignal, GroupChangeRequest,
+    GroupRequest, ReachabilityAnswer, SendRequest, StatusAnswer,
     adapter::{FileError, Hook, HookError, LineAdapter},
     call::{CallResult, SendOutcome, StatusLookup, classify_error, describe, read_file},
 };
@@ -50,7 +51,9 @@ use crate::{
         lines::{Capabilities, Line},
     },
 };
-use wire::{Envelope, MacMessage, direct_chat, expectation, is_group_chat, real_guid, target_guid};
+use wire::{
+    Envelope, MacMessage, direct_chat, edits_allowed, expectation, is_group_chat, path_segment, real_guid, target_guid,
+};
 
 /// The webhook events msgline registers for.
 const EVENTS: [&str; 8] = [
@@ -315,15 +318,21 @@ impl BlueBubbles {
         CallResult { outcome, http_status, latency_ms: started.elapsed().as_millis() as i64 }
     }
 
-    /// Sends text into a chat with msgline's id as the temp guid.
+    /// Sends text into a chat with msgline's id as the temp guid: through AppleScript, or with
+    /// `private_api` fields (a reply, an effect, a subject) through the Private API.
     async fn send_text(
         &self,
         line: &Line,
         chat: &str,
         temp_guid: &str,
         text: &str,
+        private_api: Option<&Value>,
     ) -> Result<(StatusCode, Envelope), reqwest::Error> {
-        let body = json!({"chatGuid": chat, "tempGuid": temp_guid, "message": text, "method": "apple-script"});
+        let mut body = json!({"chatGuid": chat, "tempGuid": temp_guid, "message": text, "method": "apple-script"});
+        if let (Some(body), Some(Value::Object(fields))) = (body.as_object_mut(), private_api) {
+            body.extend(fields.clone());
+            body.insert("method".into(), json!("private-api"));
+        }
         self.call(self.request(reqwest::Method::POST, line, "/message/text").json(&body)).await
     }
 }
@@ -353,6 +362,12 @@ impl LineAdapter for BlueBubbles {
                 // iMessage and, through the Mac's iPhone, SMS.
                 media: true,
                 mms: true,
+                // Replies, effects and subjects go through the Private API's send; edits and
+                // unsends too, on macOS 13 (Ventura) or later only.
+                replies: private_api,
+                effects: private_api,
+                edits: private_api && edits_allowed(&envelope.data),
+                unsend: private_api && edits_allowed(&envelope.data),
                 batch: 0,
             },
         })
@@ -395,8 +410,12 @@ impl LineAdapter for BlueBubbles {
             (None, [handle]) => direct_chat(&message.channel, handle),
             (None, _) => return refused("a direct message goes to exactly one handle"),
         };
+        let private_api = match self.private_api_fields(line, message).await {
+            Ok(fields) => fields,
+            Err(outcome) => return CallResult { outcome, http_status: None, latency_ms: 0 },
+        };
         if !message.attachments.is_empty() {
-            return self.send_media(line, &chat, message).await;
+            return self.send_media(line, &chat, message, private_api.as_ref()).await;
         }
         let card = match (message.kind.as_str(), &message.vcard) {
             ("contact_card", Some(vcard)) => Some((format!("{}.vcf", message.id), vcard.clone())),
@@ -421,16 +440,12 @@ impl LineAdapter for BlueBubbles {
         if let Some(reaction) = &message.reaction {
             // The tapback names its target by the Mac's guid: one msgline recorded for a message it
             // sent, or the guid an inbound message arrived with.
-            let target = if reaction.target.starts_with("msg_") {
-                match bridge_refs::remotes_for(&self.db, &line.id, &reaction.target).await {
-                    Ok(refs) => real_guid(&refs).map(str::to_string),
-                    Err(error) => {
-                        let outcome = SendOutcome::Unreachable(error.to_string());
-                        return CallResult { outcome, http_status: None, latency_ms: 0 };
-                    }
+            let target = match self.mac_guid(line, &reaction.target).await {
+                Ok(target) => target,
+                Err(error) => {
+                    let outcome = SendOutcome::Unreachable(error.to_string());
+                    return CallResult { outcome, http_status: None, latency_ms: 0 };
                 }
-            } else {
-                Some(reaction.target.clone())
             };
             let Some(target) = target else { return refused("the Mac has not named the message reacted to yet") };
             let tapback = if reaction.remove { format!("-{}", reaction.tapback) } else { reaction.tapback.clone() };
@@ -439,7 +454,7 @@ impl LineAdapter for BlueBubbles {
             return self.outcome(line, &message.id, started, result).await;
         }
         let Some((file, vcard)) = card else {
-            let result = self.send_text(line, &chat, &message.id, &text).await;
+            let result = self.send_text(line, &chat, &message.id, &text, private_api.as_ref()).await;
             return self.outcome(line, &message.id, started, result).await;
         };
         let part = reqwest::multipart::Part::bytes(vcard.into_bytes())
@@ -456,7 +471,8 @@ impl LineAdapter for BlueBubbles {
         let sent = self.outcome(line, &message.id, started, result).await;
         // The caption follows the card as its own text; its fate does not change the card's.
         if sent.outcome == SendOutcome::Accepted && !message.body.trim().is_empty() {
-            let caption = self.send_text(line, &chat, &format!("{}-caption", message.id), &message.body).await;
+            let caption_id = format!("{}-caption", message.id);
+            let caption = self.send_text(line, &chat, &caption_id, &message.body, private_api.as_ref()).await;
             if !matches!(&caption, Ok((status, _)) if status.is_success()) {
                 tracing::warn!(message = %message.id, "the card went out but its caption did not");
             }
@@ -520,6 +536,16 @@ impl LineAdapter for BlueBubbles {
         self.group_change_shown(line, group_id, change_id).await
     }
 
+    /// `POST /message/:guid/edit` or `/unsend` (Private API, macOS 13 and later).
+    async fn act(&self, line: &Line, action: &ActionRequest) -> CallResult<SendOutcome> {
+        self.edit_or_unsend(line, action).await
+    }
+
+    /// Whether the Mac's message shows the edit or unsend (`GET /message/:guid`).
+    async fn action_status(&self, line: &Line, action: &ActionRequest) -> StatusLookup {
+        self.action_shown(line, action).await
+    }
+
     /// Registers msgline's webhook unless the server has it already.
     async fn connect(&self, line: &Line) -> Result<(), String> {
         let url = self.hook_url(line);
@@ -557,15 +583,4 @@ impl LineAdapter for BlueBubbles {
     async fn receive(&self, line: &Line, hook: &Hook<'_>) -> Result<Vec<BridgeEvent>, HookError> {
         self.read_webhook(line, hook).await
     }
-}
-
-/// A chat guid as one segment of a path: `;` and `+` (and anything else but letters, digits
-/// and `-._~`) percent-encoded.
-fn path_segment(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

@@ -61,6 +61,30 @@ impl MacMessage<'_> {
         list.into_iter().flatten().filter_map(|a| a.get("transferName").and_then(Value::as_str)).collect()
     }
 
+    /// A date the server gives (ms since the epoch), when it is set.
+    pub(super) fn date(&self, field: &str) -> Option<i64> {
+        self.0.get(field).and_then(Value::as_i64).filter(|at| *at > 0)
+    }
+
+    /// The text as a person reads it: without the placeholders of attachments, trimmed. `None`
+    /// when the Mac has no text for it (an unsent message).
+    pub(super) fn shown_text(&self) -> Option<String> {
+        Some(self.str("text")?.replace('\u{fffc}', "").trim().to_string())
+    }
+
+    /// Whether the message was unsent: the Mac keeps its row with no text (`text` null) and no
+    /// parts (`partCount` 0, macOS 13 and later); `dateRetracted` where Apple sets it.
+    pub(super) fn is_unsent(&self) -> bool {
+        matches!(self.0.get("text"), Some(Value::Null))
+            || self.0.get("partCount").and_then(Value::as_i64) == Some(0)
+            || self.date("dateRetracted").is_some()
+    }
+
+    /// Whether the message now reads `body` (an edit to it shows).
+    pub(super) fn reads(&self, body: &str) -> bool {
+        !self.is_unsent() && self.shown_text().is_some_and(|text| text == body.replace('\u{fffc}', "").trim())
+    }
+
     /// What the message says; an attachment message is matched by its file name.
     pub(super) fn match_text(&self) -> String {
         let text = self.str("text").unwrap_or_default().replace('\u{fffc}', "");
@@ -113,4 +137,24 @@ pub(super) fn target_guid(associated: &str) -> &str {
         Some((_, guid)) => guid,
         None => associated,
     }
+}
+
+/// A guid as one segment of a path: `;` and `+` (and anything else but letters, digits and
+/// `-._~`) percent-encoded.
+pub(super) fn path_segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Whether the Mac's macOS (server info's `os_version`, such as `"14.4.1"`) can edit and unsend
+/// messages: Messages does from macOS 13 (Ventura) on. An absent or unreadable version: no.
+pub(super) fn edits_allowed(info: &Value) -> bool {
+    info.get("os_version")
+        .and_then(Value::as_str)
+        .and_then(|version| version.split('.').next()?.trim().parse::<u32>().ok())
+        .is_some_and(|major| major >= 13)
 }
