@@ -10,6 +10,7 @@ import random
 import secrets
 import shutil
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -148,6 +149,19 @@ class Msgline:
     def sent(self):
         with urllib.request.urlopen(f"{self.sim}/control/sent", timeout=30) as response:
             return json.loads(response.read())
+
+    def sql(self, statement):
+        """Runs one statement on the server's database, as an operator would by hand (a test
+        that moves a message's time back)."""
+        if ENGINE == "postgres":
+            subprocess.run(["psql", self.env["MSGLINE_DATABASE_URL"], "-qc", statement], check=True)
+            return
+        db = sqlite3.connect(os.path.join(self.work, "msgline.db"), timeout=10)
+        try:
+            with db:
+                db.execute(statement)
+        finally:
+            db.close()
 
     def model_asked(self):
         return list(FakeModel.asked)

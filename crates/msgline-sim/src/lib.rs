@@ -147,9 +147,10 @@ struct Sent {
     /// What a send answers (an inline reply), as the line names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reply_to: Option<String>,
-    /// A send's bubble or screen effect, and its subject line.
+    /// A send's bubble or screen effect (msgline's name for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     effect: Option<String>,
+    /// A send's subject line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     subject: Option<String>,
     /// The message an edit or unsend changed (msgline's id).
@@ -161,7 +162,7 @@ struct Sent {
 /// How long a typing indicator shows when nothing stops it sooner.
 const TYPING_SHOWS: Duration = Duration::from_secs(5);
 
-/// What the line knows of a message or group it was handed.
+/// What the line knows of a message, group, group change, edit or unsend it was handed.
 #[derive(Debug, Clone)]
 struct Known {
     status: String,

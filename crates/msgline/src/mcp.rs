@@ -65,6 +65,10 @@ pub struct Route {
     /// until then, and `cancel_message` can stop it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_at: Option<String>,
+    /// A message of the same conversation (`msg_...`) that this one answers: an inline reply over
+    /// iMessage; over SMS it goes as a plain message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -81,6 +85,13 @@ pub struct SendMessage {
     /// seconds (1 to 86,400); the iMessage may still arrive later.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback_after_seconds: Option<u32>,
+    /// An iMessage effect: `slam`, `loud`, `gentle`, `invisible_ink`, `echo`, `spotlight`,
+    /// `balloons`, `confetti`, `love`, `lasers`, `fireworks` or `celebration`. iMessage only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+    /// An iMessage subject line, shown in bold above the text: up to 200 characters. iMessage only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -170,6 +181,28 @@ pub struct MessageId {
     pub id: String,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EditMessage {
+    /// The message's id (`msg_...`): an iMessage msgline sent.
+    #[serde(alias = "message_id")]
+    pub id: String,
+    /// The new text, 1 to 10,000 characters.
+    pub body: String,
+    /// Makes a retried call edit once: the same key answers what the first call got.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UnsendMessage {
+    /// The message's id (`msg_...`): an iMessage msgline sent.
+    #[serde(alias = "message_id")]
+    pub id: String,
+    /// Makes a retried call unsend once: the same key answers what the first call got.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
 /// The MCP server: msgline's API, as tools.
 #[derive(Clone)]
 pub struct Tools {
@@ -249,6 +282,23 @@ impl Tools {
         self.post(&path, None, &serde_json::json!({})).await
     }
 
+    #[tool(description = "Edit the text of an iMessage msgline sent: within 15 minutes of sending, at most 5 times. \
+                       Answers the message edited; or, when the line has not confirmed the edit yet, the message \
+                       with action.status unknown and a note saying so (msgline settles it by asking the line: do \
+                       not edit again to retry, follow it with get_message).")]
+    async fn edit_message(&self, Parameters(input): Parameters<EditMessage>) -> Result<CallToolResult, McpError> {
+        let path = format!("/messages/{}/edit", urlencode(&input.id));
+        let body = serde_json::json!({"body": input.body});
+        self.act(&path, input.idempotency_key, &body, "edit").await
+    }
+
+    #[tool(description = "Unsend an iMessage text msgline sent, within 2 minutes of sending: it disappears from the \
+                       recipient's conversation, and msgline keeps its text. Answers as edit_message does.")]
+    async fn unsend_message(&self, Parameters(input): Parameters<UnsendMessage>) -> Result<CallToolResult, McpError> {
+        let path = format!("/messages/{}/unsend", urlencode(&input.id));
+        self.act(&path, input.idempotency_key, &serde_json::json!({}), "unsend").await
+    }
+
     #[tool(description = "List the phone lines this key can send from, with their capabilities.")]
     async fn list_lines(&self) -> Result<CallToolResult, McpError> {
         self.get("/lines", &Page::default()).await
@@ -257,33 +307,62 @@ impl Tools {
 
 impl Tools {
     async fn post(&self, path: &str, key: Option<String>, body: &impl Serialize) -> Result<CallToolResult, McpError> {
+        answer(self.post_request(path, key, body)).await.map(|(_, result)| result)
+    }
+
+    /// An edit or an unsend (`what`). The API answers `202` with the message while the line's
+    /// answer is not known; the tool then says so in words too, so that a model neither takes
+    /// the change for done nor asks for it again.
+    async fn act(
+        &self,
+        path: &str,
+        key: Option<String>,
+        body: &impl Serialize,
+        what: &str,
+    ) -> Result<CallToolResult, McpError> {
+        let (status, mut result) = answer(self.post_request(path, key, body)).await?;
+        if status == Some(reqwest::StatusCode::ACCEPTED) {
+            result.content.push(Content::text(format!(
+                "The {what} is not confirmed yet: the line has not said whether it applied it (action.status: \
+                 unknown). msgline asks the line later and never sends the {what} again. Do not repeat it; follow \
+                 the message with get_message: action becomes null once the line applied it, or shows status \
+                 failed with the line's error."
+            )));
+        }
+        Ok(result)
+    }
+
+    fn post_request(&self, path: &str, key: Option<String>, body: &impl Serialize) -> reqwest::RequestBuilder {
         let mut request = self.http.post(format!("{}{PREFIX}{path}", self.base)).bearer_auth(&self.key).json(body);
         if let Some(key) = key {
             request = request.header("Idempotency-Key", key);
         }
-        answer(request).await
+        request
     }
 
     async fn get(&self, path: &str, query: &impl Serialize) -> Result<CallToolResult, McpError> {
-        answer(self.http.get(format!("{}{PREFIX}{path}", self.base)).bearer_auth(&self.key).query(query)).await
+        let request = self.http.get(format!("{}{PREFIX}{path}", self.base)).bearer_auth(&self.key).query(query);
+        answer(request).await.map(|(_, result)| result)
     }
 }
 
-/// The API's answer as the tool's: its JSON body, as a tool error when the API refused.
-async fn answer(request: reqwest::RequestBuilder) -> Result<CallToolResult, McpError> {
+/// The API's answer as the tool's: its JSON body, as a tool error when the API refused; with the
+/// API's status (none when it could not be reached).
+async fn answer(request: reqwest::RequestBuilder) -> Result<(Option<reqwest::StatusCode>, CallToolResult), McpError> {
     let response = match request.send().await {
         Ok(response) => response,
         Err(error) => {
             let body = serde_json::json!({"error": "msgline_unreachable", "message": error.to_string()});
-            return Ok(CallToolResult::error(vec![Content::text(body.to_string())]));
+            return Ok((None, CallToolResult::error(vec![Content::text(body.to_string())])));
         }
     };
-    let ok = response.status().is_success();
+    let status = response.status();
+    let ok = status.is_success();
     let text = response.text().await.unwrap_or_default();
     // JSON is passed on compact (fewer tokens for a model); anything else as it came.
     let text = serde_json::from_str::<Value>(&text).map(|v| v.to_string()).unwrap_or(text);
     let content = vec![Content::text(text)];
-    Ok(if ok { CallToolResult::success(content) } else { CallToolResult::error(content) })
+    Ok((Some(status), if ok { CallToolResult::success(content) } else { CallToolResult::error(content) }))
 }
 
 fn urlencode(segment: &str) -> String {
@@ -298,7 +377,8 @@ impl ServerHandler for Tools {
             .with_server_info(Implementation::new("msgline", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "msgline sends and reads SMS and iMessage through the organisation's phone lines. Send with \
-             send_message (give an idempotency_key to make retries safe), then follow delivery with get_message.",
+             send_message (give an idempotency_key to make retries safe), then follow delivery with get_message. \
+             edit_message and unsend_message change an iMessage already sent, within Apple's time limits.",
             )
     }
 }

@@ -143,7 +143,8 @@ async fn an_edit_apple_refuses_is_never_shown_as_done() {
     line.fake.control("/control/mode", json!({"mode": "refuse", "delay_ms": 200})).await;
     let (status, refused) = line.api_post(&format!("/messages/{id}/edit"), json!({"body": "See you at 9"})).await;
     assert_eq!((status, refused["error"].as_str()), (502, Some("line_rejected")), "{refused}");
-    assert!(refused["message"].as_str().unwrap_or_default().contains("Apple did not edit"), "{refused}");
+    let reason = refused["message"]["action"]["error"].as_str().unwrap_or_default();
+    assert!(reason.contains("Apple did not edit"), "{refused}");
     let shown = line.api_get(&format!("/messages/{id}")).await;
     assert_eq!((shown["body"].as_str(), shown["edited_at"].as_str()), (Some("See you at 8"), None), "{shown}");
     assert_eq!(events(&line, "messaging.message.edited", &id).await, 0);
@@ -199,14 +200,20 @@ async fn without_the_private_api_replies_effects_edits_and_unsends_are_refused_b
     for capability in ["replies", "effects", "edits", "unsend"] {
         assert_eq!(shown["capabilities"][capability], false, "{capability}: {shown}");
     }
-    let (id, _) = sent(&line, json!({"to": FRIEND, "body": "See you at 8"})).await;
+    // Without the Private API the Mac cannot say who has iMessage: the sends name the channel.
+    let (id, _) = sent(&line, json!({"to": FRIEND, "body": "See you at 8", "channel": "imessage"})).await;
     let before = line.fake.get("/control/stats").await["sends"].clone();
 
     let (edit, unsend) = (format!("/messages/{id}/edit"), format!("/messages/{id}/unsend"));
+    let imessage = |extra: Value| {
+        let mut send = json!({"to": FRIEND, "body": "Yes", "channel": "imessage"});
+        send.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+        send
+    };
     let refusals = [
-        ("/messages", json!({"to": FRIEND, "body": "Yes", "reply_to": id}), "replies"),
-        ("/messages", json!({"to": FRIEND, "body": "Yay", "effect": "confetti"}), "effects"),
-        ("/messages", json!({"to": FRIEND, "body": "Hi", "subject": "Hello"}), "effects"),
+        ("/messages", imessage(json!({"reply_to": id})), "replies"),
+        ("/messages", imessage(json!({"effect": "confetti"})), "effects"),
+        ("/messages", imessage(json!({"subject": "Hello"})), "effects"),
         (edit.as_str(), json!({"body": "See you at 9"}), "edits"),
         (unsend.as_str(), json!({}), "unsend"),
     ];

@@ -10,9 +10,10 @@ use tokio::{
 use crate::helpers::spawn_app;
 
 /// The tools, by name, in order: what both transports list.
-pub const TOOLS: [&str; 10] = [
+pub const TOOLS: [&str; 12] = [
     "cancel_message",
     "create_group",
+    "edit_message",
     "get_conversation_messages",
     "get_message",
     "list_conversations",
@@ -21,6 +22,7 @@ pub const TOOLS: [&str; 10] = [
     "send_contact_card",
     "send_message",
     "send_poll",
+    "unsend_message",
 ];
 
 struct Session {
@@ -72,6 +74,13 @@ impl Session {
         }
     }
 
+    /// `initialize`, then the client's `initialized`.
+    async fn open(&mut self) {
+        let params = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}});
+        self.request("initialize", params).await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    }
+
     /// A tool's answer: whether it is an error, and its text as JSON.
     async fn call(&mut self, tool: &str, arguments: Value) -> (bool, Value) {
         let result = self.request("tools/call", json!({"name": tool, "arguments": arguments})).await;
@@ -115,6 +124,9 @@ async fn an_mcp_client_lists_the_tools_sends_a_message_and_reads_it_back() {
         "idempotency_key",
         "send_at",
         "fallback",
+        "reply_to",
+        "effect",
+        "subject",
     ] {
         assert!(schema["properties"][field].is_object(), "send_message takes {field}: {schema}");
     }
@@ -168,4 +180,99 @@ async fn an_mcp_client_lists_the_tools_sends_a_message_and_reads_it_back() {
     drop(session.stdin);
     let status = tokio::time::timeout(std::time::Duration::from_secs(10), session.child.wait()).await;
     assert!(status.expect("it exits when the client closes stdin").expect("status").success());
+}
+
+/// Moves a message's `sent_at` back by `ms`: Apple's windows are tested by the clock, never by
+/// sleeping.
+async fn sent_earlier(app: &crate::helpers::TestApp, id: &str, ms: i64) {
+    sqlx::query(&format!("UPDATE messages SET sent_at = sent_at - {ms} WHERE id = $1"))
+        .bind(id)
+        .execute(app.db().writer_for_tests())
+        .await
+        .unwrap();
+}
+
+/// Sends a text through the tool and waits until the line sent it; returns its id.
+async fn sent_through(session: &mut Session, app: &crate::helpers::TestApp, arguments: Value) -> String {
+    let (error, sent) = session.call("send_message", arguments).await;
+    assert!(!error, "{sent}");
+    let id = sent["message"]["id"].as_str().expect("a message id").to_string();
+    app.wait_for_message(&app.org.key, &id, "the message sent", |m| !m["sent_at"].is_null()).await;
+    id
+}
+
+#[tokio::test]
+async fn an_mcp_client_replies_edits_and_unsends_on_the_line_and_hears_each_refusal_and_unknown_outcome() {
+    let app = crate::helpers::spawn_app_with(|config| config.bridge_timeout_ms = 500).await;
+    let line = app.default_line().await;
+    let mut session = Session::start(&format!("http://127.0.0.1:{}", app.port), &app.org.key);
+    session.open().await;
+    let listed = session.request("tools/list", json!({})).await;
+    let tools = listed["tools"].as_array().expect("tools");
+    let edit = tools.iter().find(|t| t["name"] == "edit_message").expect("edit_message is listed");
+    let required = edit["inputSchema"]["required"].as_array().unwrap();
+    assert!(required.contains(&json!("id")) && required.contains(&json!("body")), "{edit}");
+    let unsend = tools.iter().find(|t| t["name"] == "unsend_message").expect("unsend_message is listed");
+    assert!(unsend["inputSchema"]["properties"]["idempotency_key"].is_object(), "{unsend}");
+
+    // A reply with an effect and a subject reaches the line as one.
+    let first = sent_through(&mut session, &app, json!({"to": "+12015550123", "body": "See you at 6"})).await;
+    let arguments = json!({"to": "+12015550123", "body": "Or 7?", "reply_to": first, "effect": "confetti",
+        "subject": "Tonight"});
+    let reply = sent_through(&mut session, &app, arguments).await;
+    let on_line = line.sent_with_id(&reply).await;
+    assert_eq!(on_line[0]["reply_to"], json!(first), "{on_line:?}");
+    assert_eq!((on_line[0]["effect"].as_str(), on_line[0]["subject"].as_str()), (Some("confetti"), Some("Tonight")));
+
+    // An edit reaches the line once, and the message shows it.
+    let arguments = json!({"id": first, "body": "See you at 7", "idempotency_key": "mcp-edit-1"});
+    let (error, edited) = session.call("edit_message", arguments.clone()).await;
+    assert!(!error, "{edited}");
+    assert_eq!(edited["body"], "See you at 7", "{edited}");
+    assert_eq!(edited["edits"][0]["body"], "See you at 6", "{edited}");
+    let (_, again) = session.call("edit_message", arguments).await;
+    assert_eq!(again["body"], "See you at 7", "the same key answers the same");
+    let actions: Vec<Value> = line.sent().await.into_iter().filter(|s| s["target"] == json!(first)).collect();
+    assert_eq!(actions.len(), 1, "edited once: {actions:?}");
+    assert_eq!((actions[0]["kind"].as_str(), actions[0]["body"].as_str()), (Some("edit"), Some("See you at 7")));
+    let (_, read) = session.call("get_message", json!({"id": first})).await;
+    assert!(read["edited_at"].is_string() && read["body"] == "See you at 7", "{read}");
+
+    // Past Apple's window, the tool answers the API's refusal.
+    sent_earlier(&app, &first, 15 * 60_000 + 1_000).await;
+    let (error, refused) = session.call("edit_message", json!({"message_id": first, "body": "Too late"})).await;
+    assert!(error, "{refused}");
+    assert_eq!(refused["error"], "edit_window_closed", "{refused}");
+    let (error, refused) = session.call("unsend_message", json!({"id": first})).await;
+    assert!(error);
+    assert_eq!(refused["error"], "unsend_window_closed", "{refused}");
+
+    // An unsend within the window; the message keeps its text.
+    let oops = sent_through(&mut session, &app, json!({"to": "+12015550123", "body": "Oops"})).await;
+    let (error, unsent) = session.call("unsend_message", json!({"id": oops})).await;
+    assert!(!error, "{unsent}");
+    assert!(unsent["unsent_at"].is_string() && unsent["body"] == "Oops", "{unsent}");
+    let actions: Vec<Value> = line.sent().await.into_iter().filter(|s| s["target"] == json!(oops)).collect();
+    assert_eq!(actions[0]["kind"], "unsend", "{actions:?}");
+
+    // A line that does not answer in time: the tool says the outcome is unknown, in the message
+    // (`action.status`) and in words.
+    let slow = sent_through(&mut session, &app, json!({"to": "+12015550123", "body": "Version one"})).await;
+    line.control("/control/mode", json!({"mode": "timeout"})).await;
+    let arguments = json!({"id": slow, "body": "Version two"});
+    let result = session.request("tools/call", json!({"name": "edit_message", "arguments": arguments})).await;
+    assert_ne!(result["isError"], json!(true), "{result}");
+    let message: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(message["action"]["status"], "unknown", "{message}");
+    let note = result["content"][1]["text"].as_str().expect("a note on the unknown outcome");
+    assert!(note.contains("not confirmed") && note.contains("get_message"), "{note}");
+    app.wait_for_message(&app.org.key, &slow, "the edit settled", |m| m["body"] == "Version two").await;
+
+    // A key that may only read cannot edit.
+    let reader = app.create_key(&app.org, &["messaging_read"], None).await;
+    let mut reading = Session::start(&format!("http://127.0.0.1:{}", app.port), &reader);
+    reading.open().await;
+    let (error, refused) = reading.call("edit_message", json!({"id": oops, "body": "x"})).await;
+    assert!(error);
+    assert_eq!(refused["error"], "missing messaging_send scope", "{refused}");
 }

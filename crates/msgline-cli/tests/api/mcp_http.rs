@@ -110,3 +110,87 @@ async fn each_request_of_the_transport_counts_against_the_keys_rate_limit() {
     }
     assert_eq!(statuses, [(200, false), (200, false), (200, false), (429, true)]);
 }
+
+/// An assistant's tool calls, in order, through the SDK's client: each call's `isError` and its
+/// texts.
+const CALLS: &str = r#"
+import asyncio, json, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+async def run(url, key, calls):
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+    async with http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                seen = []
+                for name, arguments in calls:
+                    result = await session.call_tool(name, arguments)
+                    seen.append({"error": bool(result.is_error), "texts": [c.text for c in result.content]})
+                return seen
+
+url, key, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+print(json.dumps(asyncio.run(asyncio.wait_for(run(url, key, calls), timeout=60))))
+"#;
+
+/// Makes the tool calls `calls` (`[[name, arguments], ...]`) over HTTP; each one's error flag and
+/// its first text as JSON.
+async fn tool_calls(url: &str, key: &str, calls: Value) -> Vec<(bool, Value)> {
+    let output = tokio::process::Command::new(python())
+        .args(["-c", CALLS, url, key, &calls.to_string()])
+        .output()
+        .await
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let seen: Vec<Value> = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| {
+        panic!("the client printed no JSON: {stdout}\n{}", String::from_utf8_lossy(&output.stderr))
+    });
+    seen.iter()
+        .map(|call| (call["error"] == true, serde_json::from_str(call["texts"][0].as_str().unwrap()).unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_assistant_over_http_edits_a_sent_message_on_the_line_and_hears_a_late_edit_refused() {
+    let app = spawn_app().await;
+    let line = app.default_line().await;
+    let mut ids = Vec::new();
+    for body in ["See you at 6", "Late"] {
+        let sent = app.post("/messages", &app.org.key, json!({"to": "+12015550123", "body": body})).await.expect(202);
+        let id = sent["message"]["id"].as_str().unwrap().to_string();
+        app.wait_for_message(&app.org.key, &id, "the message sent", |m| !m["sent_at"].is_null()).await;
+        ids.push(id);
+    }
+    let (id, late) = (&ids[0], &ids[1]);
+    // Sent more than 15 minutes ago, as far as msgline knows: past Apple's edit window.
+    sqlx::query("UPDATE messages SET sent_at = sent_at - 901000 WHERE id = $1")
+        .bind(late)
+        .execute(app.db().writer_for_tests())
+        .await
+        .unwrap();
+
+    let url = format!("http://127.0.0.1:{}/mcp", app.port);
+    let calls = json!([
+        ["edit_message", {"id": id, "body": "See you at 7"}],
+        ["edit_message", {"id": late, "body": "Too late"}],
+    ]);
+    let seen = tool_calls(&url, &app.org.key, calls).await;
+    let (error, edited) = &seen[0];
+    assert!(!error, "{edited}");
+    assert_eq!(
+        (edited["body"].as_str(), edited["edits"][0]["body"].as_str()),
+        (Some("See you at 7"), Some("See you at 6"))
+    );
+    let (error, refused) = &seen[1];
+    assert!(error, "{refused}");
+    assert_eq!(refused["error"], "edit_window_closed", "{refused}");
+
+    let actions: Vec<Value> = line.sent().await.into_iter().filter(|s| s["target"].as_str() == Some(id)).collect();
+    assert_eq!(actions.len(), 1, "{actions:?}");
+    assert_eq!((actions[0]["kind"].as_str(), actions[0]["body"].as_str()), (Some("edit"), Some("See you at 7")));
+    assert!(
+        line.sent().await.iter().all(|s| s["target"].as_str() != Some(late)),
+        "a refused edit never reaches the line"
+    );
+}

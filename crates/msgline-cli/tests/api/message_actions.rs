@@ -108,6 +108,11 @@ async fn replies_effects_and_subjects_reach_the_line_and_every_message_names_its
     app.wait_for_message(key, &own, "the second reply sent", |m| !m["sent_at"].is_null()).await;
     assert_eq!(line.sent_with_id(&own).await[0]["reply_to"], first["id"]);
 
+    // Contact cards and polls answer a message too.
+    let poll = json!({"to": FRIEND, "question": "Where?", "options": ["Here", "There"], "reply_to": first["id"]});
+    let poll = app.post("/polls", key, poll).await.expect(202);
+    assert_eq!(poll["message"]["reply_to"], first["id"]);
+
     // Lists, webhook events and the feed carry the numbers too.
     let listed = app.get("/messages?direction=outbound", key).await.expect(200);
     assert!(listed["data"].as_array().unwrap().iter().all(|m| m["from"] == LINE && m["to"] == FRIEND), "{listed}");
@@ -291,11 +296,20 @@ async fn an_edit_the_line_does_not_answer_is_unknown_then_settled_by_asking_and_
 
 #[tokio::test]
 async fn a_line_without_the_capabilities_refuses_with_409_naming_each_and_nothing_reaches_it() {
-    let app = spawn_app().await;
-    let line = line_with(&app, &["--no-message-actions"]).await;
+    let app = spawn_app_with(|config| config.line_check_seconds = 1).await;
+    let line = line_with(&app, &[]).await;
     let key = &app.org.key;
     let message = sent_text(&app, FRIEND, "Hello").await;
     let id = message["id"].as_str().unwrap();
+    // The device loses them (a Mac whose Private API helper went away); the line's next check
+    // learns it.
+    line.control("/control/mode", json!({"message_actions": false})).await;
+    let path = format!("/lines/{}", line.line_id);
+    eventually(10, "the line's check to learn it", || async {
+        let view = app.get(&path, key).await.expect(200);
+        (view["capabilities"]["edits"] == false).then_some(())
+    })
+    .await;
     let before = line.sent().await.len();
     let lacks = |answer: crate::helpers::Resp, capability: &str| {
         let body = answer.expect_error(409, "line_lacks_capability", None);
@@ -307,7 +321,7 @@ async fn a_line_without_the_capabilities_refuses_with_409_naming_each_and_nothin
     lacks(app.post(&format!("/messages/{id}/edit"), key, json!({"body": "x"})).await, "edits");
     lacks(app.post(&format!("/messages/{id}/unsend"), key, json!({})).await, "unsend");
     assert_eq!(line.sent().await.len(), before, "nothing reached the line");
-    let line_view = app.get(&format!("/lines/{}", line.line_id), key).await.expect(200);
+    let line_view = app.get(&path, key).await.expect(200);
     let capabilities = &line_view["capabilities"];
     assert_eq!(
         [&capabilities["replies"], &capabilities["edits"], &capabilities["unsend"], &capabilities["effects"]],

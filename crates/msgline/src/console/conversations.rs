@@ -1,9 +1,10 @@
 //! Conversations: a searchable list, a thread that updates itself while it is open, and sending
-//! from it. A send goes through the API's send path with the staff member as the caller (scopes,
-//! rate limits, opt-outs); each compose form carries its own idempotency key, so a form sent
-//! twice (a double click, a reload) sends once.
+//! from it, also as a reply to one of its messages. A send goes through the API's send path with
+//! the staff member as the caller (scopes, rate limits, opt-outs); each compose form carries its
+//! own idempotency key, so a form sent twice (a double click, a reload) sends once. How a message
+//! shows is `thread_view`'s; editing and unsending one, `thread_actions`'.
 
-use std::{convert::Infallible, time::Duration};
+use std::{collections::HashMap, convert::Infallible, time::Duration};
 
 use axum::{
     Form,
@@ -13,22 +14,24 @@ use axum::{
 };
 use minijinja::context;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{
     pages::{notice, render, render_fragment},
     session::{SignedIn, csrf_ok, csrf_refused},
     shared::{describe, page_context, refused, unavailable},
+    thread_view,
 };
 use crate::{
     clock,
     db::{
         self, Page,
         conversations::{Conversation, ConversationFilter},
+        lines::Capabilities,
         messages::{Message, MessageFilter},
     },
     domain::{
-        lifecycle::{ConversationKind, Direction},
-        payload::Payload,
+        lifecycle::{Channel, ConversationKind, Direction},
         scope::Scope,
     },
     error::ApiError,
@@ -131,65 +134,8 @@ async fn thread_title(state: &Services, conversation: &Conversation) -> sqlx::Re
     Ok(title(conversation, contact.as_ref()))
 }
 
-#[derive(Serialize)]
-struct Shown {
-    id: String,
-    outbound: bool,
-    body: String,
-    kind: &'static str,
-    channel: &'static str,
-    status: &'static str,
-    error: Option<String>,
-    /// `status: time` of each step the message took.
-    times: Vec<(&'static str, String)>,
-    /// A media message's files.
-    files: Vec<File>,
-    /// A scheduled message's time.
-    send_at: Option<String>,
-}
-
-#[derive(Serialize)]
-struct File {
-    id: String,
-    name: String,
-    /// Shown inline: a picture type browsers draw safely.
-    image: bool,
-}
-
-fn shown(message: &Message) -> Shown {
-    let steps = [
-        ("created", Some(message.created_at)),
-        ("submitted", message.submitted_at),
-        ("sent", message.sent_at),
-        ("delivered", message.delivered_at),
-        ("read", message.read_at),
-    ];
-    Shown {
-        id: message.id.clone(),
-        outbound: message.direction == Direction::Outbound,
-        body: message.body.clone(),
-        kind: message.kind.as_str(),
-        channel: message.channel.as_str(),
-        status: message.status.as_str(),
-        error: message.error.clone(),
-        times: steps.into_iter().filter_map(|(name, at)| at.map(|at| (name, clock::rfc3339(at)))).collect(),
-        send_at: clock::rfc3339_opt(message.send_at),
-        files: match &message.payload {
-            Some(Payload::Media(files)) => files
-                .iter()
-                .map(|f| File {
-                    id: f.id.clone(),
-                    name: f.filename.clone().unwrap_or_else(|| f.id.clone()),
-                    image: ["image/png", "image/jpeg", "image/gif", "image/webp"].contains(&f.content_type.as_str()),
-                })
-                .collect(),
-            _ => Vec::new(),
-        },
-    }
-}
-
 /// The conversation, if the staff member's organisation has it.
-async fn find(state: &Services, signed_in: &SignedIn, id: &str) -> Result<Conversation, Response> {
+pub(super) async fn find(state: &Services, signed_in: &SignedIn, id: &str) -> Result<Conversation, Response> {
     match db::conversations::get(&state.sender.db, &signed_in.principal.org_id, id).await {
         Ok(Some(conversation)) => Ok(conversation),
         Ok(None) => Err(notice(StatusCode::NOT_FOUND, "Not found", "There is no such conversation.")),
@@ -197,10 +143,12 @@ async fn find(state: &Services, signed_in: &SignedIn, id: &str) -> Result<Conver
     }
 }
 
-/// What a thread shows: its latest messages, oldest first, and who is typing, if anyone.
+/// What a thread shows: its latest messages, oldest first, who is typing, if anyone, and what
+/// the lines of the organisation's iMessages among them can do (for their Edit and Unsend).
 struct Snapshot {
     messages: Vec<Message>,
     typing: Option<String>,
+    lines: HashMap<String, Capabilities>,
 }
 
 impl Snapshot {
@@ -212,38 +160,82 @@ impl Snapshot {
         // A message that arrived since the report ends it, as the phone's indicator ends.
         let typing = typing
             .filter(|t| !messages.iter().any(|m| m.direction == Direction::Inbound && m.created_at >= t.since_ms));
-        Ok(Snapshot { messages, typing: typing.map(|t| t.phone) })
+        let mut lines = HashMap::new();
+        for message in messages.iter().filter(|m| m.direction == Direction::Outbound && m.channel == Channel::Imessage)
+        {
+            if !lines.contains_key(&message.line_id)
+                && let Some(capabilities) =
+                    state.sender.lines.get(&message.line_id).await?.and_then(|line| line.capabilities)
+            {
+                lines.insert(message.line_id.clone(), capabilities);
+            }
+        }
+        Ok(Snapshot { messages, typing: typing.map(|t| t.phone), lines })
     }
 
-    /// What changes when the thread's page would change.
+    /// What changes when the thread's page would change: also an action's progress, and a
+    /// window that closes (its button goes).
     fn mark(&self) -> String {
-        let mut mark: String =
-            self.messages.iter().map(|m| format!("{}:{}:{};", m.id, m.status.as_str(), m.updated_at)).collect();
+        let now = clock::now_ms();
+        let mut mark: String = self
+            .messages
+            .iter()
+            .map(|m| {
+                let (edit, unsend) = thread_view::changeable(m, self.lines.get(&m.line_id), now);
+                let action = m.action.as_deref().unwrap_or_default();
+                format!("{}:{}:{}:{edit}:{unsend}:{action};", m.id, m.status.as_str(), m.updated_at)
+            })
+            .collect();
         mark.push_str(self.typing.as_deref().unwrap_or_default());
         mark
     }
 
-    /// The fragment's context; `csrf` for the forms it holds (a scheduled message's cancel).
-    fn context(&self, csrf: &str, conversation_id: &str) -> minijinja::Value {
+    /// The fragment's context; `csrf` for the forms it holds (a scheduled message's cancel, an
+    /// unsend), which it offers only to staff who may send (`can_send`).
+    fn context(&self, csrf: &str, conversation_id: &str, can_send: bool) -> minijinja::Value {
         context! {
-            messages => self.messages.iter().map(shown).collect::<Vec<_>>(), typing => self.typing, csrf,
-            conversation_id,
+            messages => thread_view::shown(&self.messages, &self.lines, clock::now_ms()), typing => self.typing,
+            csrf, conversation_id, can_send, action_key => crate::ids::new_id("console"),
         }
     }
 }
 
-/// `GET /console/conversations/{id}`.
-pub async fn thread(State(state): State<Services>, signed_in: SignedIn, Path(id): Path<String>) -> Response {
-    thread_page(&state, &signed_in, &id, StatusCode::OK, None, "").await
+/// `?reply_to=msg_…` or `?edit=msg_…`: the compose box answers or edits that message.
+#[derive(Deserialize)]
+pub struct ThreadQuery {
+    reply_to: Option<String>,
+    edit: Option<String>,
 }
 
-async fn thread_page(
+/// What the compose area holds when the thread is drawn: a refusal and the text kept (`error`
+/// above the field, or `flash` above the thread for an unsend), and the message being answered
+/// or edited.
+#[derive(Default)]
+pub(super) struct Composing {
+    pub error: Option<String>,
+    pub flash: Option<String>,
+    pub draft: String,
+    pub reply_to: Option<String>,
+    pub edit: Option<String>,
+}
+
+/// `GET /console/conversations/{id}`.
+pub async fn thread(
+    State(state): State<Services>,
+    signed_in: SignedIn,
+    Path(id): Path<String>,
+    Query(query): Query<ThreadQuery>,
+) -> Response {
+    let composing = Composing { reply_to: query.reply_to, edit: query.edit, ..Composing::default() };
+    thread_page(&state, &signed_in, &id, StatusCode::OK, composing).await
+}
+
+pub(super) async fn thread_page(
     state: &Services,
     signed_in: &SignedIn,
     id: &str,
     status: StatusCode,
-    error: Option<String>,
-    draft: &str,
+    composing: Composing,
 ) -> Response {
     if let Err(error) = signed_in.principal.require(Scope::Read) {
         return refused(&error);
@@ -259,17 +251,29 @@ async fn thread_page(
         (Ok(title), Ok(snapshot)) => (title, snapshot),
         (Err(error), _) | (_, Err(error)) => return unavailable(error),
     };
+    // The message being edited: one the organisation sent, on the page (whether it still may be
+    // edited is the send path's to say).
+    let editing = composing.edit.as_deref().and_then(|edit| {
+        let message = snapshot.messages.iter().find(|m| m.id == edit && m.direction == Direction::Outbound)?;
+        let body = if composing.draft.is_empty() { message.body.clone() } else { composing.draft.clone() };
+        Some(context! { id => message.id, quote => thread_view::quote(&snapshot.messages, edit), body })
+    });
+    let reply = composing.reply_to.as_deref().map(|id| {
+        let quote = thread_view::quote(&snapshot.messages, id);
+        context! { id, text => quote.text }
+    });
+    let can_send = signed_in.principal.scopes.contains(Scope::Send);
     let context = context! {
         tapbacks => crate::domain::lifecycle::Tapback::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
-        conversation_id => conversation.id,
         title,
-        messages => snapshot.messages.iter().map(shown).collect::<Vec<_>>(),
-        typing => snapshot.typing,
-        error,
-        draft,
+        error => composing.error,
+        flash => composing.flash,
+        draft => composing.draft,
+        reply,
+        editing,
         idempotency_key => crate::ids::new_id("console"),
-        can_send => signed_in.principal.scopes.contains(Scope::Send),
         media_max_mb => (state.sender.config.media_max_bytes as f64 / 1_048_576.0 * 10.0).round() / 10.0,
+        ..snapshot.context(&signed_in.csrf, &conversation.id, can_send)
     };
     render(status, "thread.html", page_context(signed_in, "conversations", context))
 }
@@ -285,12 +289,20 @@ pub struct Compose {
     /// A new conversation's number.
     #[serde(default)]
     to: String,
+    /// The message of the thread a send answers.
+    #[serde(default)]
+    reply_to: String,
 }
 
 /// Reads the compose form (multipart, for its files): its fields and the files attached.
 async fn read_compose(mut form: Multipart) -> Result<(Compose, Vec<Upload>), ApiError> {
-    let mut compose =
-        Compose { csrf: String::new(), body: String::new(), idempotency_key: String::new(), to: String::new() };
+    let mut compose = Compose {
+        csrf: String::new(),
+        body: String::new(),
+        idempotency_key: String::new(),
+        to: String::new(),
+        reply_to: String::new(),
+    };
     let mut uploads = Vec::new();
     while let Some(field) = form.next_field().await.map_err(|e| ApiError::bad_request(e.body_text()))? {
         let name = field.name().unwrap_or_default().to_string();
@@ -308,6 +320,7 @@ async fn read_compose(mut form: Multipart) -> Result<(Compose, Vec<Upload>), Api
             "csrf" => compose.csrf = text,
             "body" => compose.body = text,
             "idempotency_key" => compose.idempotency_key = text,
+            "reply_to" => compose.reply_to = text,
             _ => {}
         }
     }
@@ -333,14 +346,16 @@ pub async fn send(
         Ok(conversation) => conversation,
         Err(response) => return response,
     };
-    let request =
-        SendMessage { body: Some(form.body.clone()), fields: in_thread(&conversation.id), ..SendMessage::default() };
+    let reply_to = Some(form.reply_to.clone()).filter(|id| !id.is_empty());
+    let fields = SendFields { reply_to: reply_to.clone().map(Value::String), ..in_thread(&conversation.id) };
+    let request = SendMessage { body: Some(form.body.clone()), fields, ..SendMessage::default() };
     match submit(&state, &signed_in, request, &form.idempotency_key, uploads).await {
         Ok(_) => Redirect::to(&format!("/console/conversations/{}", conversation.id)).into_response(),
         Err(error) => {
             let status = crate::web::errors::status(error.kind);
-            let said = describe(&error);
-            thread_page(&state, &signed_in, &conversation.id, status, Some(said), &form.body).await
+            let composing =
+                Composing { error: Some(describe(&error)), draft: form.body, reply_to, ..Composing::default() };
+            thread_page(&state, &signed_in, &conversation.id, status, composing).await
         }
     }
 }
@@ -451,7 +466,8 @@ pub async fn send_extra(
         Ok(_) => Redirect::to(&format!("/console/conversations/{}", conversation.id)).into_response(),
         Err(error) => {
             let status = crate::web::errors::status(error.kind);
-            thread_page(&state, &signed_in, &conversation.id, status, Some(describe(&error)), "").await
+            let composing = Composing { error: Some(describe(&error)), ..Composing::default() };
+            thread_page(&state, &signed_in, &conversation.id, status, composing).await
         }
     }
 }
@@ -524,6 +540,7 @@ pub async fn live(State(state): State<Services>, signed_in: SignedIn, Path(id): 
     };
     let org_id = signed_in.principal.org_id.clone();
     let csrf = signed_in.csrf.clone();
+    let can_send = signed_in.principal.scopes.contains(Scope::Send);
     let stream = futures_util::stream::unfold((state, String::new()), move |(state, seen)| {
         let org_id = org_id.clone();
         let csrf = csrf.clone();
@@ -540,7 +557,8 @@ pub async fn live(State(state): State<Services>, signed_in: SignedIn, Path(id): 
                 };
                 let mark = current.mark();
                 if mark != seen {
-                    let html = render_fragment("thread_messages.html", current.context(&csrf, &conversation_id));
+                    let html =
+                        render_fragment("thread_messages.html", current.context(&csrf, &conversation_id, can_send));
                     let event = sse::Event::default().event("thread").data(html);
                     return Some((Ok::<_, Infallible>(event), (state, mark)));
                 }

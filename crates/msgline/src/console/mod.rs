@@ -22,6 +22,8 @@ mod pools;
 mod session;
 mod settings;
 mod shared;
+mod thread_actions;
+mod thread_view;
 mod webhooks;
 
 use axum::{
@@ -51,6 +53,7 @@ pub fn router(state: Services) -> Router<Services> {
             post(conversations::send)
                 .layer(DefaultBodyLimit::max(state.sender.config.media_max_bytes as usize + (1 << 20))),
         )
+        .route("/console/conversations/{id}/messages/{message_id}/{action}", post(thread_actions::act))
         .route("/console/conversations/{id}/typing", post(conversations::typing))
         .route("/console/attachments/{id}", get(conversations::attachment))
         .route("/console/conversations/{id}/live", get(conversations::live))

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
 use super::{Db, events, group_changes::ChangeState, messages::Message};
-use crate::{bridge::ActionRequest, clock, domain::message_action::ActionKind, ids};
+use crate::{clock, domain::message_action::ActionKind, ids};
 
 #[derive(Debug, Clone)]
 pub struct MessageAction {
@@ -38,16 +38,6 @@ impl MessageAction {
             "error": self.error,
             "requested_at": clock::rfc3339(self.created_at),
         })
-    }
-
-    /// The call to the line.
-    pub fn request(&self) -> ActionRequest {
-        ActionRequest {
-            id: self.id.clone(),
-            message_id: self.message_id.clone(),
-            body: self.body.clone(),
-            requested_at: self.created_at,
-        }
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{Idempotency, Sender, unanswered};
 use crate::{
-    bridge::call::SendOutcome,
+    bridge::{ActionRequest, call::SendOutcome},
     caller::Principal,
     clock,
     db::{self, group_changes::ChangeState, idempotency::Prior, message_actions::MessageAction, messages::Message},
@@ -106,7 +106,7 @@ pub async fn act(
         Err(prior) => return replay(state, prior).await,
     };
 
-    let result = state.lines.client().act(&line, &action.request()).await;
+    let result = state.lines.client().act(&line, &request(&action)).await;
     crate::metrics::bridge_call(&line.id, result.outcome.attempt_outcome(), result.latency_ms);
     let (settled, error) = outcome(&result.outcome);
     let next_ask = (settled == ChangeState::Unknown).then(|| clock::now_ms() + 500);
@@ -124,6 +124,16 @@ pub async fn act(
         })
         .await?;
     answer(action, message, false)
+}
+
+/// The call to the line for an action.
+pub fn request(action: &MessageAction) -> ActionRequest {
+    ActionRequest {
+        id: action.id.clone(),
+        message_id: action.message_id.clone(),
+        body: action.body.clone(),
+        requested_at: action.created_at,
+    }
 }
 
 /// The idempotency scope of each action.
@@ -153,7 +163,7 @@ pub fn outcome(outcome: &SendOutcome) -> (ChangeState, Option<String>) {
 
 /// Apple's rules, and msgline's: only an iMessage text msgline sent and the line sent on, not
 /// unsent; edits within 15 minutes of sending and at most 5; unsend within 2 minutes.
-fn allowed(message: &Message, kind: ActionKind, now: i64) -> ApiResult<()> {
+pub fn allowed(message: &Message, kind: ActionKind, now: i64) -> ApiResult<()> {
     let not_editable =
         |why: &str| Err(ApiError::conflict("message_not_editable", format!("this message cannot be changed: {why}")));
     if message.direction != Direction::Outbound {
@@ -168,8 +178,10 @@ fn allowed(message: &Message, kind: ActionKind, now: i64) -> ApiResult<()> {
     let Some(sent_at) = message.sent_at else {
         return not_editable("the line has not sent it (yet)");
     };
+    if message.kind != MessageKind::Text {
+        return not_editable("only a text can be edited or unsent");
+    }
     match kind {
-        ActionKind::Edit if message.kind != MessageKind::Text => not_editable("only a text can be edited"),
         ActionKind::Edit if now - sent_at > EDIT_WINDOW_MS => Err(ApiError::conflict(
             "edit_window_closed",
             "a message can be edited within 15 minutes of being sent, and this one was sent earlier",
@@ -209,7 +221,8 @@ fn answer(action: MessageAction, message: Message, replayed: bool) -> ApiResult<
         } else {
             ApiError::line_rejected(reason)
         }
-        .with("message", message.to_json());
+        .with("message_id", message.id.clone())
+        .with("action", action.to_json());
         return Err(if replayed { error.replayed() } else { error });
     }
     Ok(Acted { applied: action.state == ChangeState::Applied, message, replayed })

@@ -110,7 +110,7 @@ async fn settle_actions(state: &Sender) -> anyhow::Result<usize> {
     let actions = db::message_actions::claim_unknown(&state.db, now, now + 60_000, BATCH, stale).await?;
     for action in &actions {
         let Some(line) = state.lines.get(&action.line_id).await? else { continue };
-        let lookup = state.lines.client().action_status(&line, &action.request()).await;
+        let lookup = state.lines.client().action_status(&line, &send::actions::request(action)).await;
         let retry_at = clock::now_ms() + next_ask(clock::now_ms() - action.created_at);
         let (settled, reason, next) = match lookup {
             StatusLookup::Known(answer) if answer.status == "applied" => (ChangeState::Applied, None, None),

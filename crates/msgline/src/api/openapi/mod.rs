@@ -4,6 +4,7 @@
 //! operation by [`complete`] rather than repeated on 40 handlers), the links between operations
 //! that stateful tests follow, and `GET /api/v1/openapi.json`.
 
+mod message_schema;
 pub mod schemas;
 
 use std::sync::OnceLock;

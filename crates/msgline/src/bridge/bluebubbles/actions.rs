@@ -164,3 +164,57 @@ fn action_outcome(action: &ActionRequest, status: StatusCode, envelope: &Envelop
         s => SendOutcome::Unknown(format!("the BlueBubbles Server answered {s}: {reason}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(body: Option<&str>) -> ActionRequest {
+        ActionRequest {
+            id: "mac_1".into(),
+            message_id: "msg_1".into(),
+            body: body.map(str::to_string),
+            requested_at: 0,
+        }
+    }
+
+    fn answer(status: u16, envelope: Value) -> SendOutcome {
+        let envelope: Envelope = serde_json::from_value(envelope).unwrap();
+        action_outcome(&action(Some("at 9")), StatusCode::from_u16(status).unwrap(), &envelope)
+    }
+
+    #[test]
+    fn only_the_macs_message_settles_an_edit_and_a_refusal_before_the_helper_is_rejected() {
+        let message = |text: Value| json!({"status": 200, "data": {"guid": "G", "text": text, "dateEdited": 5}});
+        assert_eq!(answer(200, message(json!("at 9"))), SendOutcome::Accepted);
+        assert!(matches!(answer(200, message(json!("at 8"))), SendOutcome::Rejected(why) if why.contains("Apple")));
+        // A success without a readable message, or a server error of unknown cause: unknown.
+        assert!(matches!(answer(200, json!({"status": 200})), SendOutcome::Unknown(_)));
+        let unhandled = json!({"error": {"type": "Server Error", "message": "An unhandled error has occurred!"}});
+        assert!(matches!(answer(500, unhandled), SendOutcome::Unknown(_)));
+        assert!(matches!(answer(502, json!({})), SendOutcome::Unknown(_)));
+        assert!(matches!(answer(408, json!({})), SendOutcome::Unknown(_)));
+        for refusal in [
+            "iMessage Private API is not enabled!",
+            "Unsend message is only supported on macOS Ventura and newer!",
+            "Chat does not exist in IMChatRegistry!",
+        ] {
+            let envelope = json!({"error": {"type": "iMessage Error", "message": refusal}});
+            assert!(matches!(answer(500, envelope), SendOutcome::Rejected(_)), "{refusal}");
+        }
+        let unknown_guid =
+            json!({"error": {"type": "Validation Error", "message": "Selected message does not exist!"}});
+        assert!(matches!(answer(400, unknown_guid), SendOutcome::Rejected(_)));
+    }
+
+    #[test]
+    fn an_unsend_shows_as_a_message_without_text_or_parts() {
+        let unsend = action(None);
+        let shown = |message: Value| shows(&unsend, &MacMessage(&message));
+        assert!(shown(json!({"guid": "G", "text": null, "partCount": 0, "dateEdited": 5})));
+        assert!(shown(json!({"guid": "G", "text": "hi", "dateRetracted": 5})));
+        assert!(!shown(json!({"guid": "G", "text": "hi", "partCount": 1, "dateEdited": 5})));
+        // An attachment's placeholder is text: a message of files only is not unsent.
+        assert!(!shown(json!({"guid": "G", "text": "\u{fffc}", "partCount": 1})));
+    }
+}

@@ -23,6 +23,8 @@
 //! chat and the text), and a message the Mac reports without msgline's id — a webhook ahead of the
 //! send's answer, or a send whose answer never came — is matched to it. A message the Mac has no
 //! record of once its own send wait is over is `failed`, not sent again.
+//!
+//! Replies, effects and subjects, and edits and unsends, go through the Private API (`actions`).
 
 mod actions;
 mod groups;

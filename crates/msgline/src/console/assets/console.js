@@ -1,6 +1,7 @@
 // msgline console: the only script. A thread with data-live listens to the server's events and
-// puts the messages it sends (HTML rendered and escaped on the server) in place; without
-// JavaScript the page still works, and shows changes on reload.
+// puts the messages it sends (HTML rendered and escaped on the server) in place, keeping open
+// what was open (a message's earlier texts, an unsend's confirm); without JavaScript the page
+// still works, and shows changes on reload.
 "use strict";
 document.addEventListener("DOMContentLoaded", function () {
   var thread = document.querySelector("[data-live]");
@@ -8,7 +9,12 @@ document.addEventListener("DOMContentLoaded", function () {
   var events = new EventSource(thread.getAttribute("data-live"));
   events.addEventListener("thread", function (event) {
     var atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+    var open = Array.prototype.map.call(thread.querySelectorAll("details[open][id]"), function (d) { return d.id; });
     thread.innerHTML = event.data;
+    open.forEach(function (id) {
+      var details = document.getElementById(id);
+      if (details) details.open = true;
+    });
     if (atBottom) window.scrollTo(0, document.body.scrollHeight);
   });
 });
