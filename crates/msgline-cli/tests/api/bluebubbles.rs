@@ -22,7 +22,8 @@ async fn a_bluebubbles_line_registers_its_webhook_and_sends_to_the_chat_guid_wit
     assert_eq!(shown["bridge_kind"], "bluebubbles");
     assert_eq!(
         shown["capabilities"],
-        json!({"imessage": true, "sms": true, "groups": true, "polls": false, "reactions": true, "typing": true, "read_receipts": true, "media": true, "mms": true})
+        json!({"imessage": true, "sms": true, "groups": true, "polls": false, "reactions": true, "typing": true, "read_receipts": true, "media": true, "mms": true,
+               "replies": true, "edits": true, "unsend": true, "effects": true})
     );
     let listed = line.api_get("/lines").await.to_string();
     assert!(!listed.contains(BB_PASSWORD) && !listed.contains("hook_secret"));

@@ -33,12 +33,11 @@ async fn arrived(app: &TestApp, line: &SimLine, from: &str, body: &str, reply_to
         control["reply_to"] = json!(id);
     }
     line.control("/control/inbound", control).await;
-    let found = eventually(10, "the inbound message stored", || async {
+    eventually(10, "the inbound message stored", || async {
         let list = app.get("/messages?direction=inbound", &app.org.key).await.expect(200);
         list["data"].as_array().unwrap().iter().find(|m| m["body"] == body).cloned()
     })
-    .await;
-    found
+    .await
 }
 
 /// The `data` of every event of `kind` written for the organisation, oldest first.

@@ -411,7 +411,8 @@ impl BridgeEvent {
     /// (a msgline bridge is refused instead, and splits it).
     pub fn capped(mut self) -> (BridgeEvent, Option<usize>) {
         let mut cut = None;
-        if let BridgeEventPayload::Inbound { body, .. } = &mut self.payload
+        if let BridgeEventPayload::Inbound { body, .. } | BridgeEventPayload::MessageEdited { body, .. } =
+            &mut self.payload
             && let Some((at, _)) = body.char_indices().nth(MAX_TEXT_CHARS)
         {
             cut = Some(body.chars().count());

@@ -73,11 +73,6 @@ impl Effect {
             Effect::Celebration => "com.apple.messages.effect.CKSparklesEffect",
         }
     }
-
-    /// The effect of a Messages identifier, if msgline knows it.
-    pub fn from_apple_id(id: &str) -> Option<Effect> {
-        Effect::ALL.into_iter().find(|effect| effect.apple_id() == id)
-    }
 }
 
 /// The longest subject, in characters.
@@ -115,10 +110,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_effect_reads_back_from_its_name_and_its_apple_id() {
+    fn every_effect_reads_back_from_its_name_and_has_its_own_apple_id() {
+        let ids: std::collections::HashSet<&str> = Effect::ALL.iter().map(|e| e.apple_id()).collect();
+        assert_eq!(ids.len(), Effect::ALL.len());
         for effect in Effect::ALL {
             assert_eq!(Effect::parse(effect.as_str()), Some(effect));
-            assert_eq!(Effect::from_apple_id(effect.apple_id()), Some(effect));
         }
         assert_eq!(Effect::parse("Slam"), None);
         assert_eq!(Effect::parse("invisible ink"), None);
