@@ -307,9 +307,7 @@ async fn unsettled(conn: &mut AnyConnection, group_id: &str) -> sqlx::Result<Vec
     rows.iter().map(from_row).collect()
 }
 
-/// Up to `limit` unknown changes whose time to be asked about has come, held until `until`. The
-/// look is a read (almost always empty), so the reconciler's turns cost the writer nothing; each
-/// change found is held by a conditional update, so two instances never both ask about one.
+/// Up to `limit` unknown changes whose time to be asked about has come, held until `until`.
 pub async fn claim_unknown(
     db: &Db,
     now: i64,
@@ -317,11 +315,25 @@ pub async fn claim_unknown(
     limit: i64,
     stale_before: i64,
 ) -> sqlx::Result<Vec<GroupChange>> {
-    // A change still `pending` long after its call must have ended was left by an instance that
-    // stopped mid-call: its outcome is unknown, and it is asked about like any other.
+    let rows = claim_unsettled(db, "group_changes", COLUMNS, [now, until, limit, stale_before]).await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// The rows of `table` (group changes, message actions: each with `state`, `next_ask_at` and
+/// `created_at`) whose outcome is unknown and whose time to be asked about has come, or still
+/// `pending` since before `stale_before` (left by an instance that stopped mid-call), at most
+/// `limit`, each held until `until`. The look is a read (almost always empty), so the
+/// reconciler's turns cost the writer nothing; each row found is held by a conditional update,
+/// so two instances never both ask about one.
+pub(super) async fn claim_unsettled(
+    db: &Db,
+    table: &str,
+    columns: &str,
+    [now, until, limit, stale_before]: [i64; 4],
+) -> sqlx::Result<Vec<AnyRow>> {
     let rows = sqlx::query(&format!(
-        "SELECT {COLUMNS} FROM group_changes WHERE state = 'unknown' AND next_ask_at <= $1 \
-         UNION ALL SELECT {COLUMNS} FROM group_changes WHERE state = 'pending' AND created_at < $3 LIMIT $2"
+        "SELECT {columns} FROM {table} WHERE state = 'unknown' AND next_ask_at <= $1 \
+         UNION ALL SELECT {columns} FROM {table} WHERE state = 'pending' AND created_at < $3 LIMIT $2"
     ))
     .bind(now)
     .bind(limit)
@@ -329,21 +341,21 @@ pub async fn claim_unknown(
     .fetch_all(db.reader())
     .await?;
     let mut claimed = Vec::new();
-    for change in rows.iter().map(from_row) {
-        let change = change?;
-        let held = sqlx::query(
-            "UPDATE group_changes SET state = 'unknown', next_ask_at = $1 WHERE id = $2 \
-             AND (state = 'unknown' AND next_ask_at <= $3 OR state = 'pending' AND created_at < $4)",
-        )
+    for row in rows {
+        let id: String = row.try_get(0)?;
+        let held = sqlx::query(&format!(
+            "UPDATE {table} SET state = 'unknown', next_ask_at = $1 WHERE id = $2 \
+             AND (state = 'unknown' AND next_ask_at <= $3 OR state = 'pending' AND created_at < $4)"
+        ))
         .bind(until)
-        .bind(&change.id)
+        .bind(&id)
         .bind(now)
         .bind(stale_before)
         .execute(db.writer())
         .await?
         .rows_affected();
         if held == 1 {
-            claimed.push(change);
+            claimed.push(row);
         }
     }
     Ok(claimed)

@@ -261,8 +261,8 @@ pub async fn apply_reported(
 }
 
 /// Up to `limit` actions whose outcome is unknown and whose time to be asked about has come, or
-/// pending since before `stale_before` (left by an instance that stopped mid-call), each held
-/// until `until` by a conditional update so that two instances never both ask.
+/// left pending by an instance that stopped mid-call, each held until `until` (see
+/// [`super::group_changes::claim_unsettled`]).
 pub async fn claim_unknown(
     db: &Db,
     now: i64,
@@ -270,32 +270,7 @@ pub async fn claim_unknown(
     limit: i64,
     stale_before: i64,
 ) -> sqlx::Result<Vec<MessageAction>> {
-    let rows = sqlx::query(&format!(
-        "SELECT {COLUMNS} FROM message_actions WHERE state = 'unknown' AND next_ask_at <= $1 \
-         UNION ALL SELECT {COLUMNS} FROM message_actions WHERE state = 'pending' AND created_at < $3 LIMIT $2"
-    ))
-    .bind(now)
-    .bind(limit)
-    .bind(stale_before)
-    .fetch_all(db.reader())
-    .await?;
-    let mut claimed = Vec::new();
-    for action in rows.iter().map(from_row) {
-        let action = action?;
-        let held = sqlx::query(
-            "UPDATE message_actions SET state = 'unknown', next_ask_at = $1 WHERE id = $2 \
-             AND (state = 'unknown' AND next_ask_at <= $3 OR state = 'pending' AND created_at < $4)",
-        )
-        .bind(until)
-        .bind(&action.id)
-        .bind(now)
-        .bind(stale_before)
-        .execute(db.writer())
-        .await?
-        .rows_affected();
-        if held == 1 {
-            claimed.push(action);
-        }
-    }
-    Ok(claimed)
+    let rows = super::group_changes::claim_unsettled(db, "message_actions", COLUMNS, [now, until, limit, stale_before])
+        .await?;
+    rows.iter().map(from_row).collect()
 }

@@ -68,6 +68,34 @@ pub async fn step(state: &Sender) -> anyhow::Result<usize> {
     Ok(count + changes + actions + groups)
 }
 
+/// What the line's answer about a group change or a message action (`what`: `change`, `edit`,
+/// `unsend`) settles it at: `applied` or `failed` settles it; one the line never received
+/// failed; anything else leaves it unknown, to be asked again later (when, from its age).
+fn settled_by(
+    lookup: StatusLookup,
+    what: &str,
+    id: &str,
+    created_at: i64,
+    error: &Option<String>,
+) -> (ChangeState, Option<String>, Option<i64>) {
+    let retry_at = clock::now_ms() + next_ask(clock::now_ms() - created_at);
+    match lookup {
+        StatusLookup::Known(answer) if answer.status == "applied" => (ChangeState::Applied, None, None),
+        StatusLookup::Known(answer) if answer.status == "failed" => {
+            (ChangeState::Failed, Some(answer.reason.unwrap_or_else(|| "the line could not apply it".into())), None)
+        }
+        StatusLookup::NotFound => (ChangeState::Failed, Some(format!("the line never received the {what}")), None),
+        StatusLookup::Known(answer) => {
+            tracing::warn!(id, what, status = %answer.status, "the line answered a status that settles nothing; will ask again");
+            (ChangeState::Unknown, error.clone(), Some(retry_at))
+        }
+        StatusLookup::Failed(failure) => {
+            tracing::debug!(id, what, error = failure, "could not ask the line; will ask again");
+            (ChangeState::Unknown, error.clone(), Some(retry_at))
+        }
+    }
+}
+
 /// Asks the line about group changes whose outcome is unknown: `applied` or `failed` settles
 /// one; a change the line never received failed; anything else is asked again later.
 async fn settle_changes(state: &Sender) -> anyhow::Result<usize> {
@@ -77,22 +105,7 @@ async fn settle_changes(state: &Sender) -> anyhow::Result<usize> {
     for change in &changes {
         let Some(line) = state.lines.get(&change.line_id).await? else { continue };
         let lookup = state.lines.client().group_change_status(&line, &change.group_id, &change.id).await;
-        let retry_at = clock::now_ms() + next_ask(clock::now_ms() - change.created_at);
-        let (settled, reason, next) = match lookup {
-            StatusLookup::Known(answer) if answer.status == "applied" => (ChangeState::Applied, None, None),
-            StatusLookup::Known(answer) if answer.status == "failed" => {
-                (ChangeState::Failed, Some(answer.reason.unwrap_or_else(|| "the line could not apply it".into())), None)
-            }
-            StatusLookup::NotFound => (ChangeState::Failed, Some("the line never received the change".into()), None),
-            StatusLookup::Known(answer) => {
-                tracing::warn!(change = %change.id, status = %answer.status, "the line answered a change status that settles nothing; will ask again");
-                (ChangeState::Unknown, change.error.clone(), Some(retry_at))
-            }
-            StatusLookup::Failed(error) => {
-                tracing::debug!(change = %change.id, error, "could not ask the line about a group change; will ask again");
-                (ChangeState::Unknown, change.error.clone(), Some(retry_at))
-            }
-        };
+        let (settled, reason, next) = settled_by(lookup, "change", &change.id, change.created_at, &change.error);
         state
             .db
             .transaction(async |tx| db::group_changes::settle(tx, &change.id, settled, reason.as_deref(), next).await)
@@ -111,24 +124,8 @@ async fn settle_actions(state: &Sender) -> anyhow::Result<usize> {
     for action in &actions {
         let Some(line) = state.lines.get(&action.line_id).await? else { continue };
         let lookup = state.lines.client().action_status(&line, &send::actions::request(action)).await;
-        let retry_at = clock::now_ms() + next_ask(clock::now_ms() - action.created_at);
-        let (settled, reason, next) = match lookup {
-            StatusLookup::Known(answer) if answer.status == "applied" => (ChangeState::Applied, None, None),
-            StatusLookup::Known(answer) if answer.status == "failed" => {
-                (ChangeState::Failed, Some(answer.reason.unwrap_or_else(|| "the line could not apply it".into())), None)
-            }
-            StatusLookup::NotFound => {
-                (ChangeState::Failed, Some(format!("the line never received the {}", action.kind.as_str())), None)
-            }
-            StatusLookup::Known(answer) => {
-                tracing::warn!(action = %action.id, status = %answer.status, "the line answered an edit's status that settles nothing; will ask again");
-                (ChangeState::Unknown, action.error.clone(), Some(retry_at))
-            }
-            StatusLookup::Failed(error) => {
-                tracing::debug!(action = %action.id, error, "could not ask the line about an edit or unsend; will ask again");
-                (ChangeState::Unknown, action.error.clone(), Some(retry_at))
-            }
-        };
+        let (settled, reason, next) =
+            settled_by(lookup, action.kind.as_str(), &action.id, action.created_at, &action.error);
         state
             .db
             .transaction(async |tx| db::message_actions::settle(tx, &action.id, settled, reason.as_deref(), next).await)
