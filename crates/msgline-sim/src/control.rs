@@ -35,6 +35,11 @@ struct InboundControl {
     /// The message this one answers (an inline reply): msgline's id of it, or the line's.
     #[serde(default)]
     reply_to: Option<String>,
+    /// The effect and subject it was sent with (msgline's effect names).
+    #[serde(default)]
+    effect: Option<String>,
+    #[serde(default)]
+    subject: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,6 +79,8 @@ async fn control_inbound(State(sim): State<Shared>, Json(request): Json<InboundC
         message_id: Some(message_id),
         attachments,
         reply_to: request.reply_to,
+        effect: request.effect,
+        subject: request.subject,
     });
     report_now(&sim, event).await
 }

@@ -267,6 +267,11 @@ async fn the_friends_edits_unsends_and_replies_made_on_their_phone_arrive() {
     assert_eq!(second["reply_to"], their_id.as_str(), "{second}");
     let (plain, _) = arrived(&line, "See you", json!({})).await;
     assert!(plain["reply_to"].is_null(), "{plain}");
+    // A message sent with an effect and a subject keeps both, by msgline's names.
+    let look = json!({"expressiveSendStyleId": "com.apple.messages.effect.CKConfettiEffect", "subject": "Party"});
+    let (festive, _) = arrived(&line, "Happy birthday", look).await;
+    assert_eq!((festive["effect"].as_str(), festive["subject"].as_str()), (Some("confetti"), Some("Party")));
+    assert!(plain["effect"].is_null() && plain["subject"].is_null(), "{plain}");
 
     // They edit it on their phone.
     line.fake.control("/control/edit", json!({"message_guid": their_guid, "body": "Can I bring Sam and Alex?"})).await;

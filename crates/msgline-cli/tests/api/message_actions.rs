@@ -119,10 +119,15 @@ async fn replies_effects_and_subjects_reach_the_line_and_every_message_names_its
     assert!(queued.iter().all(|e| e["message"]["from"] == LINE && e["message"]["to"] == FRIEND), "{queued:?}");
     app.request(reqwest::Method::PATCH, "/settings", Some(key), Some(json!({"event_feed": true}))).await.expect(200);
     let _ = sent_text(&app, OTHER, "Feed me").await;
-    let feed = app.get("/feed?limit=200", key).await.expect(200);
-    let fed: Vec<&Value> =
-        feed["data"].as_array().unwrap().iter().filter(|e| e["data"]["message"]["to"] == OTHER).collect();
-    assert!(!fed.is_empty() && fed.iter().all(|e| e["data"]["message"]["from"] == LINE), "{feed}");
+    // The feed shows an event once every transaction that began before it has ended.
+    let fed = eventually(10, "the feed to show the message's events", || async {
+        let feed = app.get("/feed?limit=200", key).await.expect(200);
+        let fed: Vec<Value> =
+            feed["data"].as_array().unwrap().iter().filter(|e| e["data"]["message"]["to"] == OTHER).cloned().collect();
+        (!fed.is_empty()).then_some(fed)
+    })
+    .await;
+    assert!(fed.iter().all(|e| e["data"]["message"]["from"] == LINE), "{fed:?}");
 }
 
 #[tokio::test]
@@ -335,6 +340,26 @@ async fn what_the_other_side_edits_and_unsends_updates_the_record_with_one_event
     let line = line_with(&app, &[]).await;
     let inbound = arrived(&app, &line, FRIEND, "Running late", None).await;
     let id = inbound["id"].as_str().unwrap();
+    assert!(inbound["effect"].is_null() && inbound["subject"].is_null(), "{inbound}");
+    // A message sent with an effect and a subject keeps both; an effect msgline does not know is
+    // left out.
+    let look = json!({"from": FRIEND, "body": "Surprise", "effect": "lasers", "subject": "Guess what"});
+    line.control("/control/inbound", look).await;
+    let odd = json!({"from": FRIEND, "body": "Odd", "effect": "sparkles"});
+    line.control("/control/inbound", odd).await;
+    let found = |body: &'static str| {
+        let app = &app;
+        async move {
+            eventually(10, body, || async {
+                let list = app.get("/messages?direction=inbound", &app.org.key).await.expect(200);
+                list["data"].as_array().unwrap().iter().find(|m| m["body"] == body).cloned()
+            })
+            .await
+        }
+    };
+    let festive = found("Surprise").await;
+    assert_eq!((festive["effect"].as_str(), festive["subject"].as_str()), (Some("lasers"), Some("Guess what")));
+    assert!(found("Odd").await["effect"].is_null());
     line.control("/control/edit", json!({"message_id": id, "body": "Running very late"})).await;
     let edited = app.wait_for_message(&app.org.key, id, "the edit stored", |m| m["body"] == "Running very late").await;
     assert!(edited["edited_at"].is_string(), "{edited}");

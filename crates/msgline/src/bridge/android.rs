@@ -368,6 +368,8 @@ impl LineAdapter for AndroidGateway {
                     message_id: None,
                     attachments: Vec::new(),
                     reply_to: None,
+                    effect: None,
+                    subject: None,
                 },
             }]),
             // An MMS once the phone has downloaded it: its text parts joined as `body`, the other
@@ -395,6 +397,8 @@ impl LineAdapter for AndroidGateway {
                         message_id: None,
                         attachments,
                         reply_to: None,
+                        effect: None,
+                        subject: None,
                     },
                 }])
             }

@@ -318,6 +318,8 @@ impl LineAdapter for Kannel {
                         message_id: None,
                         attachments: Vec::new(),
                         reply_to: None,
+                        effect: None,
+                        subject: None,
                     },
                 }])
             }

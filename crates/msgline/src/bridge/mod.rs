@@ -284,6 +284,13 @@ pub enum BridgeEventPayload {
         /// The message it answers (an inline reply), named as a reaction's `target` is.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reply_to: Option<String>,
+        /// The effect it was sent with, by msgline's name (`slam`, `confetti`, …); a name
+        /// msgline does not know is left out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effect: Option<String>,
+        /// Its iMessage subject.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subject: Option<String>,
     },
     /// A message was edited on the device (by the person who sent it, or on the line's own
     /// device): `message_id` names it as a reaction's `target` is; `body` is its text now.

@@ -75,6 +75,13 @@ impl Effect {
     }
 }
 
+impl Effect {
+    /// The effect of a Messages identifier, if msgline knows it.
+    pub fn from_apple_id(id: &str) -> Option<Effect> {
+        Effect::ALL.into_iter().find(|effect| effect.apple_id() == id)
+    }
+}
+
 /// The longest subject, in characters.
 pub const MAX_SUBJECT_CHARS: usize = 200;
 
@@ -115,6 +122,7 @@ mod tests {
         assert_eq!(ids.len(), Effect::ALL.len());
         for effect in Effect::ALL {
             assert_eq!(Effect::parse(effect.as_str()), Some(effect));
+            assert_eq!(Effect::from_apple_id(effect.apple_id()), Some(effect));
         }
         assert_eq!(Effect::parse("Slam"), None);
         assert_eq!(Effect::parse("invisible ink"), None);

@@ -5,8 +5,12 @@
 use sqlx::AnyConnection;
 
 use crate::{
-    db::{self, lines::Line, messages::Message},
-    domain::message_action::ActionKind,
+    db::{
+        self,
+        lines::Line,
+        messages::{Extras, Message},
+    },
+    domain::message_action::{ActionKind, Effect, MAX_SUBJECT_CHARS},
 };
 
 /// The message a line names: msgline's `msg_` id of a message on the line, or the id the line
@@ -40,4 +44,17 @@ pub(super) async fn changed(
         tracing::debug!(line = %line.id, message = %message.id, kind = kind.as_str(), "the line reported a message changed");
     }
     Ok(())
+}
+
+/// What an arriving message carries besides its text: the message it answers (msgline's id, found
+/// in its conversation), and the effect and subject it was sent with. An effect msgline does not
+/// know is left out; a subject is cut to [`MAX_SUBJECT_CHARS`].
+pub(super) fn extras(reply_to: Option<String>, (effect, subject): (Option<&str>, Option<&str>)) -> Extras {
+    Extras {
+        reply_to,
+        effect: effect.and_then(Effect::parse).map(|effect| effect.as_str().to_string()),
+        subject: subject
+            .map(|text| text.chars().filter(|c| !c.is_control()).take(MAX_SUBJECT_CHARS).collect::<String>())
+            .filter(|text| !text.trim().is_empty()),
+    }
 }

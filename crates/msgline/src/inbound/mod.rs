@@ -156,18 +156,35 @@ async fn apply(tx: &mut AnyConnection, line: &Line, event: &BridgeEvent, rules: 
             return Ok(if moved.first() == Some(&true) { Handled::Applied } else { Handled::Duplicate });
         }
         _ if !db::reports::record_callback(tx, &line.id, &event.id).await? => return Ok(Handled::Duplicate),
-        BridgeEventPayload::Inbound { from, body, chat, channel, message_id, attachments, reply_to } => {
+        BridgeEventPayload::Inbound {
+            from,
+            body,
+            chat,
+            channel,
+            message_id,
+            attachments,
+            reply_to,
+            effect,
+            subject,
+        } => {
             let arrived = Arrived {
                 from,
                 chat: chat.as_deref(),
                 line_name: message_id.as_deref(),
                 reply_to: reply_to.as_deref(),
+                look: (effect.as_deref(), subject.as_deref()),
             };
             let files: Vec<_> = attachments.iter().filter_map(|f| f.stored.clone()).collect();
             inbound(tx, line, &arrived, body, channel, &files, rules).await?
         }
         BridgeEventPayload::Reaction { from, target, reaction, removed, chat, message_id } => {
-            let arrived = Arrived { from, chat: chat.as_deref(), line_name: message_id.as_deref(), reply_to: None };
+            let arrived = Arrived {
+                from,
+                chat: chat.as_deref(),
+                line_name: message_id.as_deref(),
+                reply_to: None,
+                look: (None, None),
+            };
             tapback(tx, line, &arrived, target, reaction, *removed).await?
         }
         BridgeEventPayload::Typing { from, chat, typing } => {
@@ -200,6 +217,8 @@ struct Arrived<'a> {
     line_name: Option<&'a str>,
     /// The message it answers, as the line names it.
     reply_to: Option<&'a str>,
+    /// The effect and subject it was sent with.
+    look: (Option<&'a str>, Option<&'a str>),
 }
 
 /// The conversation an arrival belongs to, found or created.
@@ -276,7 +295,7 @@ async fn inbound(
         }
         None => None,
     };
-    let extras = db::messages::Extras { reply_to, ..Default::default() };
+    let extras = changes::extras(reply_to, arrived.look);
     let text = |direction, status, body: String| {
         let (from, to) = db::messages::numbers(direction, &line.e164, Some(&contact.phone), in_group);
         NewMessage {

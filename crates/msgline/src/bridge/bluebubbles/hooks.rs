@@ -105,6 +105,11 @@ impl BlueBubbles {
                         attachments,
                         // An inline reply names the message its thread started with.
                         reply_to: message.str("threadOriginatorGuid").filter(|g| !g.is_empty()).map(str::to_string),
+                        effect: message
+                            .str("expressiveSendStyleId")
+                            .and_then(crate::domain::message_action::Effect::from_apple_id)
+                            .map(|effect| effect.as_str().to_string()),
+                        subject: message.str("subject").filter(|s| !s.trim().is_empty()).map(str::to_string),
                     },
                 }])
             }
