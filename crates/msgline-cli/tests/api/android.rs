@@ -32,7 +32,8 @@ async fn an_android_line_registers_its_webhooks_sends_with_msglines_id_and_repor
     assert_eq!(shown["bridge_kind"], "android-gateway");
     assert_eq!(
         shown["capabilities"],
-        json!({"imessage": false, "sms": true, "groups": false, "polls": false, "reactions": false, "typing": false, "read_receipts": false, "media": false, "mms": false})
+        json!({"imessage": false, "sms": true, "groups": false, "polls": false, "reactions": false, "typing": false, "read_receipts": false, "media": false, "mms": false,
+               "replies": false, "edits": false, "unsend": false, "effects": false})
     );
     let listed = line.api_get("/lines").await.to_string();
     assert!(!listed.contains(GW_PASSWORD) && !listed.contains("hook_secret") && !listed.contains("bridge_url"));
