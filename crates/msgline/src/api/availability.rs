@@ -42,6 +42,7 @@ struct AvailabilityQuery {
     responses(
         (status = 200, description = "What the line can reach the number over", body = schemas::Availability),
         (status = 400, description = "A missing or invalid `to`", body = schemas::Error),
+        (status = 404, description = "`line_id` names no line of the organisation (`field: line_id`)", body = schemas::Error),
     ),
 )]
 async fn get_availability(
