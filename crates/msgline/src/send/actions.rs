@@ -216,13 +216,8 @@ pub fn stale_pending_before(state: &Sender) -> i64 {
 fn answer(action: MessageAction, message: Message, replayed: bool) -> ApiResult<Acted> {
     if action.state == ChangeState::Failed {
         let reason = action.error.clone().unwrap_or_else(|| format!("the line refused the {}", action.kind.as_str()));
-        let error = if reason.starts_with("the line could not be reached") {
-            ApiError::line_unavailable(reason)
-        } else {
-            ApiError::line_rejected(reason)
-        }
-        .with("message_id", message.id.clone())
-        .with("action", action.to_json());
+        let error =
+            super::groups::line_refusal(reason).with("message_id", message.id.clone()).with("action", action.to_json());
         return Err(if replayed { error.replayed() } else { error });
     }
     Ok(Acted { applied: action.state == ChangeState::Applied, message, replayed })

@@ -63,7 +63,7 @@ pub struct ChangeSent {
 }
 
 /// The line's refusal, by its reason: unreachable or rejected.
-fn line_refusal(reason: String) -> ApiError {
+pub(super) fn line_refusal(reason: String) -> ApiError {
     if reason.starts_with("the line could not be reached") {
         ApiError::line_unavailable(reason)
     } else {
