@@ -170,20 +170,7 @@ pub async fn settle(
     error: Option<&str>,
     next_ask_at: Option<i64>,
 ) -> sqlx::Result<Option<(GroupChange, Conversation)>> {
-    let now = clock::now_ms();
-    let moved = sqlx::query(
-        "UPDATE group_changes SET state = $1, error = $2, next_ask_at = $3, updated_at = $4 \
-         WHERE id = $5 AND state IN ('pending', 'unknown')",
-    )
-    .bind(state.as_str())
-    .bind(error)
-    .bind(next_ask_at)
-    .bind(now)
-    .bind(id)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected()
-        == 1;
+    let moved = move_unsettled(conn, "group_changes", id, state, error, next_ask_at).await?;
     let Some(change) = get_any(conn, id).await? else { return Ok(None) };
     if moved && state == ChangeState::Applied {
         apply(conn, &change.group_id, change.name.as_deref(), &change.add, &change.remove).await?;
@@ -199,6 +186,32 @@ pub async fn settle(
         announce(conn, &group, Some(&change)).await?;
     }
     Ok(Some((change, group)))
+}
+
+/// Moves a `pending` or `unknown` row of `table` (group changes, message actions) to `state`, with
+/// `error` and when to ask about it next; a row already settled stays as it is. Returns whether
+/// it moved: only the move that settles it applies what it asked for.
+pub(super) async fn move_unsettled(
+    conn: &mut AnyConnection,
+    table: &str,
+    id: &str,
+    state: ChangeState,
+    error: Option<&str>,
+    next_ask_at: Option<i64>,
+) -> sqlx::Result<bool> {
+    let moved = sqlx::query(&format!(
+        "UPDATE {table} SET state = $1, error = $2, next_ask_at = $3, updated_at = $4 \
+         WHERE id = $5 AND state IN ('pending', 'unknown')"
+    ))
+    .bind(state.as_str())
+    .bind(error)
+    .bind(next_ask_at)
+    .bind(clock::now_ms())
+    .bind(id)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    Ok(moved == 1)
 }
 
 /// The group takes a name (`""` removes it) and loses and gains participants.

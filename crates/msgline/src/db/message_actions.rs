@@ -148,19 +148,7 @@ pub async fn settle(
     next_ask_at: Option<i64>,
 ) -> sqlx::Result<Option<(MessageAction, Message)>> {
     let now = clock::now_ms();
-    let moved = sqlx::query(
-        "UPDATE message_actions SET state = $1, error = $2, next_ask_at = $3, updated_at = $4 \
-         WHERE id = $5 AND state IN ('pending', 'unknown')",
-    )
-    .bind(state.as_str())
-    .bind(error)
-    .bind(next_ask_at)
-    .bind(now)
-    .bind(id)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected()
-        == 1;
+    let moved = super::group_changes::move_unsettled(conn, "message_actions", id, state, error, next_ask_at).await?;
     let Some(action) = get_any(conn, id).await? else { return Ok(None) };
     if moved {
         // The message shows the action until it applies; an applied one shows in the message.
