@@ -6,20 +6,23 @@ use crate::{BenchArgs, Harness, client, drive, summary};
 
 /// The console over the `read` scenario's messages, as a signed-in owner: the conversations page
 /// (its 50 newest conversations with their contacts), then one thread page (its 50 latest
-/// messages), each for the scenario's time. Two results: `console-list` and `console-thread`.
-pub(crate) async fn scenario(h: &Harness, args: &BenchArgs, seeded: &str) -> anyhow::Result<Vec<Value>> {
+/// messages), each for the scenario's time. Two results: `<prefix>-list` and `<prefix>-thread`
+/// (`console`, or `grown-console` over the `grown` scenario's database), each prefix its own
+/// staff member.
+pub(crate) async fn scenario(h: &Harness, args: &BenchArgs, seeded: &str, prefix: &str) -> anyhow::Result<Vec<Value>> {
     let org_id: String =
         h.db.write(async |conn| sqlx::query_scalar("SELECT id FROM orgs ORDER BY id LIMIT 1").fetch_one(conn).await)
             .await?;
     let password = "bench owner's password";
+    let email = format!("{prefix}-owner@example.com");
     let config = msgline::Config::default();
-    msgline::admin::create_staff(&h.db, &config, &org_id, "bench-owner@example.com", "owner", Some(password)).await?;
+    msgline::admin::create_staff(&h.db, &config, &org_id, &email, "owner", Some(password)).await?;
     let signed_in = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?
         .post(format!("{}/console/sign-in", h.base))
         .header("Origin", &h.base)
-        .form(&[("email", "bench-owner@example.com"), ("password", password)])
+        .form(&[("email", email.as_str()), ("password", password)])
         .send()
         .await?;
     anyhow::ensure!(signed_in.status().is_redirection(), "console sign-in answered {}", signed_in.status());
@@ -32,15 +35,15 @@ pub(crate) async fn scenario(h: &Harness, args: &BenchArgs, seeded: &str) -> any
         .to_string();
     let mut results = Vec::new();
     for (name, path) in [
-        ("console-list", "/console/conversations".to_string()),
-        ("console-thread", format!("/console/conversations/{seeded}")),
+        (format!("{prefix}-list"), "/console/conversations".to_string()),
+        (format!("{prefix}-thread"), format!("/console/conversations/{seeded}")),
     ] {
         let http = client(args.connections);
         let url = format!("{}{path}", h.base);
         let cookie = cookie.clone();
         let (samples, elapsed) =
             drive(args.connections, args.seconds, move |_, _| http.get(&url).header("Cookie", &cookie)).await;
-        let mut result = summary(name, samples, elapsed, "pages");
+        let mut result = summary(&name, samples, elapsed, "pages");
         result["table_rows"] = json!(args.read_rows);
         results.push(result);
     }

@@ -24,6 +24,7 @@ use msgline::{Backend, Db, admin, ids};
 
 mod console;
 mod feed;
+mod grown;
 mod kannel_line;
 mod peer;
 mod report;
@@ -31,7 +32,9 @@ mod scheduled;
 mod send;
 pub mod series;
 mod soak;
+mod storage;
 mod waiting;
+mod webhooks;
 mod wrk;
 
 use report::{LoadCpu, print_table};
@@ -46,6 +49,8 @@ pub struct BenchArgs {
     pub seconds: f64,
     pub keys: usize,
     pub read_rows: i64,
+    /// Messages the `grown` scenario stores.
+    pub grown_rows: i64,
     pub out: Option<PathBuf>,
     /// Fail unless every scenario made progress without errors (the CI smoke run).
     pub check: bool,
@@ -56,7 +61,7 @@ pub struct BenchArgs {
 }
 
 /// The scenarios `all` runs; `soak` runs only when named (it is long: see [`soak`]).
-pub const SCENARIOS: [&str; 11] = [
+pub const SCENARIOS: [&str; 12] = [
     "floor",
     "kannel",
     "send",
@@ -66,12 +71,13 @@ pub const SCENARIOS: [&str; 11] = [
     "wrk-send-new",
     "kannel-line",
     "webhooks",
+    "lag",
     "read",
     "console",
 ];
 
 /// Scenarios that run only when named: they take minutes, or change the server's state.
-pub const ONLY_NAMED: [&str; 4] = ["soak", "scheduled", "waiting", "feed"];
+pub const ONLY_NAMED: [&str; 5] = ["soak", "scheduled", "waiting", "feed", "grown"];
 
 /// Latency samples in microseconds, and how many requests failed.
 #[derive(Default)]
@@ -354,114 +360,6 @@ async fn scenario_floor(h: &Harness, args: &BenchArgs) -> Value {
     summary("floor", samples, elapsed, "inserts")
 }
 
-/// Deliveries the bench receiver got: with a valid signature, and without.
-#[derive(Default)]
-struct Received {
-    good: AtomicU64,
-    bad: AtomicU64,
-    first_us: AtomicU64,
-    last_us: AtomicU64,
-}
-
-/// A receiver that checks every delivery's signature (with the secret set once the endpoint is
-/// registered) and counts what it got.
-async fn receiver(secret: Arc<std::sync::RwLock<String>>, clock: Instant) -> anyhow::Result<(String, Arc<Received>)> {
-    use axum::{body::Bytes, http::HeaderMap, routing::post};
-    let received = Arc::new(Received::default());
-    let counts = received.clone();
-    let router = axum::Router::new().route(
-        "/hook",
-        post(move |headers: HeaderMap, body: Bytes| {
-            let (counts, secret) = (counts.clone(), secret.clone());
-            async move {
-                let header =
-                    |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-                let timestamp = header("webhook-timestamp").parse::<i64>().unwrap_or_default();
-                let secret = secret.read().expect("secret lock").clone();
-                let expected = msgline::sign_webhook(&secret, &header("webhook-id"), timestamp, &body);
-                if header("webhook-signature").split(' ').any(|s| s == expected) {
-                    counts.good.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    counts.bad.fetch_add(1, Ordering::Relaxed);
-                }
-                let now = clock.elapsed().as_micros() as u64;
-                let _ = counts.first_us.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
-                counts.last_us.fetch_max(now, Ordering::Relaxed);
-                axum::http::StatusCode::NO_CONTENT
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/hook", listener.local_addr()?);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    Ok((url, received))
-}
-
-/// Events delivered per second to a local receiver that verifies each signature. A send load
-/// produces the events (queued, submitted, sent, delivered: four per message); the rate is
-/// counted from the first delivery to the last, once every event is delivered.
-async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
-    let http = client(args.connections);
-    let secret = Arc::new(std::sync::RwLock::new(String::new()));
-    let clock = Instant::now();
-    let (url, received) = receiver(secret.clone(), clock).await?;
-    let registration: Value = http
-        .post(format!("{}/api/v1/messaging/webhooks", h.base))
-        .bearer_auth(&h.keys[0])
-        .json(&json!({"url": url, "events": ["*"]}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let key = registration["secret"].as_str().ok_or_else(|| anyhow::anyhow!("registration failed: {registration}"))?;
-    *secret.write().expect("secret lock") = key.to_string();
-    let since = msgline::clock::now_ms();
-    scenario_send(h, args).await;
-    // Every event written from here on is for the endpoint; wait until all have arrived.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut expected = 0;
-    while Instant::now() < deadline {
-        expected =
-            h.db.write(async |conn| {
-                sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1").bind(since).fetch_one(conn).await
-            })
-            .await?
-            .try_get::<i64, _>(0)? as u64;
-        let got = received.good.load(Ordering::Relaxed) + received.bad.load(Ordering::Relaxed);
-        if got >= expected && expected > 0 {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let settled: u64 =
-                h.db.write(async |conn| {
-                    sqlx::query("SELECT COUNT(*) FROM events WHERE created_at >= $1").bind(since).fetch_one(conn).await
-                })
-                .await?
-                .try_get::<i64, _>(0)? as u64;
-            if settled == expected {
-                break;
-            }
-        }
-        // Counting the events is a scan of the run's events: asked seldom, so that the count
-        // takes little from the server it measures.
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-    let good = received.good.load(Ordering::Relaxed);
-    let bad = received.bad.load(Ordering::Relaxed);
-    let span = received.last_us.load(Ordering::Relaxed).saturating_sub(received.first_us.load(Ordering::Relaxed));
-    let seconds = (span as f64 / 1e6).max(1e-3);
-    Ok(json!({
-        "scenario": "webhooks",
-        "unit": "events",
-        "count": good,
-        "errors": bad + expected.saturating_sub(good + bad),
-        "expected": expected,
-        "seconds": seconds,
-        "per_second": good as f64 / seconds,
-        "p50_ms": Value::Null, "p99_ms": Value::Null, "p999_ms": Value::Null,
-    }))
-}
-
 async fn scenario_read(h: &Harness, args: &BenchArgs, seeded: &str) -> anyhow::Result<Value> {
     // A million messages over many conversations; the one read is an ordinary thread.
     let http = client(args.connections);
@@ -500,7 +398,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             "floor" => scenario_floor(&harness, &args).await,
             "kannel" => peer::scenario(&args).await?,
             "send" => {
-                let (result, from, to) = scenario_send(&harness, &args).await;
+                let (result, from, to) = send::measured(&harness, &args).await?;
                 send_window = Some((from, to));
                 result
             }
@@ -518,7 +416,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             "wrk-send" => wrk::scenario_send(&harness, &args, false).await?,
             "wrk-send-new" => wrk::scenario_send(&harness, &args, true).await?,
             "kannel-line" => kannel_line::scenario(&harness, &args).await?,
-            "webhooks" => scenario_webhooks(&harness, &args).await?,
+            "webhooks" => webhooks::scenario_webhooks(&harness, &args).await?,
+            "lag" => webhooks::scenario_lag(&harness, &args).await?,
             "soak" => soak::scenario_soak(&harness, &args).await?,
             "scheduled" => {
                 results.extend(scheduled::scenario(&harness, &args).await?);
@@ -526,13 +425,17 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             "waiting" => waiting::scenario(&harness, &args).await?,
             "feed" => feed::scenario(&harness, &args).await?,
+            "grown" => {
+                results.extend(grown::scenario(&harness, &args).await?);
+                continue;
+            }
             _ => {
                 let conversation = match &seeded {
                     Some(conversation) => conversation.clone(),
                     None => seeded.insert(msgline::seed_bench_messages(&harness.db, args.read_rows).await?).clone(),
                 };
                 if *scenario == "console" {
-                    results.extend(console::scenario(&harness, &args, &conversation).await?);
+                    results.extend(console::scenario(&harness, &args, &conversation, "console").await?);
                     continue;
                 }
                 scenario_read(&harness, &args, &conversation).await?

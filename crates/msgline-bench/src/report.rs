@@ -177,6 +177,13 @@ pub(crate) fn check(report: &Value) -> anyhow::Result<()> {
         match name {
             "soak" => crate::soak::check(result)?,
             "feed" => crate::feed::check(result)?,
+            "lag" | "webhooks" => anyhow::ensure!(
+                result["count"] == result["expected"],
+                "bench scenario {name}: {} of {} events arrived",
+                result["count"],
+                result["expected"]
+            ),
+            "grown-send" => anyhow::ensure!(result["to_empty"].is_number(), "bench scenario grown-send has no ratio"),
             _ => {}
         }
     }

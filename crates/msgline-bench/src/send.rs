@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use super::{BenchArgs, Harness, Samples, client, drive, recipient, summary};
+use super::{BenchArgs, Harness, Samples, client, drive, recipient, storage, summary};
 use msgline::ids;
 
 /// The request a real client sends: an `Idempotency-Key` on every request, `from`, no
@@ -33,9 +33,27 @@ pub(crate) async fn sends_from(h: &Harness, args: &BenchArgs, from: &str) -> (Va
     (summary("send", samples, elapsed, "messages"), started, msgline::clock::now_ms())
 }
 
-/// From the 202 to the line reporting the send: `sent_at - created_at` of the messages a send
-/// run accepted, once they have all been sent.
-pub(crate) async fn scenario_e2e(h: &Harness, from: i64, to: i64) -> anyhow::Result<Value> {
+/// [`scenario_send`], then, once its messages are sent and their reports written, what the
+/// database wrote and keeps per message: `row_writes_per_message` (PostgreSQL) and
+/// `stored_bytes_per_message` (without a webhook endpoint: no events).
+pub(crate) async fn measured(h: &Harness, args: &BenchArgs) -> anyhow::Result<(Value, i64, i64)> {
+    let (bytes, writes) = (storage::table_bytes(&h.db).await?, storage::writes_settled(&h.db).await);
+    let (mut result, from, to) = scenario_send(h, args).await;
+    settle(h, from, to).await?;
+    // The delivered reports follow the sent ones, and the database's counts follow the writes.
+    tokio::time::sleep(storage::settle_time(&h.db)).await;
+    let messages = result["count"].as_u64().unwrap_or(0);
+    result["stored_bytes_per_message"] =
+        storage::bytes_per_message(&bytes, &storage::table_bytes(&h.db).await?, messages);
+    if let (Some(before), Some(after)) = (writes, storage::writes(&h.db).await) {
+        result["row_writes_per_message"] = storage::writes_per_message(&before, &after, messages);
+    }
+    Ok((result, from, to))
+}
+
+/// Waits (up to two minutes) until the messages accepted between `from` and `to` are sent (or
+/// failed).
+async fn settle(h: &Harness, from: i64, to: i64) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let sql = "SELECT COUNT(*) FROM messages WHERE created_at >= $1 AND created_at <= $2 AND sent_at IS NULL \
@@ -43,10 +61,16 @@ pub(crate) async fn scenario_e2e(h: &Harness, from: i64, to: i64) -> anyhow::Res
         let pending: i64 =
             h.db.write(async |conn| sqlx::query(sql).bind(from).bind(to).fetch_one(conn).await).await?.try_get(0)?;
         if pending == 0 || Instant::now() > deadline {
-            break;
+            return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// From the 202 to the line reporting the send: `sent_at - created_at` of the messages a send
+/// run accepted, once they have all been sent.
+pub(crate) async fn scenario_e2e(h: &Harness, from: i64, to: i64) -> anyhow::Result<Value> {
+    settle(h, from, to).await?;
     let rows =
         h.db.write(async |conn| {
             sqlx::query("SELECT created_at, sent_at FROM messages WHERE created_at >= $1 AND created_at <= $2")

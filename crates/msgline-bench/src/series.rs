@@ -33,6 +33,11 @@ fn row(run: usize, label: &str, report: &Value) -> Vec<String> {
             (Some(hooks), Some(send)) if send > 0.0 => format!("{:.2}x", hooks / send),
             _ => dash(),
         },
+        match (result("webhooks").and_then(|r| r["drain_per_second"].as_f64()), per_second("send")) {
+            (Some(drain), Some(send)) if send > 0.0 => format!("{:.2}x", drain / send),
+            _ => dash(),
+        },
+        p99("lag").unwrap_or_else(dash),
         report["server_rss_mib"]["peak"].as_f64().map(|v| format!("{v:.1}")).unwrap_or_else(dash),
     ]
 }
@@ -87,6 +92,8 @@ fn print_series(runs: &[Value]) {
         "wrk send/kannel",
         "wrk new/kannel",
         "webhooks/send",
+        "drain/send",
+        "lag p99",
         "RSS peak",
     ];
     let rows: Vec<Vec<String>> = runs

@@ -97,10 +97,12 @@ struct BenchCli {
     /// sqlite, postgres (127.0.0.1:5432 as postgres), or a postgres:// admin URL.
     #[arg(long, default_value = "sqlite")]
     database: String,
-    /// Comma-separated: floor, kannel, send, e2e, kannel-line, webhooks, read, console, or all; soak and
-    /// scheduled only when named (soak: `--seconds` long, paced, with a webhook receiver that
-    /// refuses half its calls; scheduled: `send` before and beside `--read-rows` scheduled
-    /// messages, and a tenth as many coming due at once).
+    /// Comma-separated: floor, kannel, send, e2e, wrk-kannel, wrk-send, wrk-send-new, kannel-line,
+    /// webhooks, lag, read, console, or all; soak, scheduled, waiting, feed and grown only when
+    /// named (soak: `--seconds` long, paced, with a webhook receiver that refuses half its calls;
+    /// scheduled: `send` before and beside `--read-rows` scheduled messages, and a tenth as many
+    /// coming due at once; grown: `send` and the reads before and after `--grown-rows` messages
+    /// are stored).
     #[arg(long, default_value = "all")]
     scenarios: String,
     /// Concurrent connections.
@@ -116,6 +118,9 @@ struct BenchCli {
     /// messages of `scheduled`).
     #[arg(long, default_value_t = 1_000_000)]
     read_rows: i64,
+    /// Messages the `grown` scenario stores (over a hundredth as many conversations).
+    #[arg(long, default_value_t = 10_000_000)]
+    grown_rows: i64,
     /// Where to write the JSON report.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -125,7 +130,8 @@ struct BenchCli {
     /// Keep the bench server's rate limits in this Redis (redis://127.0.0.1:6379).
     #[arg(long)]
     redis: Option<String>,
-    /// The soak's sends per second (default: 80 % of the closed-loop send rate it measures first).
+    /// The soak's sends per second (default: 80 % of the closed-loop send rate it measures
+    /// first), and the `lag` scenario's (default 1,000).
     #[arg(long)]
     rate: Option<f64>,
     /// Run the whole bench this many times, each in its own process, and print every run's
@@ -421,6 +427,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 seconds: args.seconds,
                 keys: args.keys,
                 read_rows: args.read_rows,
+                grown_rows: args.grown_rows,
                 out: args.out,
                 check: args.check,
                 redis: args.redis,

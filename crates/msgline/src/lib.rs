@@ -65,6 +65,8 @@ pub use api::openapi::document as openapi_document;
 pub use db::bench::seed_messages as seed_bench_messages;
 /// `msgline bench`'s seeder of scheduled messages (the `scheduled` scenario).
 pub use db::bench::seed_scheduled as seed_bench_scheduled;
+/// `msgline bench`'s seeder of a grown database (the `grown` scenario).
+pub use db::bench::{Grown as BenchGrown, seed_grown as seed_bench_grown};
 /// A Standard Webhooks signature (docs/webhooks.md), as msgline signs its deliveries.
 pub use domain::webhook::sign as sign_webhook;
 /// `msgline mcp`: an MCP server on stdio, acting with an API key against a running server.
