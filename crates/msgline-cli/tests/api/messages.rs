@@ -286,11 +286,15 @@ async fn with_every_dispatch_slot_taken_a_send_waits_queued_and_is_sent_once_a_s
         ids.push(sent.await.expect(202)["message"]["id"].as_str().unwrap().to_string());
     }
     let state_of = async |id: &str| {
-        sqlx::query_scalar::<_, Option<String>>("SELECT outbox_state FROM messages WHERE id = $1")
-            .bind(id)
-            .fetch_one(app.db().writer_for_tests())
-            .await
-            .unwrap()
+        // A claim is on the row, or (PostgreSQL, a send that calls its line itself) apart.
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT COALESCE(outbox_state, (SELECT 'claimed' FROM message_claims c WHERE c.message_id = m.id)) \
+             FROM messages m WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(app.db().writer_for_tests())
+        .await
+        .unwrap()
     };
     assert_eq!(state_of(&ids[0]).await.as_deref(), Some("claimed"), "the first send took the slot");
     assert_eq!(state_of(&ids[1]).await.as_deref(), Some("pending"), "the second found none free");
@@ -298,6 +302,28 @@ async fn with_every_dispatch_slot_taken_a_send_waits_queued_and_is_sent_once_a_s
         app.wait_for_message(&app.org.key, id, "delivered", |m| m["status"] == "delivered").await;
         assert_eq!(line.sent_with_id(id).await.len(), 1, "{id} reached the line once");
     }
+}
+
+/// The claim of a send that called its line itself ends with the line's answer: on PostgreSQL
+/// it was a row of its own, and the answer leaves neither that row nor an outbox state on the
+/// message (on SQLite the claim was the row's state).
+#[tokio::test]
+async fn a_send_answered_by_its_line_leaves_no_claim_behind() {
+    let app = spawn_app().await;
+    let line = app.default_line().await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let sent = app.post("/messages", &app.org.key, json!({"to": FRIEND, "body": format!("claimed {i}")}));
+        ids.push(sent.await.expect(202)["message"]["id"].as_str().unwrap().to_string());
+    }
+    for id in &ids {
+        app.wait_for_message(&app.org.key, id, "delivered", |m| m["status"] == "delivered").await;
+        assert_eq!(line.sent_with_id(id).await.len(), 1, "{id} reached the line once");
+    }
+    let count =
+        async |sql: &str| sqlx::query_scalar::<_, i64>(sql).fetch_one(app.db().writer_for_tests()).await.unwrap();
+    assert_eq!(count("SELECT COUNT(*) FROM message_claims").await, 0);
+    assert_eq!(count("SELECT COUNT(*) FROM messages WHERE outbox_state IS NOT NULL").await, 0);
 }
 
 #[tokio::test]

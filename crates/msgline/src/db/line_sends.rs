@@ -296,13 +296,18 @@ pub async fn settle(db: &Db, line_id: &str, message_id: &str, at: i64) -> sqlx::
 /// it: its device said it is blocked, or the line was not to be called now).
 pub async fn wait_again(db: &Db, line_id: &str, message_id: &str) -> sqlx::Result<()> {
     db.transaction(async |tx| {
+        // Its claim is on the row, or (PostgreSQL, a send that called its line itself) apart,
+        // and then the row has no time it is due from yet: it is due now.
         sqlx::query(&format!(
-            "UPDATE messages SET outbox_state = '{}', claimed_until = NULL WHERE id = $1 AND outbox_state IS NOT NULL",
+            "UPDATE messages SET outbox_state = '{}', claimed_until = NULL, available_at = COALESCE(available_at, $2) \
+             WHERE id = $1 AND (outbox_state IS NOT NULL OR EXISTS (SELECT 1 FROM message_claims c WHERE c.message_id = $1))",
             outbox::PACED
         ))
         .bind(message_id)
+        .bind(crate::clock::now_ms())
         .execute(&mut *tx)
         .await?;
+        sqlx::query("DELETE FROM message_claims WHERE message_id = $1").bind(message_id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM line_sends WHERE line_id = $1 AND message_id = $2")
             .bind(line_id)
             .bind(message_id)

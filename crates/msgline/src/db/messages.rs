@@ -204,20 +204,24 @@ pub fn stage_insert(batch: &mut Batch, new: NewMessage) -> Message {
 /// send's idempotency key if it has one. A key held by another message, even one whose time is
 /// up, makes the commit fail with a unique violation (see
 /// [`super::idempotency::stage_take_expired`]). A queued outbound message is its own outbox
-/// job: pending and due now, or, with `claimed_until`, already claimed (its first attempt) by
-/// the request that writes it, which then calls the line itself.
+/// job: pending and due now, or, with a `claim`, already claimed (its first attempt) by the
+/// request that writes it, which then calls the line itself.
 pub fn stage_insert_at(
     batch: &mut Batch,
     new: NewMessage,
     now: i64,
     key: Option<&SendKey>,
-    claimed_until: Option<i64>,
+    claim: Option<super::outbox::Claim>,
 ) -> Message {
     // A queued or scheduled outbound message is its own outbox job; a scheduled one is due at
     // its time and never written claimed.
     let scheduled = new.status == MessageStatus::Scheduled;
     let queued = (new.status == MessageStatus::Queued || scheduled) && new.direction == Direction::Outbound;
-    let claimed_until = claimed_until.filter(|_| queued && !scheduled);
+    let claim = claim.filter(|_| queued && !scheduled);
+    // A claim kept apart leaves the row without an outbox state until its job turns or ends.
+    let apart = claim.filter(|c| c.apart);
+    let claimed_until = claim.filter(|c| !c.apart).map(|c| c.until);
+    let queued_on_row = queued && apart.is_none();
     let available_at = new.send_at.filter(|_| scheduled).unwrap_or(now);
     let new_fallback = new.fallback.clone();
     let outbox_state = match (claimed_until.is_some(), new.wait.paced && !scheduled) {
@@ -288,14 +292,14 @@ pub fn stage_insert_at(
             message.extras.reply_to.clone().into(),
             message.extras.effect.clone().into(),
             message.extras.subject.clone().into(),
-            queued.then_some(outbox_state).into(),
-            queued.then_some(available_at).into(),
+            queued_on_row.then_some(outbox_state).into(),
+            queued_on_row.then_some(available_at).into(),
             key.map(|k| k.key.clone()).into(),
             key.map(|k| k.fingerprint.clone()).into(),
             // `idem_extra`: older builds kept a card's or a poll's summary here; the payload has it.
             Option::<String>::None.into(),
             key.map(|k| k.expires_at).into(),
-            i64::from(claimed_until.is_some()).into(),
+            i64::from(claim.is_some()).into(),
             claimed_until.into(),
             new_fallback.watch.then_some("sms").into(),
             new_fallback.at.filter(|_| new_fallback.watch).into(),
@@ -303,6 +307,9 @@ pub fn stage_insert_at(
             wait.pool_id.into(),
         ],
     );
+    if let Some(claim) = apart {
+        super::outbox::stage_claim(batch, &message.id, claim.until);
+    }
     // Conditional: of two messages committed out of order, the later one still shows.
     batch.push(
         "UPDATE conversations SET last_message_at = $1 WHERE id = $2 \

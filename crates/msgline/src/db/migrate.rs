@@ -58,6 +58,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(32, "0032_event_feed"),
     migration!(33, "0033_dial_in"),
     migration!(34, "0034_message_actions"),
+    migration!(35, "0035_message_claims"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -238,7 +238,7 @@ fn plan_reports(
             // The line has told: nothing left to send or ask. Where the message stands as read,
             // its move ends the job in the same update.
             if events.is_none() {
-                super::outbox::stage_complete(&mut batch, &read.id);
+                super::outbox::stage_complete(&mut batch, backend, &read.id);
             }
             stage_through(&mut batch, backend, read, &steps, reason, events);
             batch

@@ -25,20 +25,30 @@ pub struct Snapshot {
 
 pub async fn snapshot(db: &Db) -> sqlx::Result<Snapshot> {
     let mut snapshot = Snapshot::default();
+    // Claims kept apart (PostgreSQL's sends that call their line themselves) count as claimed.
     let rows = sqlx::query(
         "SELECT outbox_state, COUNT(*) AS n, MIN(created_at) AS oldest FROM messages \
-         WHERE outbox_state IS NOT NULL GROUP BY outbox_state",
+         WHERE outbox_state IS NOT NULL GROUP BY outbox_state \
+         UNION ALL SELECT 'claimed' AS outbox_state, COUNT(*) AS n, MIN(m.created_at) AS oldest \
+         FROM message_claims c JOIN messages m ON m.id = c.message_id",
     )
     .fetch_all(db.reader())
     .await?;
+    let mut counts: Vec<(String, i64)> = Vec::new();
     for row in rows {
-        snapshot.outbox.push((row.try_get("outbox_state")?, row.try_get("n")?));
+        let (state, n): (String, i64) = (row.try_get("outbox_state")?, row.try_get("n")?);
+        match counts.iter_mut().find(|(s, _)| *s == state) {
+            Some(count) => count.1 += n,
+            None if n > 0 => counts.push((state, n)),
+            None => {}
+        }
         let oldest: Option<i64> = row.try_get("oldest")?;
         snapshot.oldest_outbox_at = match (snapshot.oldest_outbox_at, oldest) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
     }
+    snapshot.outbox = counts;
     let sql =
         format!("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ({}) open", super::webhook_deliveries::OPEN);
     let row = sqlx::query(&sql).fetch_one(db.reader()).await?;

@@ -236,7 +236,9 @@ pub async fn create(
                 },
                 now,
                 None,
-                Some(claimed_until),
+                // On the row on both engines: a group's creation is rare, and its message's
+                // claim is watched with the group's.
+                Some(db::outbox::Claim { until: claimed_until, apart: false }),
             );
             batch.execute(tx).await?;
             if let Some(idem) = &idempotency {

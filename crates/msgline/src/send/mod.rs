@@ -337,7 +337,9 @@ pub async fn submit(
     let paced = !target.line.sends_directly();
     let direct = input.send_at.is_none() && !paced;
     let slot = if direct { state.dispatch.try_take() } else { None };
-    let claimed_until = slot.as_ref().map(|_| now + crate::dispatch::lease_ms(state.config.bridge_timeout_ms));
+    let claim = slot.as_ref().map(|_| {
+        db::outbox::Claim::new(state.db.backend(), now + crate::dispatch::lease_ms(state.config.bridge_timeout_ms))
+    });
     loop {
         let mut batch = db::Batch::new();
         let (conversation_id, contact_id) = target.stage_thread(&state.db, &mut batch, &principal.org_id, now).await?;
@@ -351,7 +353,7 @@ pub async fn submit(
             // No live send holds the key (the refusal looked): one past its time may.
             db::idempotency::stage_take_expired(&mut batch, &principal.org_id, &key.key, now);
         }
-        let message = db::messages::stage_insert_at(&mut batch, new, now, key.as_ref(), claimed_until);
+        let message = db::messages::stage_insert_at(&mut batch, new, now, key.as_ref(), claim);
         if let Some(poll) = &input.poll {
             db::polls::stage_insert(
                 &mut batch,

@@ -189,7 +189,7 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
             let mut batch = db::Batch::new();
             let failed = MessageStatus::Failed;
             db::moves::stage_advance_settling(&mut batch, state.db.backend(), &message, failed, Some(reason));
-            db::outbox::stage_complete(&mut batch, &message.id);
+            db::outbox::stage_complete(&mut batch, state.db.backend(), &message.id);
             state.db.commit(batch).await?;
             crate::metrics::status_moves(failed.as_str(), 1);
             tracing::info!(message = %message.id, line = %line.id, reason, "not handed over");
@@ -290,7 +290,7 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
         let stage = if settle { db::moves::stage_advance_settling } else { db::moves::stage_advance };
         stage(&mut batch, state.db.backend(), &message, status, reason);
     }
-    stage_job_end(&mut batch, &message.id, &result.outcome, job.attempts, now);
+    stage_job_end(&mut batch, state.db.backend(), &message.id, &result.outcome, job.attempts, now);
     state.db.commit(batch).await?;
     if let SendOutcome::Blocked(reason) = &result.outcome {
         // Nothing was sent: the line stops until an operator resumes it, the message waits.
@@ -337,16 +337,24 @@ fn reaction_of(message: &db::messages::Message) -> Option<ReactionRequest> {
 }
 
 /// What becomes of the outbox job after a call.
-fn stage_job_end(batch: &mut db::Batch, message_id: &str, outcome: &SendOutcome, attempts: i64, now: i64) {
+fn stage_job_end(
+    batch: &mut db::Batch,
+    backend: db::Backend,
+    message_id: &str,
+    outcome: &SendOutcome,
+    attempts: i64,
+    now: i64,
+) {
+    use db::outbox::{stage_complete, stage_mark_unknown, stage_retry_at};
     match outcome {
-        SendOutcome::Accepted | SendOutcome::Rejected(_) => db::outbox::stage_complete(batch, message_id),
+        SendOutcome::Accepted | SendOutcome::Rejected(_) => stage_complete(batch, backend, message_id),
         // Back to waiting for the line, after the commit (see `deliver`).
         SendOutcome::Blocked(_) => {}
         SendOutcome::Unreachable(_) | SendOutcome::RetryLater => {
-            db::outbox::stage_retry_at(batch, message_id, now + retry_delay(attempts))
+            stage_retry_at(batch, backend, message_id, now + retry_delay(attempts))
         }
-        SendOutcome::Timeout | SendOutcome::Unknown(_) => db::outbox::stage_mark_unknown(batch, message_id, now + 500),
+        SendOutcome::Timeout | SendOutcome::Unknown(_) => stage_mark_unknown(batch, backend, message_id, now + 500),
         // The line asks its device for it, and is asked about it later.
-        SendOutcome::Held { ask_at } => db::outbox::stage_mark_unknown(batch, message_id, *ask_at),
+        SendOutcome::Held { ask_at } => stage_mark_unknown(batch, backend, message_id, *ask_at),
     }
 }
