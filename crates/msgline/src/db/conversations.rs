@@ -215,7 +215,15 @@ pub async fn list(
     filter: &ConversationFilter,
     page: &Page,
 ) -> sqlx::Result<Paged<Conversation>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM conversations WHERE org_id = $1");
+    // The participants come with each row (in the primary key's order, by phone): one read.
+    let aggregate = match db.backend() {
+        super::Backend::Postgres => "string_agg(p.phone, ',')",
+        super::Backend::Sqlite => "group_concat(p.phone, ',')",
+    };
+    let mut sql = format!(
+        "SELECT {COLUMNS}, (SELECT {aggregate} FROM conversation_participants p \
+         WHERE p.conversation_id = conversations.id) AS participant_phones FROM conversations WHERE org_id = $1"
+    );
     let mut binds = vec![org_id.to_string()];
     if let Some(line_id) = &filter.line_id {
         binds.push(line_id.clone());
@@ -238,14 +246,18 @@ pub async fn list(
         query = query.bind(bind);
     }
     let rows = query.fetch_all(db.reader()).await?;
-    let conversations = rows.iter().map(from_row).collect::<sqlx::Result<Vec<_>>>()?;
-    let mut paged = Paged::from_overfetch(conversations, page.limit, |c| &c.id);
-    let ids: Vec<String> = paged.rows.iter().map(|c| c.id.clone()).collect();
-    let mut by_id = participants(db, &ids).await?;
-    for conversation in &mut paged.rows {
-        conversation.participants = by_id.remove(&conversation.id).unwrap_or_default();
-    }
-    Ok(paged)
+    let conversations = rows
+        .iter()
+        .map(|row| {
+            let mut conversation = from_row(row)?;
+            let phones: Option<String> = row.try_get("participant_phones")?;
+            let mut phones: Vec<String> = phones.iter().flat_map(|p| p.split(',')).map(str::to_string).collect();
+            phones.sort();
+            conversation.participants = phones;
+            Ok(conversation)
+        })
+        .collect::<sqlx::Result<Vec<_>>>()?;
+    Ok(Paged::from_overfetch(conversations, page.limit, |c| &c.id))
 }
 
 async fn participants(db: &Db, ids: &[String]) -> sqlx::Result<HashMap<String, Vec<String>>> {
