@@ -149,9 +149,11 @@ async fn all_delivered(h: &Harness, since: i64, received: &Received) -> anyhow::
 /// `drain_per_second` over the deliveries that arrived after the sends stopped: the backlog
 /// draining alone. With what a message stores and writes when an endpoint takes its events.
 pub(crate) async fn scenario_webhooks(h: &Harness, args: &BenchArgs) -> anyhow::Result<Value> {
+    // Read before the endpoint exists: what earlier scenarios still report while the counts
+    // settle writes no event for it.
+    let (bytes_before, writes_before) = (storage::table_bytes(&h.db).await?, storage::writes_settled(&h.db).await);
     let clock = Instant::now();
     let (id, received) = subscribe(h, clock, false).await?;
-    let (bytes_before, writes_before) = (storage::table_bytes(&h.db).await?, storage::writes_settled(&h.db).await);
     let since = msgline::clock::now_ms();
     let (sends, _, _) = scenario_send(h, args).await;
     let stopped_us = clock.elapsed().as_micros() as u64;
