@@ -307,7 +307,7 @@ pub async fn wait_again(db: &Db, line_id: &str, message_id: &str) -> sqlx::Resul
         .bind(crate::clock::now_ms())
         .execute(&mut *tx)
         .await?;
-        sqlx::query("DELETE FROM message_claims WHERE message_id = $1").bind(message_id).execute(&mut *tx).await?;
+        outbox::unclaim(tx, message_id).await?;
         sqlx::query("DELETE FROM line_sends WHERE line_id = $1 AND message_id = $2")
             .bind(line_id)
             .bind(message_id)

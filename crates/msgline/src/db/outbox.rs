@@ -143,23 +143,26 @@ pub async fn claim_unsettled(db: &Db, now: i64, next_at: i64, limit: i64) -> sql
     super::write_returning(db, sql, vec![next_at.into(), now.into(), limit.into()], job_from_row).await
 }
 
+/// Ends a claim kept in `message_claims`, if the message has one (none on SQLite).
+pub async fn unclaim(conn: &mut AnyConnection, message_id: &str) -> sqlx::Result<()> {
+    sqlx::query(UNCLAIM).bind(message_id).execute(&mut *conn).await?;
+    Ok(())
+}
+
 /// Back to `pending`, due at `available_at` (the line could not have received it).
 pub async fn retry_at(conn: &mut AnyConnection, message_id: &str, available_at: i64) -> sqlx::Result<()> {
     sqlx::query(RETRY).bind(available_at).bind(message_id).execute(&mut *conn).await?;
-    sqlx::query(UNCLAIM).bind(message_id).execute(&mut *conn).await?;
-    Ok(())
+    unclaim(conn, message_id).await
 }
 
 /// To be asked of the line from `available_at` on.
 pub async fn mark_unknown(conn: &mut AnyConnection, message_id: &str, available_at: i64) -> sqlx::Result<()> {
     sqlx::query(UNKNOWN).bind(available_at).bind(message_id).execute(&mut *conn).await?;
-    sqlx::query(UNCLAIM).bind(message_id).execute(&mut *conn).await?;
-    Ok(())
+    unclaim(conn, message_id).await
 }
 
 /// Settled with the line: nothing more to do.
 pub async fn complete(conn: &mut AnyConnection, message_id: &str) -> sqlx::Result<()> {
     sqlx::query(COMPLETE.as_str()).bind(message_id).execute(&mut *conn).await?;
-    sqlx::query(UNCLAIM).bind(message_id).execute(&mut *conn).await?;
-    Ok(())
+    unclaim(conn, message_id).await
 }
