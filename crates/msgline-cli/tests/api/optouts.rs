@@ -279,8 +279,9 @@ async fn an_agent_never_answers_a_stop_and_a_stop_in_a_group_is_an_ordinary_mess
     assert_eq!(opted, [FRIEND]);
 }
 
-/// Sends that arrive together have their opt-out checks asked together (on PostgreSQL, one
-/// statement for many sends): each send still gets the answer for its own number.
+/// Sends that arrive together have their opt-out checks asked together (inside the commit they
+/// share; on PostgreSQL one statement for all of its sends): each send still gets the answer for
+/// its own number, and a refused send writes nothing while the others in its commit are written.
 #[tokio::test]
 async fn sends_checked_together_each_get_the_answer_for_their_own_number() {
     let app = spawn_app().await;
@@ -298,6 +299,7 @@ async fn sends_checked_together_each_get_the_answer_for_their_own_number() {
         line.inbound(number, "STOP").await;
         replied(&line, number, "unsubscribed").await;
     }
+    let before = count(&app, "messages").await;
     let app = &app;
     let sends = numbers.iter().cycle().take(45).map(|number| async move {
         (number, app.post("/messages", key, json!({"to": number, "body": "together"})).await)
@@ -310,6 +312,7 @@ async fn sends_checked_together_each_get_the_answer_for_their_own_number() {
             assert_eq!(answer.expect(202)["message"]["contact_id"], contacts[number]);
         }
     }
+    assert_eq!(count(app, "messages").await, before + 30);
 }
 
 #[tokio::test]

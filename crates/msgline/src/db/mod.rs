@@ -266,8 +266,8 @@ impl Db {
     /// Commits the batch unless one of its refusals finds a row ([`Batch::refuse_if_found`]):
     /// `None` when committed, else the row's `refused`, and nothing written.
     pub async fn commit_or_refuse(&self, batch: Batch) -> sqlx::Result<Option<String>> {
-        if let Some(lane) = self.group().and_then(|group| group.native_lane()) {
-            return lane.run(move |conn| native::run_refusable(conn, &batch)).await;
+        if let Some(group) = self.group().filter(|_| self.refuses_in_commit()) {
+            return group.commit_or_refuse(batch).await;
         }
         for (sql, args) in batch.refusals() {
             let found = self.read_rows(sql.to_string(), args.clone(), |row| row.text("refused")).await?;
@@ -278,11 +278,11 @@ impl Db {
         self.commit(batch).await.map(|()| None)
     }
 
-    /// Whether refusals run inside the commit (SQLite's committer thread), so that a check staged
-    /// as one costs no read of its own. The send path does not ask: it calls
+    /// Whether refusals run inside the commit (SQLite's committer thread, PostgreSQL's lanes), so
+    /// that a check staged as one costs no read of its own. The send path does not ask: it calls
     /// [`opt_outs::check_now_or_at_commit`], which does.
     pub(in crate::db) fn refuses_in_commit(&self) -> bool {
-        self.group().is_some_and(|group| group.native_lane().is_some())
+        self.group().is_some_and(|group| group.native_lane().is_some() || self.backend == Backend::Postgres)
     }
 
     async fn commit_alone(&self, batch: Batch) -> sqlx::Result<()> {

@@ -80,9 +80,10 @@ pub enum OptOutCheck {
 }
 
 /// Checks a send's one recipient where it costs least, so that the send path never asks which
-/// engine it runs on: on SQLite's committer the check runs inside the commit
-/// ([`OptOutCheck::AtCommit`], the caller stages [`stage_refusal`]); elsewhere it is read now with
-/// [`first_opted_out`] (on PostgreSQL together with other sends' checks).
+/// engine it runs on: on SQLite's committer and PostgreSQL's lanes the check runs inside the
+/// commit ([`OptOutCheck::AtCommit`], the caller stages [`stage_refusal`]; on PostgreSQL the
+/// checks of a commit's sends are one statement); elsewhere (an in-memory database) it is read
+/// now with [`first_opted_out`].
 pub async fn check_now_or_at_commit(db: &Db, org_id: &str, line_id: &str, phone: &str) -> sqlx::Result<OptOutCheck> {
     if db.refuses_in_commit() {
         return Ok(OptOutCheck::AtCommit);
@@ -98,8 +99,8 @@ const OPTED_OUT: &str =
     "SELECT phone AS refused FROM opt_outs WHERE org_id = $1 AND line_id = $2 AND phone = $3 LIMIT 1";
 
 /// Refuses the batch if `phone` opted out on the line (see [`super::Batch::refuse_if_found`]):
-/// [`super::Db::commit_or_refuse`] then answers the phone and writes nothing. On SQLite the check
-/// runs inside the commit, so it costs a send no read of its own.
+/// [`super::Db::commit_or_refuse`] then answers the phone and writes nothing. The check runs
+/// inside the commit, so it costs a send no read of its own.
 pub fn stage_refusal(batch: &mut super::Batch, org_id: &str, line_id: &str, phone: &str) {
     batch.refuse_if_found(OPTED_OUT, vec![org_id.into(), line_id.into(), phone.into()]);
 }

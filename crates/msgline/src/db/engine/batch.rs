@@ -396,8 +396,9 @@ impl Batch {
 
     /// Refuses the batch, writing nothing of it, if `sql` (parameters `$1..$n` from `args`; one
     /// column, named `refused`) finds a row: [`super::Db::commit_or_refuse`] then answers that
-    /// column. On SQLite's committer the query runs inside the commit, before the batch's
-    /// statements, so nothing committed before it is missed; elsewhere it is read just before
+    /// column. On SQLite's committer and PostgreSQL's lanes the query runs inside the commit,
+    /// before the batch's statements (on PostgreSQL with the other batches' of the commit, as one
+    /// statement), so nothing committed before it is missed; in memory it is read just before
     /// the commit.
     pub(in crate::db) fn refuse_if_found(&mut self, sql: &'static str, args: Vec<Arg>) -> &mut Self {
         self.refusals.push((sql, args));

@@ -53,7 +53,17 @@ enum Work<P> {
 
 struct Job<P: InCommit> {
     work: Work<P>,
-    done: oneshot::Sender<sqlx::Result<P::Answer>>,
+    done: oneshot::Sender<sqlx::Result<Outcome<P::Answer>>>,
+}
+
+/// How a commit answers a request.
+#[derive(Debug)]
+enum Outcome<A> {
+    /// Its work is committed (a batch's with the default answer).
+    Done(A),
+    /// One of its batch's refusals found a row (see [`Batch::refuse_if_found`]): its `refused`,
+    /// and nothing of the batch written.
+    Refused(String),
 }
 
 /// Committers working side by side (`lanes`: one on SQLite's single writer, several on
@@ -144,14 +154,32 @@ impl<P: InCommit> GroupWriter<P> {
     /// on the lane that row's key picks, so that batches meeting on it never wait on each
     /// other's commits; any other on any lane but the first, where there are others.
     pub async fn commit(&self, batch: Batch) -> sqlx::Result<()> {
+        self.commit_on(self.lane_for(&batch), batch).await
+    }
+
+    /// Commits the batch (with others) unless one of its refusals finds a row: `None` when it is
+    /// durable, else that row's `refused`, and nothing of it written. Each refusal is asked
+    /// inside the commit, before the batch's statements: on SQLite's committer thread alone, on
+    /// a PostgreSQL lane together with every other batch's of that commit.
+    pub async fn commit_or_refuse(&self, batch: Batch) -> sqlx::Result<Option<String>> {
+        if let Some(native) = self.native_lane() {
+            return native.run(move |conn| super::native::run_refusable(conn, &batch)).await;
+        }
+        Ok(match self.send(self.lane_for(&batch), Work::Batch(batch)).await? {
+            Outcome::Done(_) => None,
+            Outcome::Refused(refused) => Some(refused),
+        })
+    }
+
+    /// Where a batch commits (see [`GroupWriter::commit`]).
+    fn lane_for(&self, batch: &Batch) -> usize {
         let others = self.lanes.len().saturating_sub(1);
-        let lane = match (others, batch.hot_row()) {
+        match (others, batch.hot_row()) {
             _ if batch.moves_messages() => 0,
             (0, _) => 0,
             (_, Some(key)) => 1 + (key % others as u64) as usize,
             _ => 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % others,
-        };
-        self.commit_on(lane, batch).await
+        }
     }
 
     /// On SQLite's committer thread if there is one, else on lane `lane`.
@@ -164,10 +192,13 @@ impl<P: InCommit> GroupWriter<P> {
 
     /// Plans `unit` inside a commit on PostgreSQL's lane that moves messages, and answers it.
     pub(in crate::db) async fn plan_in_commit(&self, unit: P) -> sqlx::Result<P::Answer> {
-        self.send(0, Work::Planned(unit)).await
+        match self.send(0, Work::Planned(unit)).await? {
+            Outcome::Done(answer) => Ok(answer),
+            Outcome::Refused(_) => unreachable!("planned work has no refusals"),
+        }
     }
 
-    async fn send(&self, lane: usize, work: Work<P>) -> sqlx::Result<P::Answer> {
+    async fn send(&self, lane: usize, work: Work<P>) -> sqlx::Result<Outcome<P::Answer>> {
         let (done, answer) = oneshot::channel();
         self.lanes[lane].send(Job { work, done }).await.map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
@@ -204,7 +235,7 @@ async fn commit_group<P: InCommit>(writer: &AnyPool, jobs: Vec<Job<P>>) -> sqlx:
     match combined.execute(&mut conn).await {
         Ok(()) => {
             for job in jobs {
-                let _ = job.done.send(Ok(P::Answer::default()));
+                let _ = job.done.send(Ok(Outcome::Done(P::Answer::default())));
             }
         }
         Err(_) => {
@@ -223,7 +254,7 @@ async fn commit_group<P: InCommit>(writer: &AnyPool, jobs: Vec<Job<P>>) -> sqlx:
                     result
                 }
                 .await;
-                let _ = job.done.send(result.map(|()| P::Answer::default()));
+                let _ = job.done.send(result.map(|()| Outcome::Done(P::Answer::default())));
             }
         }
     }
@@ -259,7 +290,7 @@ async fn commit_group_postgres<P: InCommit>(conn: &mut AnyConnection, jobs: Vec<
             let mut tx = conn.begin().await?;
             let mut answers = run_postgres(&mut tx, std::slice::from_ref(&job)).await?;
             tx.commit().await?;
-            Ok(answers.pop().unwrap_or_default())
+            Ok(answers.pop().unwrap_or(Outcome::Done(P::Answer::default())))
         }
         .await;
         let _ = job.done.send(result);
@@ -268,7 +299,7 @@ async fn commit_group_postgres<P: InCommit>(conn: &mut AnyConnection, jobs: Vec<
 }
 
 /// The jobs' work inside one transaction; per job, its answer.
-async fn run_postgres<P: InCommit>(conn: &mut AnyConnection, jobs: &[Job<P>]) -> sqlx::Result<Vec<P::Answer>> {
+async fn run_postgres<P: InCommit>(conn: &mut AnyConnection, jobs: &[Job<P>]) -> sqlx::Result<Vec<Outcome<P::Answer>>> {
     let planned: Vec<&P> = jobs
         .iter()
         .filter_map(|job| match &job.work {
@@ -283,17 +314,28 @@ async fn run_postgres<P: InCommit>(conn: &mut AnyConnection, jobs: &[Job<P>]) ->
             Work::Planned(_) => None,
         })
         .collect();
-    super::merge::execute(conn, &batches, super::merge::Lookup::Keyed).await?;
+    // The refusals first, so that nothing this commit writes is read by them; a refused batch
+    // is left out of the commit.
+    let mut refused = match batches.iter().any(|batch| !batch.refusals().is_empty()) {
+        true => super::merge::refusals(conn, &batches).await?,
+        false => vec![None; batches.len()],
+    };
+    let admitted: Vec<&Batch> = batches.iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(b, _)| *b).collect();
+    super::merge::execute(conn, &admitted, super::merge::Lookup::Keyed).await?;
     // After the batches (the dispatcher's record of a line's answer may move a message a
     // line's reports are about): what is planned starts from where the rows stand.
     let (answers, writes) = P::plan(conn, planned).await?;
     super::merge::execute(conn, &writes.iter().collect::<Vec<_>>(), super::merge::Lookup::Keyed).await?;
     let mut answers = answers.into_iter();
+    let mut refused = refused.iter_mut();
     Ok(jobs
         .iter()
         .map(|job| match job.work {
-            Work::Batch(_) => P::Answer::default(),
-            Work::Planned(_) => answers.next().unwrap_or_default(),
+            Work::Batch(_) => match refused.next().and_then(Option::take) {
+                Some(refused) => Outcome::Refused(refused),
+                None => Outcome::Done(P::Answer::default()),
+            },
+            Work::Planned(_) => Outcome::Done(answers.next().unwrap_or_default()),
         })
         .collect())
 }
@@ -351,7 +393,7 @@ mod tests {
                 tokio::task::yield_now().await;
             };
             assert!(matches!(job.work, Work::Batch(_)));
-            job.done.send(Ok(())).unwrap();
+            job.done.send(Ok(super::Outcome::Done(()))).unwrap();
             commit.await.unwrap().unwrap();
             lanes.push(lane);
         }

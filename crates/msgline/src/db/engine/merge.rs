@@ -93,6 +93,62 @@ pub(in crate::db) async fn execute(conn: &mut AnyConnection, sequences: &[&Batch
     Ok(())
 }
 
+/// The refusals of `sequences` (see [`Batch::refuse_if_found`]) asked in the open transaction,
+/// before any of their statements: per sequence, the `refused` of its first refusal that finds a
+/// row. Refusals with the same query are asked in one statement, which looks each row's
+/// arguments up through a lateral join (by index, on a commit lane).
+pub(in crate::db) async fn refusals(
+    conn: &mut AnyConnection,
+    sequences: &[&Batch],
+) -> sqlx::Result<Vec<Option<String>>> {
+    use sqlx::Row;
+    // Every refusal as `[its number, ..its arguments]`, numbered in sequence order, so that the
+    // lowest number found for a sequence is its first refusal.
+    let mut asked: Vec<(usize, &str, Vec<Arg>)> = Vec::new();
+    for (sequence, batch) in sequences.iter().enumerate() {
+        for (sql, args) in batch.refusals() {
+            let mut row = vec![Arg::Int(Some(asked.len() as i64))];
+            row.extend(args.iter().cloned());
+            asked.push((sequence, sql, row));
+        }
+    }
+    let mut found: Vec<Option<(usize, String)>> = vec![None; sequences.len()];
+    let mut queries: Vec<&str> = asked.iter().map(|(_, sql, _)| *sql).collect();
+    queries.sort_unstable();
+    queries.dedup();
+    for query in queries {
+        let rows: Vec<&[Arg]> = asked.iter().filter(|(_, sql, _)| *sql == query).map(|(_, _, row)| &row[..]).collect();
+        let types: Vec<&'static str> = rows[0].iter().map(sql_type).collect();
+        let numbered = |sql: &str| -> String { super::batch::map_params(sql, |n| format!("{ROWS}.a{}", n + 1)) };
+        let mut hits: Vec<(i64, String)> = Vec::new();
+        if rows.iter().all(|row| row.iter().map(sql_type).eq(types.iter().copied())) {
+            let sql = format!(
+                "SELECT {ROWS}.a1 AS n, _f.refused FROM {} CROSS JOIN LATERAL ({}) AS _f",
+                insert_rows(&types),
+                numbered(query)
+            );
+            for row in sqlx::query(&sql).bind(rows_json(rows.into_iter())).fetch_all(&mut *conn).await? {
+                hits.push((row.try_get("n")?, row.try_get("refused")?));
+            }
+        } else {
+            for row in rows {
+                let refused = bind(sqlx::query(query), row[1..].to_vec()).fetch_optional(&mut *conn).await?;
+                if let (Some(refused), Arg::Int(Some(n))) = (refused, &row[0]) {
+                    hits.push((*n, refused.try_get("refused")?));
+                }
+            }
+        }
+        for (n, refused) in hits {
+            let Some((sequence, _, _)) = usize::try_from(n).ok().and_then(|n| asked.get(n)) else { continue };
+            let first = &mut found[*sequence];
+            if first.as_ref().is_none_or(|(m, _)| (n as usize) < *m) {
+                *first = Some((n as usize, refused));
+            }
+        }
+    }
+    Ok(found.into_iter().map(|hit| hit.map(|(_, refused)| refused)).collect())
+}
+
 /// The guards of the sequences' statements that find a row, each asked once in the transaction
 /// (an organisation's webhook endpoint, asked for every event its messages' moves would write).
 async fn guards<'a>(
