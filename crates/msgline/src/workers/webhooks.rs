@@ -30,7 +30,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(15);
 /// A claim outlives the call it covers; one that runs out (a crash) is taken again.
 const LEASE_MS: i64 = TIMEOUT.as_millis() as i64 + 10_000;
 /// Most posts in flight at once from one instance.
-const MAX_IN_FLIGHT: usize = 64;
+const MAX_IN_FLIGHT: usize = 128;
 /// Most deliveries between their claim and their recorded attempt at once: posts in flight, and
 /// those whose answer came back and whose attempt waits for its commit. A post's slot is free
 /// again once its answer is in, so that receivers are never held up by the database. Bounded
@@ -38,9 +38,17 @@ const MAX_IN_FLIGHT: usize = 64;
 /// hot), and with 1,024 allowed that lane's queue grew until a delivery run took twice as long
 /// in two runs of five.
 const MAX_UNRECORDED: usize = 2 * MAX_IN_FLIGHT;
-const CLAIM_BATCH: usize = 32;
-/// Most events a fan-out takes on PostgreSQL.
-const FAN_OUT_BATCH: usize = 500;
+/// Most deliveries one step claims. A step costs about the same round trips whatever it claims,
+/// and under a steady stream of sends a step took 20-70 ms on the bench machine: at 32 a step,
+/// deliveries fell seconds behind 4,000 events a second.
+const CLAIM_BATCH: usize = 128;
+/// Free slots a busy worker waits for before its next step, and how long it waits for them.
+const REFILL: usize = CLAIM_BATCH / 2;
+const REFILL_WAIT: Duration = Duration::from_millis(5);
+/// Loops of steps at once, sharing the slots: while one waits for the database, the other
+/// fans out or claims (fan-outs and claims skip the rows another holds, on PostgreSQL; on
+/// SQLite they run one after the other on the writer's thread).
+const STEPPERS: usize = 2;
 /// How much of a receiver's answer is kept for the deliveries list.
 pub const KEPT_RESPONSE_BYTES: usize = 1024;
 const IDLE: Duration = Duration::from_millis(200);
@@ -63,7 +71,7 @@ impl Settings {
     }
 }
 
-pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(state: Sender, shutdown: watch::Receiver<bool>) {
     let settings = match Settings::from_config(&state.config) {
         Ok(settings) => Arc::new(settings),
         Err(error) => {
@@ -71,31 +79,54 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
             return;
         }
     };
-    let permits =
-        Slots { posts: Arc::new(Semaphore::new(MAX_IN_FLIGHT)), unrecorded: Arc::new(Semaphore::new(MAX_UNRECORDED)) };
+    let permits = Arc::new(Slots {
+        posts: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        unrecorded: Arc::new(Semaphore::new(MAX_UNRECORDED)),
+    });
+    let steppers = (0..STEPPERS).map(|n| steps(&state, &settings, &permits, shutdown.clone(), n == 0));
+    futures_util::future::join_all(steppers).await;
+    // Let posts in flight finish and record their outcome.
+    let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), async {
+        let _posted = permits.posts.acquire_many(MAX_IN_FLIGHT as u32).await;
+        let _recorded = permits.unrecorded.acquire_many(MAX_UNRECORDED as u32).await;
+    })
+    .await;
+}
+
+/// One of the worker's loops of steps, sharing its slots with the others; the one that
+/// `prunes` also deletes old attempts now and then.
+async fn steps(
+    state: &Sender,
+    settings: &Arc<Settings>,
+    permits: &Slots,
+    mut shutdown: watch::Receiver<bool>,
+    prunes: bool,
+) {
     let mut pruned_at: Option<Instant> = None;
     loop {
         if *shutdown.borrow() {
             break;
         }
-        let worked = match step(&state, &settings, &permits).await {
+        let worked = match step(state, settings, permits).await {
             Ok(n) => n,
             Err(error) => {
                 tracing::error!(error = %error, "webhook worker step failed");
                 0
             }
         };
-        if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+        if prunes && pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
             pruned_at = Some(Instant::now());
-            if let Err(error) = prune(&state).await {
+            if let Err(error) = prune(state).await {
                 tracing::error!(error = %error, "could not prune old webhook attempts");
             }
         }
-        if permits.free() == 0 {
-            // Every post slot is busy, or every delivery allowed between claim and record is
-            // out: go on as soon as one of each is free, not after the idle pause.
+        if permits.free() < REFILL {
+            // Most post slots are busy, or most deliveries allowed between claim and record are
+            // out: go on once a claim's worth is free again (a step costs the same round trips
+            // whether it claims one delivery or thirty), or after a moment if fewer come free.
             tokio::select! {
-                _ = permits.one_free() => {}
+                _ = permits.free_at_least(REFILL) => {}
+                _ = tokio::time::sleep(REFILL_WAIT) => {}
                 _ = shutdown.changed() => {}
             }
         } else if worked == 0 {
@@ -105,12 +136,6 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
             }
         }
     }
-    // Let posts in flight finish and record their outcome.
-    let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), async {
-        let _posted = permits.posts.acquire_many(MAX_IN_FLIGHT as u32).await;
-        let _recorded = permits.unrecorded.acquire_many(MAX_UNRECORDED as u32).await;
-    })
-    .await;
 }
 
 /// The worker's limits: posts in flight, and deliveries claimed but not yet recorded.
@@ -125,10 +150,23 @@ impl Slots {
         self.posts.available_permits().min(self.unrecorded.available_permits())
     }
 
-    /// Waits until a delivery may be claimed.
-    async fn one_free(&self) {
-        let _post = self.posts.acquire().await;
-        let _unrecorded = self.unrecorded.acquire().await;
+    /// Up to `most` pairs of slots, each a post's and an unrecorded delivery's, taken now: what a
+    /// step may claim. Taken before the claim, so that loops of steps side by side never claim
+    /// more between them than may be posted.
+    fn take(&self, most: usize) -> Vec<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let mut taken = Vec::new();
+        while taken.len() < most {
+            let Ok(post) = self.posts.clone().try_acquire_owned() else { break };
+            let Ok(unrecorded) = self.unrecorded.clone().try_acquire_owned() else { break };
+            taken.push((post, unrecorded));
+        }
+        taken
+    }
+
+    /// Waits until `n` deliveries may be claimed.
+    async fn free_at_least(&self, n: usize) {
+        let _posts = self.posts.acquire_many(n as u32).await;
+        let _unrecorded = self.unrecorded.acquire_many(n as u32).await;
     }
 }
 
@@ -137,23 +175,21 @@ impl Slots {
 /// there are free slots: half each when both wait, so neither waits behind the other. Starts
 /// posting each; returns how many events and deliveries it took.
 async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Slots) -> anyhow::Result<usize> {
-    let free = permits.free().min(CLAIM_BATCH);
+    let mut slots = permits.take(CLAIM_BATCH);
+    let free = slots.len();
     if free == 0 {
         return Ok(0);
     }
     let now = clock::now_ms();
     let due = db::webhook_deliveries::any_due(&state.db, now).await?;
     let share = if due { free.div_ceil(2) } else { free };
-    // On SQLite a fan-out is one call on the writer's own thread, so it takes only the events it
-    // can post at once. On PostgreSQL it is a transaction of six round trips: it takes events in
-    // bulk, claims what it can post and leaves the rest due (a fan-out per claim's worth
-    // delivered 5-9 % fewer events a second there in two runs of three; BENCHMARKS.md).
-    let events = match state.db.backend() {
-        db::Backend::Sqlite => share,
-        db::Backend::Postgres => FAN_OUT_BATCH,
-    };
+    // A fan-out takes only the events it can post at once, so that their deliveries are written
+    // claimed and in the order of the events. Taking events in bulk on PostgreSQL and leaving
+    // the deliveries beyond the claim due (as this did until 2026-12) drained a backlog as fast,
+    // but under a steady stream of sends the first deliveries of each fan-out went ahead of the
+    // backlog and the rest waited seconds, each written once more by its claim (BENCHMARKS.md).
     // The endpoints come with the fan-out, read in its transaction, after `now`.
-    let fanned = db::webhook_fan_out::fan_out(&state.db, events, share, now + LEASE_MS).await?;
+    let fanned = db::webhook_fan_out::fan_out(&state.db, share, share, now + LEASE_MS).await?;
     let rest = free - fanned.ready.len();
     let mut claimed: Vec<(Claimed, Option<db::webhooks::Webhook>, i64)> =
         fanned.ready.into_iter().map(|ready| (ready.claimed, Some(ready.webhook), now)).collect();
@@ -177,24 +213,24 @@ async fn step(state: &Sender, settings: &Arc<Settings>, permits: &Slots) -> anyh
     let events = db::webhook_deliveries::events(&state.db, claimed.iter().map(|(c, ..)| c.event_id.as_str())).await?;
     for (delivery, webhook, read_at) in claimed {
         let event = events.get(&delivery.event_id).cloned();
-        start(state, settings, permits, delivery, webhook, event, read_at).await;
+        let slot = slots.pop().expect("a slot was taken for every delivery claimed");
+        start(state, settings, slot, delivery, webhook, event, read_at);
     }
     Ok(fanned.events + again)
 }
 
-/// Takes a post slot and an unrecorded slot for a claimed delivery and posts it in a task of its
-/// own; `webhook` is its endpoint as read at `read_at`.
-async fn start(
+/// Posts a claimed delivery in a task of its own, holding `slot` (its post's and its unrecorded
+/// delivery's, taken before the claim); `webhook` is its endpoint as read at `read_at`.
+fn start(
     state: &Sender,
     settings: &Arc<Settings>,
-    permits: &Slots,
+    slot: (OwnedSemaphorePermit, OwnedSemaphorePermit),
     delivery: Claimed,
     webhook: Option<db::webhooks::Webhook>,
     event: Option<StoredEvent>,
     read_at: i64,
 ) {
-    let post = permits.posts.clone().acquire_owned().await.expect("semaphore stays open");
-    let unrecorded = permits.unrecorded.clone().acquire_owned().await.expect("semaphore stays open");
+    let (post, unrecorded) = slot;
     let (state, settings) = (state.clone(), settings.clone());
     tokio::spawn(async move {
         if let Err(error) = deliver(&state, &settings, &delivery, webhook, read_at, event, post).await {
