@@ -45,10 +45,15 @@ const CLAIM_BATCH: usize = 128;
 /// Free slots a busy worker waits for before its next step, and how long it waits for them.
 const REFILL: usize = CLAIM_BATCH / 2;
 const REFILL_WAIT: Duration = Duration::from_millis(5);
-/// Loops of steps at once, sharing the slots: while one waits for the database, the other
-/// fans out or claims (fan-outs and claims skip the rows another holds, on PostgreSQL; on
-/// SQLite they run one after the other on the writer's thread).
-const STEPPERS: usize = 2;
+/// Loops of steps at once on PostgreSQL, sharing the slots: while one waits for the database,
+/// the other fans out or claims (each skips the rows the other holds). On SQLite a step's
+/// writes run on the writer's one thread, and one loop drained a backlog faster.
+fn steppers(backend: db::Backend) -> usize {
+    match backend {
+        db::Backend::Sqlite => 1,
+        db::Backend::Postgres => 2,
+    }
+}
 /// How much of a receiver's answer is kept for the deliveries list.
 pub const KEPT_RESPONSE_BYTES: usize = 1024;
 const IDLE: Duration = Duration::from_millis(200);
@@ -83,7 +88,8 @@ pub async fn run(state: Sender, shutdown: watch::Receiver<bool>) {
         posts: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         unrecorded: Arc::new(Semaphore::new(MAX_UNRECORDED)),
     });
-    let steppers = (0..STEPPERS).map(|n| steps(&state, &settings, &permits, shutdown.clone(), n == 0));
+    let steppers =
+        (0..steppers(state.db.backend())).map(|n| steps(&state, &settings, &permits, shutdown.clone(), n == 0));
     futures_util::future::join_all(steppers).await;
     // Let posts in flight finish and record their outcome.
     let _ = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), async {
