@@ -315,11 +315,8 @@ async fn run_postgres<P: InCommit>(conn: &mut AnyConnection, jobs: &[Job<P>]) ->
         })
         .collect();
     // The refusals first, so that nothing this commit writes is read by them; a refused batch
-    // is left out of the commit.
-    let mut refused = match batches.iter().any(|batch| !batch.refusals().is_empty()) {
-        true => super::merge::refusals(conn, &batches).await?,
-        false => vec![None; batches.len()],
-    };
+    // is left out of the commit. With no refusal staged this asks nothing.
+    let mut refused = super::merge::refusals(conn, &batches).await?;
     let admitted: Vec<&Batch> = batches.iter().zip(&refused).filter(|(_, r)| r.is_none()).map(|(b, _)| *b).collect();
     super::merge::execute(conn, &admitted, super::merge::Lookup::Keyed).await?;
     // After the batches (the dispatcher's record of a line's answer may move a message a
