@@ -220,6 +220,18 @@ enum AdminCommand {
         #[command(subcommand)]
         command: StaffCommand,
     },
+    /// Copies the database, while the server runs, into one file.
+    Backup {
+        /// The file to write (replaced once the copy is complete).
+        #[arg(long)]
+        to: std::path::PathBuf,
+    },
+    /// Loads a backup into an empty database (one holding any row is refused).
+    Restore {
+        /// The file `admin backup` wrote.
+        #[arg(long)]
+        from: std::path::PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -440,6 +452,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let applied = db.migrate().await?;
             print_json(&serde_json::json!({"applied": applied}))
         }
+        Command::Admin { command: AdminCommand::Backup { to } } => {
+            print_json(&admin::backup(&config.database_url, &to).await?)
+        }
+        Command::Admin { command: AdminCommand::Restore { from } } => {
+            print_json(&admin::restore(&config.database_url, &from).await?)
+        }
         Command::Admin { command } => {
             let db = Db::connect_for_command(&config.database_url).await?;
             db.migrate().await?;
@@ -495,6 +513,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 AdminCommand::Staff { command: StaffCommand::List { org } } => admin::list_staff(&db, &org).await?,
                 AdminCommand::Staff { command: StaffCommand::Remove { id } } => admin::remove_staff(&db, &id).await?,
+                AdminCommand::Backup { .. } | AdminCommand::Restore { .. } => {
+                    unreachable!("backup and restore open the database themselves, above")
+                }
             };
             db.close().await;
             print_json(&answer)

@@ -323,3 +323,14 @@ pub async fn update_line(db: &Db, id: &str, policy: Option<&str>, pause: bool, r
     let shown = lines.as_array().into_iter().flatten().find(|line| line["line_id"] == id).cloned();
     Ok(shown.unwrap_or(Value::Null))
 }
+
+/// `msgline admin backup --to FILE`: a consistent copy of the database at `url`, made while
+/// servers run on it (docs/operations.md, "Backup and restore").
+pub async fn backup(url: &str, to: &std::path::Path) -> anyhow::Result<Value> {
+    db::backup::backup(url, to).await
+}
+
+/// `msgline admin restore --from FILE`: a backup loaded into the empty database at `url`.
+pub async fn restore(url: &str, from: &std::path::Path) -> anyhow::Result<Value> {
+    db::backup::restore(url, from).await
+}

@@ -12,6 +12,7 @@ mod agents;
 mod android;
 mod architecture;
 mod availability;
+mod backup;
 mod batches;
 mod bluebubbles;
 mod bluebubbles_actions;

@@ -66,18 +66,29 @@ pub const MIGRATIONS: &[Migration] = &[
 const PG_LOCK: i64 = 0x006d_7367_6c69_6e65;
 
 pub async fn run(db: &Db) -> anyhow::Result<Vec<&'static str>> {
+    run_until(db, i64::MAX).await
+}
+
+/// The version of the newest migration this build holds.
+pub fn latest() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Applies the migrations not yet applied up to `version` (a restore brings an empty database
+/// to the schema its backup was made with, loads the rows, then applies the rest).
+pub async fn run_until(db: &Db, version: i64) -> anyhow::Result<Vec<&'static str>> {
     let mut conn = db.writer().acquire().await?;
     if db.backend() == Backend::Postgres {
         sqlx::query("SELECT pg_advisory_lock($1)").bind(PG_LOCK).execute(&mut *conn).await?;
     }
-    let result = apply(db.backend(), &mut conn).await;
+    let result = apply(db.backend(), &mut conn, version).await;
     if db.backend() == Backend::Postgres {
         sqlx::query("SELECT pg_advisory_unlock($1)").bind(PG_LOCK).execute(&mut *conn).await?;
     }
     result
 }
 
-async fn apply(backend: Backend, conn: &mut sqlx::AnyConnection) -> anyhow::Result<Vec<&'static str>> {
+async fn apply(backend: Backend, conn: &mut sqlx::AnyConnection, until: i64) -> anyhow::Result<Vec<&'static str>> {
     conn.execute(sqlx::raw_sql(
         "CREATE TABLE IF NOT EXISTS msgline_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
     ))
@@ -89,7 +100,7 @@ async fn apply(backend: Backend, conn: &mut sqlx::AnyConnection) -> anyhow::Resu
         .map(|row| row.get::<i64, _>(0))
         .collect();
     let mut done = Vec::new();
-    for migration in MIGRATIONS.iter().filter(|m| !applied.contains(&m.version)) {
+    for migration in MIGRATIONS.iter().filter(|m| m.version <= until && !applied.contains(&m.version)) {
         let sql = match backend {
             Backend::Sqlite => migration.sqlite,
             Backend::Postgres => migration.postgres,

@@ -13,6 +13,7 @@ pub mod agents;
 pub mod attachments;
 pub mod attempts;
 pub mod availability;
+pub mod backup;
 pub mod bench;
 pub mod bridge_refs;
 pub mod contacts;
