@@ -1,0 +1,204 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error import Error
+from ...models.settings import Settings
+from ...models.update_settings import UpdateSettings
+from ...types import Response
+
+
+def _get_kwargs(
+    *,
+    body: UpdateSettings,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "patch",
+        "url": "/api/v1/messaging/settings",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Error | Settings | None:
+    if response.status_code == 200:
+        response_200 = Settings.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Error.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Error.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Error.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 409:
+        response_409 = Error.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Error.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 429:
+        response_429 = Error.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = Error.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Error | Settings]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: UpdateSettings,
+) -> Response[Error | Settings]:
+    """Set the organisation's automatic replies.
+
+    Args:
+        body (UpdateSettings): `PATCH /settings`: an omitted reply is left as it is, `""` goes
+            back to the default; at least
+            one must be given (so that a misspelt name is an error, not a change of nothing). Example:
+            {'opt_out_reply': 'Acme: you will get no more texts. Reply START to come back.'}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Error | Settings]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: UpdateSettings,
+) -> Error | Settings | None:
+    """Set the organisation's automatic replies.
+
+    Args:
+        body (UpdateSettings): `PATCH /settings`: an omitted reply is left as it is, `""` goes
+            back to the default; at least
+            one must be given (so that a misspelt name is an error, not a change of nothing). Example:
+            {'opt_out_reply': 'Acme: you will get no more texts. Reply START to come back.'}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Error | Settings
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: UpdateSettings,
+) -> Response[Error | Settings]:
+    """Set the organisation's automatic replies.
+
+    Args:
+        body (UpdateSettings): `PATCH /settings`: an omitted reply is left as it is, `""` goes
+            back to the default; at least
+            one must be given (so that a misspelt name is an error, not a change of nothing). Example:
+            {'opt_out_reply': 'Acme: you will get no more texts. Reply START to come back.'}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Error | Settings]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: UpdateSettings,
+) -> Error | Settings | None:
+    """Set the organisation's automatic replies.
+
+    Args:
+        body (UpdateSettings): `PATCH /settings`: an omitted reply is left as it is, `""` goes
+            back to the default; at least
+            one must be given (so that a misspelt name is an error, not a change of nothing). Example:
+            {'opt_out_reply': 'Acme: you will get no more texts. Reply START to come back.'}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Error | Settings
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+        )
+    ).parsed
