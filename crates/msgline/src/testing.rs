@@ -87,6 +87,9 @@ pub mod workers {
     pub mod janitor {
         pub use crate::workers::janitor::{orphaned_files, step};
     }
+    pub mod retention {
+        pub use crate::workers::retention::{Purged, purge, run_once};
+    }
 }
 
 /// How long a Kannel line's `unknown` message waits for a report before it is failed as never

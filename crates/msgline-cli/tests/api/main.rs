@@ -66,6 +66,7 @@ mod ratelimit;
 mod reactions;
 mod reconciler;
 mod red_team;
+mod retention;
 mod rows;
 mod scheduled;
 mod schema;
