@@ -46,6 +46,9 @@ pub mod db {
     pub mod staff {
         pub use crate::db::staff::set_password;
     }
+    pub mod retention {
+        pub use crate::db::retention::{EVENTS_BATCH, messages_batch};
+    }
     pub mod unrouted {
         pub use crate::db::unrouted::count;
     }

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use sqlx::Row;
 
 use crate::{
-    helpers::{TestApp, eventually, spawn_app_with},
+    helpers::{TestApp, eventually, plan_of, spawn_app, spawn_app_with},
     simline::SimLine,
 };
 
@@ -320,4 +320,30 @@ fn retention_of_zero_days_is_refused() {
     let config = msgline::Config { retention_days: Some(0), ..Default::default() };
     let error = config.validate().unwrap_err().to_string();
     assert!(error.contains("MSGLINE_RETENTION_DAYS must be at least 1"), "{error}");
+}
+
+/// Each batch finds its messages and events through their primary keys, from the last id the
+/// batch before took, and the rows that hang from an event through the index made for it: no
+/// batch reads a whole table while it holds SQLite's write lock.
+#[tokio::test]
+async fn retention_batches_find_their_rows_through_indexes() {
+    let app = spawn_app().await;
+    let fill = |sql: &str| {
+        sql.replace("$1", "'msg_0'")
+            .replace("$2", "'msg_1'")
+            .replace("$3", "1000")
+            .replace("$4", "1000")
+            .replace("$5", "500")
+    };
+    let messages = plan_of(app.db(), true, &fill(&msgline::testing::db::retention::messages_batch())).await;
+    let events = plan_of(app.db(), true, &fill(msgline::testing::db::retention::EVENTS_BATCH)).await;
+    let (messages_key, events_key) = match app.db().backend() {
+        msgline::Backend::Sqlite => {
+            ("sqlite_autoindex_messages_1 (id>? AND id<?)", "sqlite_autoindex_events_1 (id>? AND id<?)")
+        }
+        msgline::Backend::Postgres => ("messages_pkey", "events_pkey"),
+    };
+    assert!(messages.iter().any(|line| line.contains(messages_key)), "{messages:#?}");
+    assert!(events.iter().any(|line| line.contains(events_key)), "{events:#?}");
+    assert!(events.iter().any(|line| line.contains("webhook_deliveries_by_event")), "{events:#?}");
 }

@@ -24,6 +24,24 @@ const SETTLED: &str = "m.status IN ('submitted', 'sent', 'delivered', 'read', 'f
      AND NOT EXISTS (SELECT 1 FROM message_actions a WHERE a.message_id = m.id AND a.state IN ('pending', 'unknown')) \
      AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.trigger_message_id = m.id AND r.state IN ('pending', 'running'))";
 
+/// Up to `$5` settled messages with ids between `$1` and `$2` (exclusive), created before `$3`,
+/// in id order, found through the primary key; `$4` is now.
+pub fn messages_batch() -> String {
+    format!(
+        "SELECT m.id FROM messages m WHERE m.id > $1 AND m.id < $2 AND m.created_at < $3 AND {SETTLED} \
+         ORDER BY m.id LIMIT $5"
+    )
+}
+
+/// Up to `$4` events with ids between `$1` and `$2` (exclusive), created before `$3`, in id
+/// order, found through the primary key: fanned out, without a delivery still to make, and
+/// whose message (if any) is gone.
+pub const EVENTS_BATCH: &str = "SELECT e.id FROM events e WHERE e.id > $1 AND e.id < $2 AND e.created_at < $3 \
+     AND e.webhooks_pending = 0 \
+     AND (e.message_id IS NULL OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = e.message_id)) \
+     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state NOT IN ('delivered', 'failed')) \
+     ORDER BY e.id LIMIT $4";
+
 /// The smallest id of `prefix` made at `at_ms`: every id made earlier sorts below it.
 pub fn first_id_at(prefix: &str, at_ms: i64) -> String {
     ids::encode(prefix, (at_ms.max(0) as u128) << 80)
@@ -51,11 +69,7 @@ pub async fn delete_messages(
 ) -> sqlx::Result<(Deleted, Option<String>, Vec<String>)> {
     let backend = db.backend();
     db.transaction(async |conn: &mut AnyConnection| {
-        let select = format!(
-            "SELECT m.id FROM messages m WHERE m.id > $1 AND m.id < $2 AND m.created_at < $3 AND {SETTLED} \
-             ORDER BY m.id LIMIT $5"
-        );
-        let ids: Vec<String> = sqlx::query(&select)
+        let ids: Vec<String> = sqlx::query(&messages_batch())
             .bind(after)
             .bind(first_id_at("msg", before))
             .bind(before)
@@ -116,22 +130,16 @@ pub async fn delete_messages(
 pub async fn delete_events(db: &Db, after: &str, before: i64, limit: i64) -> sqlx::Result<(Deleted, Option<String>)> {
     let backend = db.backend();
     db.transaction(async |conn: &mut AnyConnection| {
-        let ids: Vec<String> = sqlx::query(
-            "SELECT e.id FROM events e WHERE e.id > $1 AND e.id < $2 AND e.created_at < $3 AND e.webhooks_pending = 0 \
-             AND (e.message_id IS NULL OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = e.message_id)) \
-             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id \
-                 AND d.state NOT IN ('delivered', 'failed')) \
-             ORDER BY e.id LIMIT $4",
-        )
-        .bind(after)
-        .bind(first_id_at("evt", before))
-        .bind(before)
-        .bind(limit)
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|row| row.try_get(0))
-        .collect::<sqlx::Result<_>>()?;
+        let ids: Vec<String> = sqlx::query(EVENTS_BATCH)
+            .bind(after)
+            .bind(first_id_at("evt", before))
+            .bind(before)
+            .bind(limit)
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|row| row.try_get(0))
+            .collect::<sqlx::Result<_>>()?;
         let Some(last) = ids.last().cloned() else { return Ok((Deleted::default(), None)) };
         let list = serde_json::to_string(&ids).expect("ids are strings");
         let of = texts_of(backend, 1);
