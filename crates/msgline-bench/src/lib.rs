@@ -28,6 +28,7 @@ mod grown;
 mod kannel_line;
 mod peer;
 mod report;
+mod retention;
 mod scheduled;
 mod send;
 pub mod series;
@@ -49,7 +50,7 @@ pub struct BenchArgs {
     pub seconds: f64,
     pub keys: usize,
     pub read_rows: i64,
-    /// Messages the `grown` scenario stores.
+    /// Messages the `grown` and `retention` scenarios store.
     pub grown_rows: i64,
     pub out: Option<PathBuf>,
     /// Fail unless every scenario made progress without errors (the CI smoke run).
@@ -77,7 +78,7 @@ pub const SCENARIOS: [&str; 12] = [
 ];
 
 /// Scenarios that run only when named: they take minutes, or change the server's state.
-pub const ONLY_NAMED: [&str; 5] = ["soak", "scheduled", "waiting", "feed", "grown"];
+pub const ONLY_NAMED: [&str; 6] = ["soak", "scheduled", "waiting", "feed", "grown", "retention"];
 
 /// Latency samples in microseconds, and how many requests failed.
 #[derive(Default)]
@@ -427,6 +428,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             "feed" => feed::scenario(&harness, &args).await?,
             "grown" => {
                 results.extend(grown::scenario(&harness, &args).await?);
+                continue;
+            }
+            "retention" => {
+                results.extend(retention::scenario(&harness, &args).await?);
                 continue;
             }
             _ => {

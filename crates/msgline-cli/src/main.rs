@@ -98,11 +98,12 @@ struct BenchCli {
     #[arg(long, default_value = "sqlite")]
     database: String,
     /// Comma-separated: floor, kannel, send, e2e, wrk-kannel, wrk-send, wrk-send-new, kannel-line,
-    /// webhooks, lag, read, console, or all; soak, scheduled, waiting, feed and grown only when
-    /// named (soak: `--seconds` long, paced, with a webhook receiver that refuses half its calls;
-    /// scheduled: `send` before and beside `--read-rows` scheduled messages, and a tenth as many
-    /// coming due at once; grown: `send` and the reads before and after `--grown-rows` messages
-    /// are stored).
+    /// webhooks, lag, read, console, or all; soak, scheduled, waiting, feed, grown and retention
+    /// only when named (soak: `--seconds` long, paced, with a webhook receiver that refuses half
+    /// its calls; scheduled: `send` before and beside `--read-rows` scheduled messages, and a
+    /// tenth as many coming due at once; grown: `send` and the reads before and after
+    /// `--grown-rows` messages are stored; retention: `send` beside `--grown-rows` messages of the
+    /// past year, then while the retention pass keeping one day deletes them).
     #[arg(long, default_value = "all")]
     scenarios: String,
     /// Concurrent connections.
@@ -118,7 +119,8 @@ struct BenchCli {
     /// messages of `scheduled`).
     #[arg(long, default_value_t = 1_000_000)]
     read_rows: i64,
-    /// Messages the `grown` scenario stores (over a hundredth as many conversations).
+    /// Messages the `grown` and `retention` scenarios store (over a hundredth as many
+    /// conversations).
     #[arg(long, default_value_t = 10_000_000)]
     grown_rows: i64,
     /// Where to write the JSON report.

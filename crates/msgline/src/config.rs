@@ -76,6 +76,9 @@ pub struct Config {
     /// How long the event feed gives an event: a reader without a cursor starts this far back,
     /// and a cursor older than this is refused.
     pub feed_retention_hours: u64,
+    /// Days a message is kept: older messages in a final state go, with their events, delivery
+    /// attempts, webhook deliveries and attachments. `None` keeps everything.
+    pub retention_days: Option<u64>,
     /// How long a connection may take to send a request's headers, and how long a kept-alive
     /// connection may sit idle before its next request; then it is closed.
     pub header_read_timeout_seconds: u64,
@@ -124,6 +127,7 @@ impl Default for Config {
             schedule_late_seconds: 3_600,
             line_check_seconds: 30,
             feed_retention_hours: 72,
+            retention_days: None,
             header_read_timeout_seconds: 30,
             body_read_timeout_seconds: 60,
             max_connections: 10_000,
@@ -208,6 +212,10 @@ impl Config {
         anyhow::ensure!(self.max_connections > 0, "MSGLINE_MAX_CONNECTIONS must be at least 1");
         anyhow::ensure!(self.line_check_seconds > 0, "MSGLINE_LINE_CHECK_SECONDS must be at least 1");
         anyhow::ensure!(self.feed_retention_hours > 0, "MSGLINE_FEED_RETENTION_HOURS must be at least 1");
+        anyhow::ensure!(
+            self.retention_days != Some(0),
+            "MSGLINE_RETENTION_DAYS must be at least 1 (leave it unset to keep every message)"
+        );
         anyhow::ensure!(self.max_connections_per_address > 0, "MSGLINE_MAX_CONNECTIONS_PER_ADDRESS must be at least 1");
         Ok(())
     }

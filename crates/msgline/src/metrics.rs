@@ -82,6 +82,10 @@ fn describe() {
     describe_counter!("msgline_webhook_attempts_total", "Webhook delivery attempts, by outcome");
     describe_counter!("msgline_rate_limited_total", "Requests refused by a rate limit (429), by policy");
     describe_counter!("msgline_agent_runs_total", "Hosted agent runs finished, by outcome");
+    describe_counter!(
+        "msgline_retention_deleted_total",
+        "Rows past MSGLINE_RETENTION_DAYS deleted by the janitor: messages and events"
+    );
     describe_gauge!(
         "msgline_outbox_messages",
         "Messages with delivery work left, by outbox state (pending, claimed, unknown)"
@@ -222,6 +226,11 @@ fn http_handles(method: &'static str, route: &str, status: u16) -> (metrics::Cou
         }
     }
     (requests, duration)
+}
+
+/// Messages or events deleted for being past the retention (`what`: `messages`, `events`).
+pub fn retention_deleted(what: &'static str, count: u64) {
+    metrics::counter!("msgline_retention_deleted_total", "what" => what).increment(count);
 }
 
 /// A message accepted for delivery.

@@ -46,6 +46,9 @@ pub mod db {
     pub mod staff {
         pub use crate::db::staff::set_password;
     }
+    pub mod retention {
+        pub use crate::db::retention::{EVENTS_BATCH, messages_batch};
+    }
     pub mod unrouted {
         pub use crate::db::unrouted::count;
     }
@@ -86,6 +89,9 @@ pub mod domain {
 pub mod workers {
     pub mod janitor {
         pub use crate::workers::janitor::{orphaned_files, step};
+    }
+    pub mod retention {
+        pub use crate::workers::retention::{Purged, purge, run_once};
     }
 }
 

@@ -67,6 +67,7 @@ mod ratelimit;
 mod reactions;
 mod reconciler;
 mod red_team;
+mod retention;
 mod rows;
 mod scheduled;
 mod schema;

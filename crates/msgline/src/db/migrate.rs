@@ -59,6 +59,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(33, "0033_dial_in"),
     migration!(34, "0034_message_actions"),
     migration!(35, "0035_message_claims"),
+    migration!(36, "0036_retention"),
 ];
 
 /// Arbitrary constant naming msgline's migration lock on PostgreSQL, so that several instances

@@ -42,6 +42,7 @@ pub mod polls;
 pub mod pools;
 pub mod reactions;
 pub mod reports;
+pub mod retention;
 pub mod staff;
 pub mod stats;
 pub mod typing;

@@ -1,5 +1,6 @@
 //! Deletes what is past keeping, in small batches: expired idempotency records, old bridge
-//! callback ids, and files in the media store that no attachment row holds.
+//! callback ids, messages and events past `MSGLINE_RETENTION_DAYS` (see [`super::retention`]),
+//! and files in the media store that no attachment row holds.
 
 use std::time::Duration;
 
@@ -21,6 +22,9 @@ pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
     while pause(&mut shutdown, EVERY).await {
         if let Err(error) = step(&state).await {
             tracing::error!(error = %error, "clean-up failed");
+        }
+        if let Err(error) = super::retention::run_once(&state).await {
+            tracing::error!(error = %error, "deleting what is past the retention failed");
         }
         if let Err(error) = orphaned_files(&state).await {
             tracing::error!(error = %error, "removing files no message holds failed");

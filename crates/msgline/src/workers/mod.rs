@@ -9,6 +9,7 @@ pub mod janitor;
 pub mod line_checker;
 pub mod pacer;
 pub mod reconciler;
+pub mod retention;
 pub mod statistics;
 pub mod webhooks;
 
