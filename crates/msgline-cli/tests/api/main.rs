@@ -70,5 +70,6 @@ mod rows;
 mod scheduled;
 mod schema;
 mod senders;
+mod traces;
 mod webhook_delivery;
 mod webhooks;
