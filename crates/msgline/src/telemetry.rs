@@ -24,14 +24,18 @@ pub fn init(config: &crate::Config) -> anyhow::Result<Telemetry> {
         let filter = EnvFilter::try_new(&config.log).unwrap_or_else(|_| EnvFilter::new("info"));
         filter.add_directive(format!("{}=off", crate::trace::TARGET).parse().expect("a valid directive"))
     };
-    let writer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    let log = match config.log_format.as_str() {
-        "json" => writer.json().with_filter(logs()).boxed(),
-        _ => writer.with_filter(logs()).boxed(),
-    };
+    let json = config.log_format == "json";
     let Some(url) = config.otlp_traces_url() else {
-        let _ = tracing_subscriber::registry().with(log).try_init();
+        // Without traces, the log's filter is the only one and filters for every layer: the
+        // trace spans' callsites are off, and the subscriber is the one msgline had before.
+        let builder = tracing_subscriber::fmt().with_env_filter(logs()).with_writer(std::io::stderr);
+        let _ = if json { builder.json().try_init() } else { builder.try_init() };
         return Ok(Telemetry { provider: None });
+    };
+    let writer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let log = match json {
+        true => writer.json().with_filter(logs()).boxed(),
+        false => writer.with_filter(logs()).boxed(),
     };
     let exporter = SpanExporter::builder()
         .with_http()
