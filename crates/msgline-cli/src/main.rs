@@ -380,15 +380,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Serve => {
-            telemetry::init(&config);
-            let app = Application::build(config).await?;
-            app.run_until_stopped(shutdown_signal()).await
+            let telemetry = telemetry::init(&config)?;
+            let served = async { Application::build(config).await?.run_until_stopped(shutdown_signal()).await };
+            let served = served.await;
+            telemetry.stop().await;
+            served
         }
         Command::Demo(args) => {
-            telemetry::init(&Config {
+            let _logs = telemetry::init(&Config {
                 log: std::env::var("MSGLINE_LOG").unwrap_or_else(|_| "warn".into()),
+                otlp_endpoint: None,
                 ..config.clone()
-            });
+            })?;
             msgline_demo::run(config, &args.database, &args.dedicated_sim, &args.shared_sim).await
         }
         Command::Openapi => {
@@ -404,7 +407,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             msgline::run_mcp(&url, &key).await
         }
         Command::Sim(args) => {
-            telemetry::init(&config);
+            let _logs = telemetry::init(&Config { otlp_endpoint: None, ..config.clone() })?;
             let sim = SimConfig {
                 listen: args.listen,
                 e164: args.e164,

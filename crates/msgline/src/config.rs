@@ -28,6 +28,10 @@ pub struct Config {
     pub allow_private_targets: bool,
     pub log: String,
     pub log_format: String,
+    /// An OTLP/HTTP collector's base URL (`http://127.0.0.1:4318`): traces are posted to
+    /// `{base}/v1/traces`. Unset: no spans are made or sent. The operator's own address, so not
+    /// held to the egress guard that customers' URLs are.
+    pub otlp_endpoint: Option<String>,
     /// Seconds an authenticated key stays cached before it is read again. Revocation on the
     /// instance that revokes is immediate; other instances see it within this many seconds.
     pub key_cache_seconds: u64,
@@ -108,6 +112,7 @@ impl Default for Config {
             allow_private_targets: false,
             log: "info".into(),
             log_format: "text".into(),
+            otlp_endpoint: None,
             key_cache_seconds: 5,
             agent_model_url: "http://127.0.0.1:11434/v1".into(),
             agent_api_key: None,
@@ -154,6 +159,7 @@ impl fmt::Debug for Config {
             .field("agent_api_key", &self.agent_api_key.as_ref().map(|_| "***"))
             .field("agent_model", &self.agent_model)
             .field("redis", &self.redis_url.as_deref().map(redact_url))
+            .field("otlp_endpoint", &self.otlp_endpoint.as_deref().map(redact_url))
             .finish_non_exhaustive()
     }
 }
@@ -217,6 +223,9 @@ impl Config {
             "MSGLINE_RETENTION_DAYS must be at least 1 (leave it unset to keep every message)"
         );
         anyhow::ensure!(self.max_connections_per_address > 0, "MSGLINE_MAX_CONNECTIONS_PER_ADDRESS must be at least 1");
+        if let Some(endpoint) = &self.otlp_endpoint {
+            check_otlp_endpoint(endpoint)?;
+        }
         Ok(())
     }
 
@@ -237,6 +246,30 @@ impl Config {
     pub fn bridge_timeout(&self) -> Duration {
         Duration::from_millis(self.bridge_timeout_ms)
     }
+
+    /// Where the OTLP exporter posts its spans: the configured base and `/v1/traces`.
+    pub fn otlp_traces_url(&self) -> Option<String> {
+        self.otlp_endpoint.as_deref().map(|base| format!("{}/v1/traces", base.trim_end_matches('/')))
+    }
+}
+
+/// `MSGLINE_OTLP_ENDPOINT` is an http(s) URL with a host, and no query or fragment (the exporter
+/// adds `/v1/traces` to its path).
+fn check_otlp_endpoint(endpoint: &str) -> anyhow::Result<()> {
+    // Shown without its password or query, either of which may be a token.
+    let shown = redact_url(endpoint.split(['?', '#']).next().unwrap_or_default());
+    let wrong = |why: &str| anyhow::anyhow!("MSGLINE_OTLP_ENDPOINT {shown}: {why}");
+    let url = url::Url::parse(endpoint).map_err(|e| wrong(&format!("is not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(wrong("must be an http:// or https:// URL such as http://127.0.0.1:4318"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(wrong("has no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(wrong("is a base URL: no query, no fragment (spans go to {base}/v1/traces)"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -254,5 +287,20 @@ mod tests {
         };
         let printed = format!("{config:?}");
         assert!(!printed.contains("hunter2") && !printed.contains("sk-secret"));
+    }
+
+    #[test]
+    fn an_otlp_endpoint_is_an_http_base_url() {
+        let with = |endpoint: &str| Config { otlp_endpoint: Some(endpoint.into()), ..Config::default() };
+        assert!(with("http://127.0.0.1:4318").validate().is_ok());
+        assert!(with("https://collector.example/otlp/").validate().is_ok());
+        assert_eq!(
+            with("http://127.0.0.1:4318/").otlp_traces_url().as_deref(),
+            Some("http://127.0.0.1:4318/v1/traces")
+        );
+        for wrong in ["127.0.0.1:4318", "grpc://127.0.0.1:4317", "http://", "http://h:4318/?token=x", "not a url"] {
+            let error = with(wrong).validate().expect_err(wrong).to_string();
+            assert!(error.starts_with("MSGLINE_OTLP_ENDPOINT") && !error.contains("token=x"), "{wrong}: {error}");
+        }
     }
 }

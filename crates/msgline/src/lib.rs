@@ -12,7 +12,7 @@
 //! - the operator commands: [`admin`] (organisations, keys, lines);
 //! - the line-bridge protocol's messages, which a bridge such as the simulator speaks:
 //!   [`bridge_protocol`];
-//! - small helpers: [`clock`] (times), [`ids`] (prefixed ids), [`telemetry`] (logging);
+//! - small helpers: [`clock`] (times), [`ids`] (prefixed ids), [`telemetry`] (logging and traces);
 //! - what one command each needs: [`openapi_document`], [`run_mcp`], and for the bench
 //!   [`sign_webhook`] and [`seed_bench_messages`];
 //! - with the cargo feature `testing` only: `testing`, the internals the integration tests reach
@@ -46,6 +46,7 @@ pub(crate) mod ratelimit;
 pub(crate) mod send;
 pub(crate) mod services;
 pub mod telemetry;
+pub(crate) mod trace;
 pub(crate) mod web;
 pub(crate) mod workers;
 

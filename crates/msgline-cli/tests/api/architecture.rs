@@ -30,7 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("storage", &["db"]),
     (
         "types, rules and leaves",
-        &["domain", "fields", "error", "config", "egress", "media", "ratelimit", "metrics", "ids", "clock"],
+        &["domain", "fields", "error", "config", "egress", "media", "ratelimit", "metrics", "trace", "ids", "clock"],
     ),
 ];
 

@@ -140,7 +140,7 @@ pub async fn spawn_app() -> TestApp {
 /// Starts the application with the test's changes to the default configuration.
 pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
     if let Ok(filter) = std::env::var("MSGLINE_TEST_LOG") {
-        msgline::telemetry::init(&Config { log: filter, ..Config::default() });
+        let _logs = msgline::telemetry::init(&Config { log: filter, ..Config::default() });
     }
     let db = TestDb::new().await;
     let mut config = Config {

@@ -72,5 +72,6 @@ mod rows;
 mod scheduled;
 mod schema;
 mod senders;
+mod traces;
 mod webhook_delivery;
 mod webhooks;

@@ -163,8 +163,10 @@ async fn apply_hook(state: &Services, line_id: &str, hook: &Hook<'_>) -> ApiResu
     // A device's webhook is not always sent again: a file it cannot give now is left out rather
     // than the message refused.
     fetch_files(state, &line, &mut events, false).await?;
+    let reports = report_spans(state, &line, &events);
     let handled =
         inbound::handle_all(&state.sender.db, &line, &events, inbound::Rules::of(&state.sender.config)).await?;
+    end_report_spans(reports, &handled);
     wake_for_replies(state, &events);
     observe_reports(state, &line, &events, &handled).await?;
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
@@ -204,8 +206,10 @@ async fn receive(
     };
     check_events(&state, &line, &events, many).await?;
     fetch_files(&state, &line, &mut events, true).await?;
+    let reports = report_spans(&state, &line, &events);
     let handled =
         inbound::handle_all(&state.sender.db, &line, &events, inbound::Rules::of(&state.sender.config)).await?;
+    end_report_spans(reports, &handled);
     wake_for_replies(&state, &events);
     observe_reports(&state, &line, &events, &handled).await?;
     let applied = handled.iter().filter(|h| **h == Handled::Applied).count();
@@ -308,5 +312,36 @@ async fn observe_reports(
 fn wake_for_replies(state: &Services, events: &[BridgeEvent]) {
     if events.iter().any(|e| matches!(e.payload, crate::bridge::BridgeEventPayload::Inbound { .. })) {
         state.sender.dispatch.wake();
+    }
+}
+
+/// With traces on, a `line.report` span for each status report among `events`, a child of the
+/// call of the line for its message (when this instance made it): the send's trace ends with
+/// what the line said of it. With traces off, nothing (an empty list allocates nothing).
+fn report_spans(state: &Services, line: &db::lines::Line, events: &[BridgeEvent]) -> Vec<Option<tracing::Span>> {
+    let traces = &state.sender.traces;
+    if !traces.is_on() {
+        return Vec::new();
+    }
+    let report = |event: &BridgeEvent| {
+        let crate::bridge::BridgeEventPayload::MessageStatus { message_id, status, .. } = &event.payload else {
+            return None;
+        };
+        let span = tracing::info_span!(target: crate::trace::TARGET, "line.report",
+            msgline.message_id = %message_id, msgline.line_id = %line.id, msgline.status = %status,
+            msgline.applied = tracing::field::Empty);
+        traces.under_call(&span, message_id);
+        Some(span)
+    };
+    events.iter().map(report).collect()
+}
+
+/// Ends the spans of [`report_spans`], each saying whether its report was applied (or was one
+/// seen before).
+fn end_report_spans(spans: Vec<Option<tracing::Span>>, handled: &[Handled]) {
+    for (span, handled) in spans.into_iter().zip(handled) {
+        if let Some(span) = span {
+            span.record("msgline.applied", *handled == Handled::Applied);
+        }
     }
 }

@@ -157,9 +157,17 @@ async fn request_id(req: Request, next: Next) -> Response {
 #[derive(Debug, Clone)]
 struct RouteTemplate(MatchedPath);
 
+/// Also the request's span of the trace (`MSGLINE_OTLP_ENDPOINT`), named for its method and
+/// route, never its path or query (a device's hook carries a secret in its query).
 async fn route_template(req: Request, next: Next) -> Response {
     let template = req.extensions().get::<MatchedPath>().cloned();
-    let mut response = next.run(req).await;
+    let route = template.as_ref().map_or("unmatched", |t| t.as_str());
+    let span = tracing::info_span!(target: crate::trace::TARGET, crate::trace::REQUEST,
+        otel.name = %format!("{} {route}", req.method()), otel.kind = "server",
+        http.request.method = %req.method(), http.route = route,
+        http.response.status_code = tracing::field::Empty, msgline.message_id = tracing::field::Empty);
+    let mut response = next.run(req).instrument(span.clone()).await;
+    span.record("http.response.status_code", i64::from(response.status().as_u16()));
     if let Some(template) = template {
         response.extensions_mut().insert(RouteTemplate(template));
     }

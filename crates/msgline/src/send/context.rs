@@ -38,6 +38,8 @@ pub struct Handles {
     pub limits: Arc<RateLimits>,
     /// Wakes this instance's open event-feed streams.
     pub feed: crate::db::feed::Signal,
+    /// Where a send's trace goes on in later tasks and requests (on with `MSGLINE_OTLP_ENDPOINT`).
+    pub traces: crate::trace::Links,
 }
 
 /// The one `Deref` on the way to a handle: `sender.db` is the send path's database.
@@ -63,6 +65,7 @@ impl Sender {
             media,
             limits,
             feed: Default::default(),
+            traces: crate::trace::Links::new(config.otlp_endpoint.is_some()),
             db,
             config,
         })))

@@ -24,6 +24,8 @@ pub use context::Sender;
 pub use resolve::{Recipient, Target, resolve_line};
 pub use threads::ThreadCache;
 
+use tracing::Instrument;
+
 use crate::{
     caller::Principal,
     clock,
@@ -387,12 +389,16 @@ pub async fn submit(
             );
         }
         target.stage_checks(&mut batch, &principal.org_id);
-        match state.db.commit_or_refuse(batch).await {
+        let commit = tracing::info_span!(target: crate::trace::TARGET, "send.commit",
+            msgline.message_id = %message.id, msgline.line_id = %message.line_id);
+        match state.db.commit_or_refuse(batch).instrument(commit).await {
             // The recipient opted out: the answer a replay of an earlier send gets, else 409.
             Ok(Some(phone)) => {
                 return prior_or(state, principal, idempotency.as_ref(), resolve::opted_out(&phone)).await;
             }
             Ok(None) => {
+                // The span this send was accepted in is where its later spans hang.
+                state.traces.begin(&message.id);
                 state.threads.remember(&principal.org_id, &target, &message);
                 crate::metrics::message_accepted(message.channel.as_str(), message.kind.as_str());
                 match slot {

@@ -6,6 +6,7 @@
 use std::{sync::Arc, time::Duration};
 
 use tokio::sync::{Semaphore, watch};
+use tracing::Instrument;
 
 use super::pause;
 use crate::{
@@ -51,9 +52,16 @@ pub async fn step(state: &Agents, slots: &Arc<Semaphore>) -> anyhow::Result<usiz
     for run in runs {
         let state = state.clone();
         let slot = slots.clone().acquire_owned().await?;
+        // The run's trace: the message that started it, and the sends of its replies within it.
+        // Never the prompt, the conversation or the model's words.
+        let span = tracing::info_span!(target: crate::trace::TARGET, parent: None, "agent.run",
+            msgline.run_id = %run.id, msgline.agent_id = %run.agent_id, msgline.org_id = %run.org_id,
+            msgline.message_id = %run.trigger_message_id, msgline.attempt = run.attempts,
+            msgline.outcome = tracing::field::Empty);
         tokio::spawn(async move {
             let _slot = slot;
-            let (status, outcome, error) = match agents::execute(&state, &run).await {
+            let execution = agents::execute(&state, &run).instrument(span.clone()).await;
+            let (status, outcome, error) = match execution {
                 Ok(Outcome::Replied) => ("done", "replied", None),
                 Ok(Outcome::ToolCap) => ("done", "tool_call_limit", None),
                 Ok(Outcome::ModelError(error)) => ("failed", "model_error", Some(error)),
@@ -69,6 +77,8 @@ pub async fn step(state: &Agents, slots: &Arc<Semaphore>) -> anyhow::Result<usiz
             if let Some(error) = &error {
                 tracing::warn!(run = %run.id, agent = %run.agent_id, error, "agent run failed");
             }
+            span.record("msgline.outcome", outcome);
+            drop(span);
             crate::metrics::agent_run(outcome);
             if let Err(e) = db::agents::finish(&state.db, &run.id, status, outcome, error.as_deref()).await {
                 tracing::error!(run = %run.id, error = %e, "could not record the end of an agent run");

@@ -10,6 +10,7 @@
 use std::{sync::Arc, time::Duration};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tracing::Instrument;
 
 use crate::{
     bridge::{ReactionRequest, SendRequest, client::SendOutcome},
@@ -52,6 +53,17 @@ enum Checked {
     Paced,
 }
 
+impl Checked {
+    /// How the message came to its call, as its trace says.
+    fn as_str(self) -> &'static str {
+        match self {
+            Checked::Now => "handed_over",
+            Checked::Before => "outbox",
+            Checked::Paced => "paced",
+        }
+    }
+}
+
 /// Delivers a claimed job in the background, in the slot it holds until the outcome is recorded.
 fn spawn_delivery(
     state: &Sender,
@@ -61,13 +73,20 @@ fn spawn_delivery(
     checked: Checked,
 ) {
     let state = state.clone();
-    tokio::spawn(async move {
-        if let Err(error) = deliver(&state, &job, message, checked).await {
-            // The claim runs out and the reconciler asks the line: nothing is lost.
-            tracing::error!(message = %job.message_id, error = %error, "could not record a delivery");
+    let span = tracing::info_span!(target: crate::trace::TARGET, parent: None, "dispatch.claim",
+        msgline.message_id = %job.message_id, msgline.line_id = %job.line_id,
+        msgline.claim = checked.as_str(), msgline.attempt = job.attempts);
+    state.traces.under_send(&span, &job.message_id);
+    tokio::spawn(
+        async move {
+            if let Err(error) = deliver(&state, &job, message, checked).await {
+                // The claim runs out and the reconciler asks the line: nothing is lost.
+                tracing::error!(message = %job.message_id, error = %error, "could not record a delivery");
+            }
+            drop(slot);
         }
-        drop(slot);
-    });
+        .instrument(span),
+    );
 }
 
 pub async fn run(state: Sender, mut shutdown: watch::Receiver<bool>) {
@@ -245,7 +264,16 @@ async fn deliver(state: &Sender, job: &Job, message: Option<ForDispatch>, checke
             Vec::new()
         },
     };
-    let result = state.lines.client().send(&line, &request).await;
+    let call = tracing::info_span!(target: crate::trace::TARGET, "line.call", otel.kind = "client",
+        msgline.message_id = %message.id, msgline.line_id = %line.id, msgline.bridge_kind = line.bridge_kind.as_str(),
+        msgline.outcome = tracing::field::Empty, http.response.status_code = tracing::field::Empty);
+    let result = state.lines.client().send(&line, &request).instrument(call.clone()).await;
+    call.record("msgline.outcome", result.outcome.attempt_outcome());
+    if let Some(status) = result.http_status {
+        call.record("http.response.status_code", i64::from(status));
+    }
+    state.traces.called(&message.id, &call);
+    drop(call);
     let now = clock::now_ms();
     if matches!(
         result.outcome,

@@ -12,6 +12,7 @@ use std::{
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tracing::Instrument;
 
 use crate::{
     clock,
@@ -237,14 +238,51 @@ fn start(
     read_at: i64,
 ) {
     let (post, unrecorded) = slot;
+    let span = delivery_span(state, &delivery, event.as_ref());
     let (state, settings) = (state.clone(), settings.clone());
-    tokio::spawn(async move {
-        if let Err(error) = deliver(&state, &settings, &delivery, webhook, read_at, event, post).await {
-            // The claim runs out and the delivery is taken again: nothing is lost.
-            tracing::error!(delivery = %delivery.id, error = %error, "could not record a webhook attempt");
+    tokio::spawn(
+        async move {
+            if let Err(error) = deliver(&state, &settings, &delivery, webhook, read_at, event, post).await {
+                // The claim runs out and the delivery is taken again: nothing is lost.
+                tracing::error!(delivery = %delivery.id, error = %error, "could not record a webhook attempt");
+            }
+            drop(unrecorded);
         }
-        drop(unrecorded);
-    });
+        .instrument(span),
+    );
+}
+
+/// The trace's span of one attempt: the endpoint, the event and, for a message's event, the
+/// message (a child of the span its send was accepted in, when that was here). Never the
+/// endpoint's URL, its secret or the event's data.
+fn delivery_span(state: &Sender, delivery: &Claimed, event: Option<&StoredEvent>) -> tracing::Span {
+    let span = tracing::info_span!(target: crate::trace::TARGET, parent: None, "webhook.delivery",
+        otel.kind = "client", msgline.webhook_id = %delivery.webhook_id, msgline.event_id = %delivery.event_id,
+        msgline.event_type = event.map(|e| e.kind.as_str()), msgline.attempt = delivery.attempt,
+        msgline.message_id = tracing::field::Empty, http.response.status_code = tracing::field::Empty,
+        msgline.outcome = tracing::field::Empty);
+    if !state.traces.is_on() {
+        return span;
+    }
+    // A message's event holds the message as `data.message` (`Message::event_data`).
+    #[derive(serde::Deserialize)]
+    struct About {
+        message: Option<Id>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let message = event
+        .filter(|e| e.kind.starts_with("messaging.message."))
+        .and_then(|e| serde_json::from_str::<About>(&e.data).ok())
+        .and_then(|about| about.message)
+        .map(|message| message.id);
+    if let Some(message) = message {
+        span.record("msgline.message_id", message.as_str());
+        state.traces.under_send(&span, &message);
+    }
+    span
 }
 
 async fn prune(state: &Sender) -> sqlx::Result<()> {
@@ -333,6 +371,17 @@ async fn deliver(
     let latency_ms = started.elapsed().as_millis() as i64;
     drop(post);
     let now = clock::now_ms();
+    if state.traces.is_on() {
+        let span = tracing::Span::current();
+        let outcome = match &result {
+            Ok(answer) => {
+                span.record("http.response.status_code", i64::from(answer.status));
+                if (200..300).contains(&answer.status) { "delivered" } else { "refused" }
+            }
+            Err(_) => "unreachable",
+        };
+        span.record("msgline.outcome", outcome);
+    }
 
     let (status, response_body, error, outcome) = match result {
         Ok(answer) => {
