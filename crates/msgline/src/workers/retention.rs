@@ -11,15 +11,14 @@ use crate::{
     send::Sender,
 };
 
-/// Messages (or events) one transaction deletes at most, with their rows.
-const BATCH: i64 = 500;
-
-/// The pause after each batch, so that sends take the write lock between two: on SQLite every
-/// write waits for the one lock, on PostgreSQL only the rows a batch deletes are locked.
-fn pause(backend: Backend) -> Duration {
+/// Messages (or events) one transaction deletes at most, with their rows, and the pause after
+/// each batch, so that sends take the write lock between two. On SQLite every write waits for the
+/// one lock while a batch runs: a batch of 200 holds it for about 8 ms. On PostgreSQL a batch
+/// locks only the rows it deletes, and sends did not notice batches of 500.
+fn batch_and_pause(backend: Backend) -> (i64, Duration) {
     match backend {
-        Backend::Sqlite => Duration::from_millis(50),
-        Backend::Postgres => Duration::from_millis(10),
+        Backend::Sqlite => (200, Duration::from_millis(50)),
+        Backend::Postgres => (500, Duration::from_millis(10)),
     }
 }
 
@@ -54,11 +53,11 @@ pub async fn keep_days(state: &Sender, days: u64) -> anyhow::Result<Purged> {
 /// (`MSGLINE_FEED_RETENTION_HOURS`), so a feed reader never finds a hole in its window.
 pub async fn purge(state: &Sender, before: i64, now: i64) -> anyhow::Result<Purged> {
     let started = Instant::now();
-    let pause = pause(state.db.backend());
+    let (batch, pause) = batch_and_pause(state.db.backend());
     let mut purged = Purged::default();
     let mut after = String::new();
     loop {
-        let (deleted, last, keys) = db::retention::delete_messages(&state.db, &after, before, now, BATCH).await?;
+        let (deleted, last, keys) = db::retention::delete_messages(&state.db, &after, before, now, batch).await?;
         purged.messages += deleted.count;
         purged.rows += deleted.rows;
         // After the commit: a file removed before it would leave a kept row without its bytes
@@ -69,7 +68,7 @@ pub async fn purge(state: &Sender, before: i64, now: i64) -> anyhow::Result<Purg
             purged.files += 1;
         }
         let Some(last) = last else { break };
-        if deleted.count < BATCH as u64 {
+        if deleted.count < batch as u64 {
             break;
         }
         after = last;
@@ -79,11 +78,11 @@ pub async fn purge(state: &Sender, before: i64, now: i64) -> anyhow::Result<Purg
     let events_before = before.min(now.saturating_sub(feed_ms));
     let mut after = String::new();
     loop {
-        let (deleted, last) = db::retention::delete_events(&state.db, &after, events_before, BATCH).await?;
+        let (deleted, last) = db::retention::delete_events(&state.db, &after, events_before, batch).await?;
         purged.events += deleted.count;
         purged.rows += deleted.rows;
         let Some(last) = last else { break };
-        if deleted.count < BATCH as u64 {
+        if deleted.count < batch as u64 {
             break;
         }
         after = last;
