@@ -145,16 +145,7 @@ async fn renumber_feed(conn: &mut PgConnection) -> anyhow::Result<()> {
 
 /// The schema's tables but the migrations' record, each after the tables it refers to.
 async fn tables_in_order(conn: &mut PgConnection) -> anyhow::Result<Vec<Table>> {
-    let names: Vec<String> = sqlx::query(
-        "SELECT table_name::text FROM information_schema.tables \
-         WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> $1 ORDER BY 1",
-    )
-    .bind(MIGRATIONS_TABLE)
-    .fetch_all(&mut *conn)
-    .await?
-    .iter()
-    .map(|row| row.get(0))
-    .collect();
+    let names = table_names(conn).await?;
     let references: Vec<(String, String)> = sqlx::query(
         "SELECT child.relname::text, parent.relname::text FROM pg_constraint c \
          JOIN pg_class child ON child.oid = c.conrelid JOIN pg_class parent ON parent.oid = c.confrelid \
@@ -196,8 +187,9 @@ async fn tables_in_order(conn: &mut PgConnection) -> anyhow::Result<Vec<Table>> 
     Ok(tables)
 }
 
-async fn tables_with_rows(conn: &mut PgConnection) -> anyhow::Result<Vec<String>> {
-    let names: Vec<String> = sqlx::query(
+/// The schema's tables but the migrations' record, by name.
+async fn table_names(conn: &mut PgConnection) -> anyhow::Result<Vec<String>> {
+    Ok(sqlx::query(
         "SELECT table_name::text FROM information_schema.tables \
          WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> $1 ORDER BY 1",
     )
@@ -206,7 +198,11 @@ async fn tables_with_rows(conn: &mut PgConnection) -> anyhow::Result<Vec<String>
     .await?
     .iter()
     .map(|row| row.get(0))
-    .collect();
+    .collect())
+}
+
+async fn tables_with_rows(conn: &mut PgConnection) -> anyhow::Result<Vec<String>> {
+    let names = table_names(conn).await?;
     let mut full = Vec::new();
     for name in names {
         let any: bool = sqlx::query(&format!("SELECT EXISTS (SELECT 1 FROM {})", quoted(&name)))
